@@ -1,0 +1,1 @@
+"""The Redis-backed frontier: Scrapy sees only ``scheduler.FrontierScheduler``."""

@@ -1,0 +1,109 @@
+"""The frontier's settings, read once and checked, so a bad value stops start-up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from crawler.frontier.dedup import DedupConfig
+from crawler.policy.hosts import SHARD_BY_CHOICES, ShardBy
+from crawler.policy.sharding import check_shards
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierConfig:
+    prefix: str
+    shards: int
+    shard_by: ShardBy
+    host_concurrency: int
+    lease_timeout: float
+    maintenance_interval: float
+    log_interval: float
+    depth_limit: int
+    local_seen_cache: int
+    push_batch: int
+    persist: bool
+    reset: bool
+    close_when_drained: bool
+    dedup: DedupConfig
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings, spider_name: str) -> FrontierConfig:
+        """The config; raises ``ValueError`` with one line naming the bad setting."""
+        shard_by = settings.get("FRONTIER_SHARD_BY")
+        if shard_by not in SHARD_BY_CHOICES:
+            raise ValueError(
+                f"FRONTIER_SHARD_BY must be one of {', '.join(SHARD_BY_CHOICES)}, "
+                f"got {shard_by!r}"
+            )
+        config = cls(
+            prefix=settings.get("FRONTIER_KEY_PREFIX") or spider_name,
+            shards=check_shards(_int(settings, "FRONTIER_SHARDS")),
+            shard_by=shard_by,
+            host_concurrency=_int(settings, "FRONTIER_HOST_CONCURRENCY"),
+            lease_timeout=_float(settings, "FRONTIER_LEASE_TIMEOUT"),
+            maintenance_interval=_float(settings, "FRONTIER_MAINTENANCE_INTERVAL"),
+            log_interval=_float(settings, "FRONTIER_LOG_INTERVAL"),
+            depth_limit=_int(settings, "DEPTH_LIMIT"),
+            local_seen_cache=_int(settings, "FRONTIER_LOCAL_SEEN_CACHE"),
+            push_batch=_int(settings, "FRONTIER_PUSH_BATCH"),
+            persist=settings.getbool("FRONTIER_PERSIST"),
+            reset=settings.getbool("FRONTIER_RESET"),
+            close_when_drained=settings.getbool("FRONTIER_CLOSE_WHEN_DRAINED"),
+            dedup=DedupConfig.from_settings(settings),
+        )
+        config._check(settings)
+        return config
+
+    def _check(self, settings: BaseSettings) -> None:
+        positive = {
+            "FRONTIER_HOST_CONCURRENCY": self.host_concurrency,
+            "FRONTIER_LEASE_TIMEOUT": self.lease_timeout,
+            "FRONTIER_MAINTENANCE_INTERVAL": self.maintenance_interval,
+            "FRONTIER_LOG_INTERVAL": self.log_interval,
+            "FRONTIER_PUSH_BATCH": self.push_batch,
+        }
+        for name, value in positive.items():
+            if value <= 0:
+                raise ValueError(f"{name} must be > 0, got {value!r}")
+        if self.local_seen_cache < 0:
+            raise ValueError(
+                f"FRONTIER_LOCAL_SEEN_CACHE must be >= 0, got {self.local_seen_cache!r}"
+            )
+        if self.lease_timeout <= 2 * self.maintenance_interval:
+            raise ValueError(
+                "FRONTIER_LEASE_TIMEOUT must be more than twice "
+                "FRONTIER_MAINTENANCE_INTERVAL, which renews the leases of this node"
+            )
+        per_domain = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
+        if 0 < per_domain < self.host_concurrency:
+            raise ValueError(
+                "CONCURRENT_REQUESTS_PER_DOMAIN must be >= FRONTIER_HOST_CONCURRENCY "
+                f"({per_domain} < {self.host_concurrency})"
+            )
+        if any(c in self.prefix for c in "{}*?[] "):
+            raise ValueError(
+                f"FRONTIER_KEY_PREFIX must not contain braces, spaces or glob "
+                f"characters, got {self.prefix!r}"
+            )
+
+
+def _int(settings: BaseSettings, name: str) -> int:
+    try:
+        return settings.getint(name)
+    except ValueError:
+        raise ValueError(
+            f"{name} must be an integer, got {settings.get(name)!r}"
+        ) from None
+
+
+def _float(settings: BaseSettings, name: str) -> float:
+    try:
+        return settings.getfloat(name)
+    except ValueError:
+        raise ValueError(
+            f"{name} must be a number, got {settings.get(name)!r}"
+        ) from None

@@ -1,0 +1,111 @@
+"""Every Redis key name of a crawl, built here and nowhere else.
+
+Per-shard keys carry the shard as a Redis Cluster hash tag (``crawl:{s07}:ready``), so
+that a Lua script touching one shard's keys runs on one Cluster node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCHEMA_VERSION = "1"
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlKeys:
+    """Keys shared by every shard of the crawl named *prefix*."""
+
+    prefix: str
+
+    @property
+    def meta(self) -> str:
+        """HASH: ``schema_version`` and crawl-wide facts."""
+        return f"{self.prefix}:meta"
+
+    @property
+    def seeds(self) -> str:
+        """LIST of seed URLs any client may push for a running crawl."""
+        return f"{self.prefix}:seeds"
+
+    @property
+    def pattern(self) -> str:
+        """SCAN pattern matching every key of the crawl (used by reset only)."""
+        return f"{self.prefix}:*"
+
+    def shard(self, shard: int) -> Keys:
+        return Keys(self.prefix, shard)
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """The keys of one shard of the crawl named *prefix*."""
+
+    prefix: str
+    shard: int
+
+    @property
+    def tag(self) -> str:
+        """The hash-tagged prefix; scripts build per-host keys from it and only it."""
+        return f"{self.prefix}:{{s{self.shard:02d}}}:"
+
+    @property
+    def ready(self) -> str:
+        """ZSET host -> BFS score of its head request, for hosts that may go now."""
+        return self.tag + "ready"
+
+    @property
+    def waiting(self) -> str:
+        """ZSET host -> time (ms) its politeness delay ends, for hosts with requests."""
+        return self.tag + "waiting"
+
+    @property
+    def ready_at(self) -> str:
+        """HASH host -> time (ms) before which the host must not be fetched again."""
+        return self.tag + "ready_at"
+
+    @property
+    def delays(self) -> str:
+        """HASH host -> the host's current delay (ms), for hosts fetched in parallel."""
+        return self.tag + "delays"
+
+    @property
+    def inflight(self) -> str:
+        """HASH host -> requests of the host handed out and not yet acknowledged."""
+        return self.tag + "inflight"
+
+    @property
+    def leases(self) -> str:
+        """ZSET lease id -> expiry time (ms)."""
+        return self.tag + "leases"
+
+    @property
+    def leased(self) -> str:
+        """HASH lease id -> the leased queue entry, to put back if the lease expires."""
+        return self.tag + "leased"
+
+    @property
+    def sequence(self) -> str:
+        """STRING counter: FIFO order of queue entries and lease ids."""
+        return self.tag + "seq"
+
+    @property
+    def counters(self) -> str:
+        """HASH of cluster-wide counters of the shard (``queued``, ``enqueued``...)."""
+        return self.tag + "counters"
+
+    @property
+    def seen(self) -> str:
+        """SET of fingerprints (exact dedup) or HASH of Bloom filter layout."""
+        return self.tag + "seen"
+
+    def queue(self, host: str, level: int) -> str:
+        """LIST of one host's requests of one BFS level (scripts build the same name)."""
+        return f"{self.tag}q:{host}:{level}"
+
+    def levels(self, host: str) -> str:
+        """ZSET of the levels that have requests queued for *host*."""
+        return f"{self.tag}lv:{host}"
+
+    def bloom(self, index: int) -> str:
+        """STRING bitmap of Bloom filter *index* (scripts build the same name)."""
+        return f"{self.seen}:{index}"

@@ -1,0 +1,331 @@
+"""The frontier's Lua scripts, and the one object that runs them.
+
+Every script works on the keys of one shard (one Redis Cluster slot): fixed keys come
+in KEYS, per-host keys are built from the shard's hash-tagged prefix in ARGV[1]. Every
+script ends by returning the shard's *summary*: the BFS score of its best ready host
+and the time its first waiting host becomes ready, so the scheduler can pick a shard
+without asking again.
+
+Queue entries are ``<seq>|<json>``: the sequence number gives FIFO order within a
+level. A host's score in ``ready`` is ``level * weight + seq`` of its head entry.
+A lease keeps ``<level> <len(host)> <host><entry>`` so an expired lease can be put
+back at the head of its queue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import NoScriptError, ResponseError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from redis import Redis
+
+    from crawler.frontier.keys import Keys
+
+_HELPERS = """
+local tag, weight, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+
+local function head_score(host)
+  local levels = redis.call('ZRANGE', tag .. 'lv:' .. host, 0, 0)
+  if #levels == 0 then return nil end
+  local entry = redis.call('LINDEX', tag .. 'q:' .. host .. ':' .. levels[1], 0)
+  return tonumber(levels[1]) * weight + tonumber(string.match(entry, '^(%d+)|'))
+end
+
+-- Put a host that is neither ready nor waiting where its queue and delay say.
+local function schedule(host)
+  local score = head_score(host)
+  if not score then return end
+  local at = tonumber(redis.call('HGET', KEYS[3], host) or '0')
+  if at > now then
+    redis.call('ZADD', KEYS[2], at, host)
+  else
+    redis.call('ZADD', KEYS[1], score, host)
+  end
+end
+
+-- After a host's queue or in-flight count changed: keep its place right.
+local function touch(host, concurrency)
+  if redis.call('ZSCORE', KEYS[2], host) then return end
+  if redis.call('ZSCORE', KEYS[1], host) then
+    redis.call('ZADD', KEYS[1], 'XX', head_score(host), host)
+  elseif tonumber(redis.call('HGET', KEYS[4], host) or '0') < concurrency then
+    schedule(host)
+  end
+end
+
+local function promote(limit)
+  local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
+  for _, host in ipairs(due) do
+    redis.call('ZREM', KEYS[2], host)
+    local score = head_score(host)
+    if score then redis.call('ZADD', KEYS[1], score, host) end
+  end
+end
+
+local function summary()
+  local best = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  local wake = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  return {best[2] or false, wake[2] or false}
+end
+
+local function push_entry(host, level, entry)
+  local queue = tag .. 'q:' .. host .. ':' .. level
+  if redis.call('RPUSH', queue, entry) == 1 then
+    redis.call('ZADD', tag .. 'lv:' .. host, level, level)
+  end
+end
+
+local function unpack_lease(payload)
+  local level, length, rest = string.match(payload, '^(%d+) (%d+) (.*)$')
+  length = tonumber(length)
+  return level, string.sub(rest, 1, length), string.sub(rest, length + 1)
+end
+
+local function release(id)
+  local payload = redis.call('HGET', KEYS[6], id)
+  if not payload then return nil end
+  redis.call('HDEL', KEYS[6], id)
+  redis.call('ZREM', KEYS[5], id)
+  local level, host, entry = unpack_lease(payload)
+  if redis.call('HINCRBY', KEYS[4], host, -1) <= 0 then
+    redis.call('HDEL', KEYS[4], host)
+  end
+  return level, host, entry
+end
+"""
+
+# KEYS of every script, in this order (the helpers index them):
+# 1 ready, 2 waiting, 3 ready_at, 4 inflight, 5 leases, 6 leased, 7 seq, 8 counters,
+# 9 seen, 10 delays
+
+PUSH = """
+-- KEYS: the shard's keys (see above); KEYS[9] is the seen filter
+-- ARGV: tag, weight, now, host_concurrency, dedup mode ('bloom'|'exact'), then groups
+--       of 4: host, level, dedup ('' = do not filter; exact: fingerprint;
+--       bloom: 'h1 h2'), entry json
+-- returns: {accepted flags as a string of '1'/'0', best score, wake time}
+local concurrency, mode = tonumber(ARGV[4]), ARGV[5]
+
+local function bloom_add(h1, h2)
+  local seen = KEYS[9]
+  local filters = tonumber(redis.call('HGET', seen, 'filters') or '0')
+  if filters == 0 then return redis.error_reply('frontier: no Bloom layout') end
+  for i = 0, filters - 1 do
+    local layout = redis.call('HMGET', seen, 'bits:' .. i, 'hashes:' .. i)
+    local bits, found = tonumber(layout[1]), true
+    for j = 0, tonumber(layout[2]) - 1 do
+      if redis.call('GETBIT', seen .. ':' .. i, (h1 + j * h2) % bits) == 0 then
+        found = false
+        break
+      end
+    end
+    if found then return false end
+  end
+  local last = filters - 1
+  local layout = redis.call('HMGET', seen, 'bits:' .. last, 'hashes:' .. last, 'cap:' .. last)
+  local bits = tonumber(layout[1])
+  for j = 0, tonumber(layout[2]) - 1 do
+    redis.call('SETBIT', seen .. ':' .. last, (h1 + j * h2) % bits, 1)
+  end
+  local count = redis.call('HINCRBY', seen, 'count:' .. last, 1)
+  if count >= tonumber(layout[3]) and redis.call('HEXISTS', seen, 'bits:' .. filters) == 1 then
+    redis.call('HSET', seen, 'filters', filters + 1)
+  end
+  return true
+end
+
+local function is_new(dedup)
+  if dedup == '' then return true end
+  if mode == 'exact' then return redis.call('SADD', KEYS[9], dedup) == 1 end
+  local h1, h2 = string.match(dedup, '^(%d+) (%d+)$')
+  return bloom_add(tonumber(h1), tonumber(h2))
+end
+
+local flags = {}
+for i = 6, #ARGV, 4 do
+  local host, level = ARGV[i], ARGV[i + 1]
+  local new = is_new(ARGV[i + 2])
+  if type(new) == 'table' then return new end
+  if new then
+    push_entry(host, level, redis.call('INCR', KEYS[7]) .. '|' .. ARGV[i + 3])
+    redis.call('HINCRBY', KEYS[8], 'queued', 1)
+    touch(host, concurrency)
+  end
+  flags[#flags + 1] = new and '1' or '0'
+end
+local state = summary()
+return {table.concat(flags), state[1], state[2]}
+"""
+
+POP = """
+-- KEYS: the shard's keys (see above)
+-- ARGV: tag, weight, now, host_concurrency, lease expiry time, default delay,
+--       most waiting hosts to promote
+-- returns: {lease id, entry json, best score, wake time}; id and entry false if no
+--          host is ready
+local concurrency, expiry, default_delay = tonumber(ARGV[4]), ARGV[5], ARGV[6]
+promote(tonumber(ARGV[7]))
+local hosts = redis.call('ZRANGE', KEYS[1], 0, 0)
+if #hosts == 0 then
+  local state = summary()
+  return {false, false, state[1], state[2]}
+end
+local host = hosts[1]
+local levels_key = tag .. 'lv:' .. host
+local level = redis.call('ZRANGE', levels_key, 0, 0)[1]
+local queue = tag .. 'q:' .. host .. ':' .. level
+local entry = redis.call('LPOP', queue)
+if redis.call('LLEN', queue) == 0 then redis.call('ZREM', levels_key, level) end
+local id = redis.call('INCR', KEYS[7])
+redis.call('HSET', KEYS[6], id, level .. ' ' .. #host .. ' ' .. host .. entry)
+redis.call('ZADD', KEYS[5], expiry, id)
+redis.call('HINCRBY', KEYS[4], host, 1)
+redis.call('HINCRBY', KEYS[8], 'queued', -1)
+local delay = tonumber(redis.call('HGET', KEYS[10], host) or default_delay)
+redis.call('HSET', KEYS[3], host, now + delay)
+redis.call('ZREM', KEYS[1], host)
+touch(host, concurrency)
+local state = summary()
+return {id, string.match(entry, '^%d+|(.*)$'), state[1], state[2]}
+"""
+
+ACK = """
+-- KEYS: the shard's keys (see above)
+-- ARGV: tag, weight, now, host_concurrency, the host's delay, lease id
+-- returns: {1 if the lease was held (0 if it had expired or was acked), best, wake}
+local concurrency, delay, id = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local level, host = release(id)
+if not level then
+  local state = summary()
+  return {0, state[1], state[2]}
+end
+local at = math.max(tonumber(redis.call('HGET', KEYS[3], host) or '0'), now + delay)
+redis.call('HSET', KEYS[3], host, at)
+redis.call('HSET', KEYS[10], host, delay)
+if at > now and redis.call('ZREM', KEYS[1], host) == 1 then
+  redis.call('ZADD', KEYS[2], at, host)
+end
+touch(host, concurrency)
+redis.call('HINCRBY', KEYS[8], 'acked', 1)
+local state = summary()
+return {1, state[1], state[2]}
+"""
+
+REQUEUE = """
+-- KEYS: the shard's keys (see above)
+-- ARGV: tag, weight, now, host_concurrency, most leases to requeue, then lease ids;
+--       without ids, the leases whose expiry time is <= now
+-- returns: {leases put back at the head of their queues, best, wake}
+local concurrency, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
+local ids = {}
+for i = 6, #ARGV do ids[#ids + 1] = ARGV[i] end
+if #ids == 0 then
+  ids = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, limit)
+end
+local count = 0
+for _, id in ipairs(ids) do
+  local level, host, entry = release(id)
+  if level then
+    local queue = tag .. 'q:' .. host .. ':' .. level
+    redis.call('LPUSH', queue, entry)
+    redis.call('ZADD', tag .. 'lv:' .. host, level, level)
+    redis.call('HINCRBY', KEYS[8], 'queued', 1)
+    touch(host, concurrency)
+    count = count + 1
+  end
+end
+local state = summary()
+return {count, state[1], state[2]}
+"""
+
+PROMOTE = """
+-- KEYS: the shard's keys (see above)
+-- ARGV: tag, weight, now, most waiting hosts to promote
+-- returns: {best score, wake time}
+promote(tonumber(ARGV[4]))
+return summary()
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One script call: which script, on which shard, with what arguments."""
+
+    script: str
+    keys: Keys
+    args: Sequence[str | int | float | bytes]
+
+
+class ScriptRunner:
+    """Runs script calls in one round trip; reloads scripts after a SCRIPT FLUSH.
+
+    Scripts are called by SHA. redis-py's ``Script`` objects would send a
+    ``SCRIPT EXISTS`` before every pipeline; instead a ``NOSCRIPT`` answer reloads the
+    scripts and re-runs only the calls that failed, in order.
+    """
+
+    SOURCES = {
+        "push": PUSH,
+        "pop": POP,
+        "ack": ACK,
+        "requeue": REQUEUE,
+        "promote": PROMOTE,
+    }
+
+    def __init__(self, client: Redis) -> None:
+        self._client = client
+        self._sha: dict[str, str] = {}
+
+    def load(self) -> None:
+        for name, source in self.SOURCES.items():
+            self._sha[name] = self._client.script_load(_HELPERS + source)
+
+    def run(self, calls: Sequence[Call]) -> list[Any]:
+        """The replies of *calls*, run in order in one pipeline."""
+        if not self._sha:
+            self.load()
+        results = self._execute(calls)
+        failed = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
+        if failed:
+            self.load()
+            for index, result in zip(
+                failed, self._execute([calls[i] for i in failed]), strict=True
+            ):
+                results[index] = result
+        for result in results:
+            if isinstance(result, ResponseError):
+                raise result
+        return results
+
+    def _execute(self, calls: Sequence[Call]) -> list[Any]:
+        pipe = self._client.pipeline(transaction=False)
+        for call in calls:
+            keys = _shard_keys(call.keys)
+            pipe.evalsha(
+                self._sha[call.script],
+                len(keys),
+                *keys,
+                call.keys.tag,
+                *call.args,
+            )
+        return list(pipe.execute(raise_on_error=False))
+
+
+def _shard_keys(keys: Keys) -> list[str]:
+    return [
+        keys.ready,
+        keys.waiting,
+        keys.ready_at,
+        keys.inflight,
+        keys.leases,
+        keys.leased,
+        keys.sequence,
+        keys.counters,
+        keys.seen,
+        keys.delays,
+    ]

@@ -1,0 +1,256 @@
+"""The frontier's Redis side: every read and write of crawl state goes through here.
+
+Each method is one round trip (a pipeline of script calls, one per shard touched).
+Every script reply carries its shard's summary, kept in ``summaries`` so the
+scheduler chooses a shard without asking Redis again.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from crawler.frontier.dedup import shard_layouts
+from crawler.frontier.keys import SCHEMA_VERSION, CrawlKeys
+from crawler.frontier.scripts import Call, ScriptRunner
+from crawler.policy.order import LEVEL_WEIGHT
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from redis import Redis
+
+    from crawler.frontier.config import FrontierConfig
+
+logger = logging.getLogger(__name__)
+
+# Waiting hosts one script call moves to ready at most (bounds a call's work).
+PROMOTE_LIMIT = 100
+REQUEUE_LIMIT = 500
+
+
+class SchemaMismatchError(RuntimeError):
+    """The crawl's keys were written by an incompatible version of the frontier."""
+
+
+@dataclass(slots=True)
+class Summary:
+    """What a shard's last reply said: its best ready score, when a host wakes (ms)."""
+
+    best: float | None = None
+    wake: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A request accepted locally, waiting to be pushed to its shard."""
+
+    shard: int
+    host: str
+    level: int
+    dedup: str | bytes
+    entry: str
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A request handed out to this node: its shard and the lease id there."""
+
+    shard: int
+    lease_id: str
+
+    def __str__(self) -> str:
+        return f"{self.shard}:{self.lease_id}"
+
+
+class FrontierStore:
+    def __init__(self, client: Redis, config: FrontierConfig) -> None:
+        self.client = client
+        self.config = config
+        self.crawl_keys = CrawlKeys(config.prefix)
+        self.keys = [self.crawl_keys.shard(s) for s in range(config.shards)]
+        self.summaries = [Summary() for _ in range(config.shards)]
+        self._scripts = ScriptRunner(client)
+
+    def prepare(self, now: float) -> None:
+        """Check the schema version, write Bloom layouts, load scripts and summaries."""
+        if self.config.reset:
+            self.delete_all()
+        meta = self.crawl_keys.meta
+        self.client.hsetnx(meta, "schema_version", SCHEMA_VERSION)
+        found = self.client.hget(meta, "schema_version")
+        if found != SCHEMA_VERSION.encode():
+            raise SchemaMismatchError(
+                f"crawl {self.config.prefix!r} in Redis has schema version {found!r}, "
+                f"this crawler writes {SCHEMA_VERSION}: use another "
+                "FRONTIER_KEY_PREFIX or start afresh with -s FRONTIER_RESET=1"
+            )
+        if self.config.dedup.mode == "bloom":
+            self._write_bloom_layouts()
+        self._scripts.load()
+        self.promote(range(self.config.shards), now)
+
+    def flush(
+        self,
+        batch: Sequence[Pending],
+        leases: Sequence[tuple[Lease, float]],
+        now: float,
+    ) -> tuple[list[bool], int]:
+        """Push *batch*, then ack *leases* (each with its host's delay), in one trip.
+
+        Pushes go first, so the links of a page are queued before its lease is
+        released. Returns whether each pushed request was new, and how many leases
+        were still held.
+        """
+        by_shard: dict[int, list[Pending]] = {}
+        for pending in batch:
+            by_shard.setdefault(pending.shard, []).append(pending)
+        calls = [self._push_call(s, items, now) for s, items in by_shard.items()]
+        calls += [self._ack_call(lease, delay, now) for lease, delay in leases]
+        replies = self._scripts.run(calls)
+        new: dict[int, list[bool]] = {}
+        for call, reply in zip(calls[: len(by_shard)], replies, strict=False):
+            new[call.keys.shard] = [flag == ord("1") for flag in reply[0]]
+            self._remember(call.keys.shard, reply[1:])
+        held = 0
+        for call, reply in zip(
+            calls[len(by_shard) :], replies[len(by_shard) :], strict=True
+        ):
+            held += reply[0]
+            self._remember(call.keys.shard, reply[1:])
+        return [new[pending.shard].pop(0) for pending in batch], held
+
+    def _push_call(self, shard: int, items: list[Pending], now: float) -> Call:
+        args: list[str | int | float | bytes] = [
+            LEVEL_WEIGHT,
+            _ms(now),
+            self.config.host_concurrency,
+            self.config.dedup.mode,
+        ]
+        for item in items:
+            args += [item.host, item.level, item.dedup, item.entry]
+        return Call("push", self.keys[shard], args)
+
+    def _ack_call(self, lease: Lease, delay: float, now: float) -> Call:
+        args = [
+            LEVEL_WEIGHT,
+            _ms(now),
+            self.config.host_concurrency,
+            _ms(delay),
+            lease.lease_id,
+        ]
+        return Call("ack", self.keys[lease.shard], args)
+
+    def pop(
+        self, shard: int, now: float, default_delay: float
+    ) -> tuple[Lease, bytes] | None:
+        """Lease the best ready request of *shard*: its lease and entry, or None."""
+        args = [
+            LEVEL_WEIGHT,
+            _ms(now),
+            self.config.host_concurrency,
+            _ms(now + self.config.lease_timeout),
+            _ms(default_delay),
+            PROMOTE_LIMIT,
+        ]
+        (reply,) = self._scripts.run([Call("pop", self.keys[shard], args)])
+        self._remember(shard, reply[2:])
+        if reply[0] is None:
+            return None
+        lease_id, entry = reply[0], reply[1]
+        return Lease(shard, str(lease_id)), entry
+
+    def requeue(self, now: float, leases: Iterable[Lease] = ()) -> int:
+        """Put back *leases*, or every expired lease of every shard; how many."""
+        ids: dict[int, list[str]] = {}
+        for lease in leases:
+            ids.setdefault(lease.shard, []).append(lease.lease_id)
+        shards = list(ids) if ids else list(range(self.config.shards))
+        base = [LEVEL_WEIGHT, _ms(now), self.config.host_concurrency, REQUEUE_LIMIT]
+        calls = [
+            Call("requeue", self.keys[s], [*base, *ids.get(s, [])]) for s in shards
+        ]
+        total = 0
+        for shard, reply in zip(shards, self._scripts.run(calls), strict=True):
+            total += reply[0]
+            self._remember(shard, reply[1:])
+        return total
+
+    def promote(self, shards: Iterable[int], now: float) -> None:
+        """Move hosts whose delay ended to ready, and refresh the shards' summaries."""
+        shards = list(shards)
+        args = [LEVEL_WEIGHT, _ms(now), PROMOTE_LIMIT]
+        calls = [Call("promote", self.keys[s], args) for s in shards]
+        for shard, reply in zip(shards, self._scripts.run(calls), strict=True):
+            self._remember(shard, reply)
+
+    def renew(self, leases: Iterable[Lease], now: float) -> None:
+        """Push the expiry of leases this node still works on."""
+        expiry = _ms(now + self.config.lease_timeout)
+        by_shard: dict[int, list[str]] = {}
+        for lease in leases:
+            by_shard.setdefault(lease.shard, []).append(lease.lease_id)
+        if not by_shard:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for shard, ids in by_shard.items():
+            pipe.zadd(self.keys[shard].leases, dict.fromkeys(ids, expiry), xx=True)
+        pipe.execute()
+
+    def totals(self) -> tuple[int, int]:
+        """Requests queued and leased in the whole crawl, over every shard."""
+        pipe = self.client.pipeline(transaction=False)
+        for keys in self.keys:
+            pipe.hget(keys.counters, "queued")
+            pipe.zcard(keys.leases)
+        replies = pipe.execute()
+        queued = sum(int(r or 0) for r in replies[0::2])
+        return queued, sum(replies[1::2])
+
+    def hosts_ready(self) -> int:
+        """Hosts that may be fetched now, over every shard."""
+        pipe = self.client.pipeline(transaction=False)
+        for keys in self.keys:
+            pipe.zcard(keys.ready)
+        return sum(pipe.execute())
+
+    def delete_all(self) -> int:
+        """Delete every key of the crawl; how many."""
+        deleted = 0
+        batch: list[bytes] = []
+        for key in self.client.scan_iter(match=self.crawl_keys.pattern, count=1000):
+            batch.append(key)
+            if len(batch) >= 1000:
+                deleted += self.client.unlink(*batch)
+                batch.clear()
+        if batch:
+            deleted += self.client.unlink(*batch)
+        self.summaries = [Summary() for _ in range(self.config.shards)]
+        return deleted
+
+    def _write_bloom_layouts(self) -> None:
+        layouts = shard_layouts(self.config.dedup, self.config.shards)
+        fields: dict[str, int] = {"filters": 1}
+        for index, layout in enumerate(layouts):
+            fields |= {
+                f"bits:{index}": layout.bits,
+                f"hashes:{index}": layout.hashes,
+                f"cap:{index}": layout.capacity,
+            }
+        pipe = self.client.pipeline(transaction=False)
+        for keys in self.keys:
+            for field, value in fields.items():
+                pipe.hsetnx(keys.seen, field, value)
+        pipe.execute()
+
+    def _remember(self, shard: int, state: Sequence[bytes | None]) -> None:
+        best, wake = state
+        self.summaries[shard] = Summary(
+            float(best) if best is not None else None,
+            float(wake) / 1000 if wake is not None else None,
+        )
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)

@@ -1,0 +1,1 @@
+"""Downloader middlewares of the project (robots, User-Agent, timeouts)."""

@@ -1,0 +1,1 @@
+"""Item pipelines of the project (page store, page records, analysis)."""

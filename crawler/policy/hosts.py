@@ -1,0 +1,51 @@
+"""Which host a URL belongs to, for queues, politeness and sharding."""
+
+from __future__ import annotations
+
+import ipaddress
+from functools import lru_cache
+from typing import Literal
+from urllib.parse import urlsplit
+
+import tldextract
+
+ShardBy = Literal["host", "domain"]
+SHARD_BY_CHOICES: tuple[ShardBy, ...] = ("host", "domain")
+
+# The bundled public suffix snapshot only: never a network fetch.
+_EXTRACT = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+
+class BadURLError(ValueError):
+    """A URL that has no host the crawler can queue."""
+
+
+def host_of(url: str) -> str:
+    """The lower-case host name of *url*, without port (Scrapy's download-slot key)."""
+    try:
+        host = urlsplit(url).hostname
+    except ValueError as exc:  # e.g. an unbalanced "[" in the netloc
+        raise BadURLError(f"cannot parse host of {url!r}: {exc}") from None
+    if not host:
+        raise BadURLError(f"no host in {url!r}")
+    return host
+
+
+@lru_cache(maxsize=65536)
+def registered_domain(host: str) -> str:
+    """The registered domain of *host* (``a.b.example.co.uk`` -> ``example.co.uk``).
+
+    IP addresses and hosts without a public suffix (``localhost``) are their own domain.
+    """
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    else:
+        return host
+    return _EXTRACT(host).top_domain_under_public_suffix or host
+
+
+def shard_key(host: str, shard_by: ShardBy) -> str:
+    """The string whose hash picks the shard of *host*."""
+    return host if shard_by == "host" else registered_domain(host)

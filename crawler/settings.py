@@ -1,0 +1,97 @@
+"""Every setting of the project: Scrapy built-ins we change, and ours, with defaults.
+
+Each of our settings carries the prefix of the module that reads it (see the README's
+settings table). Override any of them per run with ``-s KEY=VALUE`` or, on scrapyd,
+``setting=KEY=VALUE``.
+"""
+
+from __future__ import annotations
+
+BOT_NAME = "crawler"
+SPIDER_MODULES = ["crawler.spiders"]
+NEWSPIDER_MODULE = "crawler.spiders"
+
+# --- Scrapy built-ins we change ------------------------------------------------------
+
+# The Redis frontier replaces Scrapy's scheduler: BFS order, per-host politeness, leases.
+SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
+# The Web's diameter: nothing deeper is fetched. 0 means no limit.
+DEPTH_LIMIT = 17
+# Per-host delay in seconds between two fetches of one host, applied by the frontier
+# (from the moment the previous response of that host was handled).
+DOWNLOAD_DELAY = 0.0
+# Total requests in flight in this process.
+CONCURRENT_REQUESTS = 16
+# Backstop only: the frontier decides per-host concurrency (FRONTIER_HOST_CONCURRENCY).
+CONCURRENT_REQUESTS_PER_DOMAIN = 8
+# Polite by default; the project's robots middleware arrives with the politeness work.
+ROBOTSTXT_OBEY = True
+# The product token robots.txt rules are matched against.
+ROBOTSTXT_USER_AGENT = "crawler"
+USER_AGENT = "crawler (+https://github.com/crawler/crawler)"
+# Measured in bench/: link-heavy pages are processed faster with fewer parallel items.
+CONCURRENT_ITEMS = 16
+# One log line a minute with pages/min is enough; the frontier logs its own progress.
+LOGSTATS_INTERVAL = 60.0
+# Scrapy's DepthMiddleware drops deep links silently; ours annotates depth only and
+# leaves the limit to the frontier, where every drop is counted.
+SPIDER_MIDDLEWARES = {
+    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
+    "crawler.frontier.acks.FrontierDepthMiddleware": 900,
+    # Closest to the engine: acknowledges a lease once the page's links are queued.
+    "crawler.frontier.acks.LeaseAckSpiderMiddleware": 1,
+}
+DOWNLOADER_MIDDLEWARES = {
+    # Closest to the engine: acknowledges the lease of a request that failed for good.
+    "crawler.frontier.acks.LeaseAckDownloaderMiddleware": 1,
+}
+TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+FEED_EXPORT_ENCODING = "utf-8"
+
+# --- Redis ---------------------------------------------------------------------------
+
+# redis://[:password@]host:port/db or rediss://...; empty starts a private Redis server.
+REDIS_URL = ""
+
+# --- The frontier (crawler/frontier/) ------------------------------------------------
+
+# Namespace of every Redis key of this crawl; empty means the spider's name.
+FRONTIER_KEY_PREFIX = ""
+# Number of shards hosts are spread over; must be a power of two.
+FRONTIER_SHARDS = 64
+# What a shard is chosen by: "host" (the URL's host) or "domain" (registered domain).
+FRONTIER_SHARD_BY = "host"
+# Requests of one host in flight at once (1 is the polite norm).
+FRONTIER_HOST_CONCURRENCY = 1
+# Seconds before a handed-out request that was never acknowledged goes back to its queue.
+FRONTIER_LEASE_TIMEOUT = 600.0
+# How often (seconds) this node returns expired leases to their queues and logs progress.
+FRONTIER_MAINTENANCE_INTERVAL = 5.0
+# Seconds between two progress log lines.
+FRONTIER_LOG_INTERVAL = 60.0
+# Seen-URL filter: "bloom" (about 3.8 bytes a URL) or "exact" (a set of fingerprints).
+FRONTIER_DEDUP = "bloom"
+# URLs the Bloom filters of all shards are sized for; past it, filters are added.
+FRONTIER_DEDUP_CAPACITY = 10_000_000
+# False-positive rate of the Bloom filter (a new URL wrongly taken as seen).
+FRONTIER_DEDUP_ERROR_RATE = 1e-6
+# Fingerprints this process remembers to skip a Redis round trip for repeated links.
+FRONTIER_LOCAL_SEEN_CACHE = 200_000
+# Requests buffered in this process before they are pushed to Redis in one round trip.
+FRONTIER_PUSH_BATCH = 64
+# Keep the frontier in Redis when the crawl stops, so the next run resumes it.
+FRONTIER_PERSIST = True
+# Clear this crawl's frontier (queues, seen filter, leases) at start.
+FRONTIER_RESET = False
+# Close the spider when every queue is empty and nothing is in flight; False waits
+# for new seeds pushed to the seeds list in Redis.
+FRONTIER_CLOSE_WHEN_DRAINED = True
+
+# Data directory of the private Redis server started when REDIS_URL is empty
+# (crawler/frontier/embedded.py); a later run in the same directory resumes from it.
+FRONTIER_EMBEDDED_REDIS_DIR = ".crawl/redis"
+
+# --- The bfs spider (crawler/spiders/bfs.py) -----------------------------------------
+
+# Which links are followed: "any" host, "seed-hosts" or "seed-domains".
+BFS_SCOPE = "any"

@@ -1,0 +1,1 @@
+"""Tests for the crawler and the local test site."""

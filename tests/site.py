@@ -1,0 +1,429 @@
+"""Local multi-host HTTP test site with a deterministic link graph."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import errno
+import functools
+import json
+import random
+import signal
+import socket
+import sys
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from http import HTTPStatus
+from pathlib import Path
+from typing import IO, Any
+
+MAX_HEAD_BYTES = 64 * 1024
+BIND_ATTEMPTS = 20
+PAGE_CACHE_SIZE = 4096
+LISTEN_BACKLOG = 1024
+FILLER_TEXT = (
+    "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor "
+    "incididunt ut labore et dolore magna aliqua enim ad minim veniam quis nostrud "
+    "exercitation ullamco laboris nisi aliquip ex ea commodo consequat"
+)
+
+
+@dataclass(frozen=True)
+class SiteSpec:
+    """Shape of the site; everything about its link graph derives from this."""
+
+    hosts: int
+    pages: int
+    links: int
+    cross: float
+    seed: int
+    port: int
+
+
+def host_address(i: int) -> str:
+    """Host i lives on its own loopback address so hosts are distinct per IP."""
+    return f"127.0.0.{2 + i}"
+
+
+def host_name(spec: SiteSpec, i: int) -> str:
+    """The authority (address:port) under which host i is crawled."""
+    return f"{host_address(i)}:{spec.port}"
+
+
+def page_path(j: int) -> str:
+    """Page 0 is the root so every host has a natural seed URL."""
+    return "/" if j == 0 else f"/p/{j}.html"
+
+
+def page_index(path: str, pages: int) -> int | None:
+    """Inverse of page_path; rejects non-canonical spellings so URLs stay unique."""
+    if path == "/":
+        return 0
+    if not (path.startswith("/p/") and path.endswith(".html")):
+        return None
+    digits = path[3:-5]
+    if not digits.isdigit() or digits != str(int(digits)):
+        return None
+    j = int(digits)
+    return j if 0 < j < pages else None
+
+
+def url_of(spec: SiteSpec, host_index: int, page_index: int) -> str:
+    """Full URL of a page, as the crawler should record it."""
+    return f"http://{host_name(spec, host_index)}{page_path(page_index)}"
+
+
+def links_of(spec: SiteSpec, host_index: int, page_index: int) -> list[tuple[int, int]]:
+    """Link targets of a page: `links` random ones, then the structural ones.
+
+    The random links go cross-host with probability `cross`; the structural
+    links (next page of the same host, and from a root to the next host's
+    root) guarantee that everything is reachable from host 0's root.
+    """
+    rng = random.Random(f"{spec.seed}:{host_index}:{page_index}")
+    targets = [_random_link(spec, host_index, rng) for _ in range(spec.links)]
+    if page_index + 1 < spec.pages:
+        targets.append((host_index, page_index + 1))
+    if page_index == 0 and host_index + 1 < spec.hosts:
+        targets.append((host_index + 1, 0))
+    return targets
+
+
+def _random_link(
+    spec: SiteSpec, host_index: int, rng: random.Random
+) -> tuple[int, int]:
+    """One random target; drawing order is fixed so the graph is reproducible."""
+    host = host_index
+    if spec.hosts > 1 and rng.random() < spec.cross:
+        host = rng.randrange(spec.hosts - 1)
+        host += host >= host_index
+    return host, rng.randrange(spec.pages)
+
+
+def bfs_depths(
+    spec: SiteSpec, seeds: list[tuple[int, int]]
+) -> dict[tuple[int, int], int]:
+    """Shortest link depth of every page reachable from the seeds (depth 0)."""
+    depths = {seed: 0 for seed in seeds}
+    queue = deque(depths)
+    while queue:
+        page = queue.popleft()
+        for target in links_of(spec, *page):
+            if target not in depths:
+                depths[target] = depths[page] + 1
+                queue.append(target)
+    return depths
+
+
+def page_html(spec: SiteSpec, host_index: int, page_index: int, filler: str) -> str:
+    """HTML of a page: cross-host links absolute, same-host links relative."""
+    title = f"host {host_index} page {page_index}"
+    items = "".join(
+        f'<li><a href="{_href(spec, host_index, target)}">link {k}</a></li>\n'
+        for k, target in enumerate(links_of(spec, host_index, page_index))
+    )
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+        f"<title>{title}</title></head>\n<body><h1>{title}</h1>\n"
+        f"<ul>\n{items}</ul>\n<p>{filler}</p>\n</body></html>\n"
+    )
+
+
+def _href(spec: SiteSpec, host_index: int, target: tuple[int, int]) -> str:
+    """Mixing absolute and relative hrefs exercises the crawler's URL joining."""
+    if target[0] == host_index:
+        return page_path(target[1])
+    return url_of(spec, *target)
+
+
+def read_log(path: str | Path) -> list[dict[str, Any]]:
+    """Parse a request log, ignoring a last line the server is still writing."""
+    text = Path(path).read_text(encoding="utf-8")
+    complete = text[: text.rfind("\n") + 1]
+    return [json.loads(line) for line in complete.splitlines() if line]
+
+
+@dataclass(frozen=True)
+class Response:
+    """What a route produces; headers common to all responses are added later."""
+
+    status: int
+    body: bytes
+    content_type: str = "text/plain; charset=utf-8"
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+NOT_FOUND = Response(404, b"not found\n")
+NOT_ALLOWED = Response(405, b"method not allowed\n", headers=(("Allow", "GET, HEAD"),))
+
+
+@dataclass(frozen=True)
+class Request:
+    """The parts of a request the site cares about."""
+
+    method: str
+    target: str
+    keep_alive: bool
+    headers: dict[str, str]
+
+
+def parse_head(head: bytes) -> Request | None:
+    """Parse a request head; None means malformed, so the connection is dropped."""
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[1].startswith("/"):
+        return None
+    method, target, version = parts
+    if version not in ("HTTP/1.0", "HTTP/1.1") or not method.isalpha():
+        return None
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if line:
+            name, sep, value = line.partition(":")
+            if not sep:
+                return None
+            headers[name.strip().lower()] = value.strip()
+    connection = headers.get("connection", "").lower()
+    keep_alive = connection != "close" and (
+        version == "HTTP/1.1" or connection == "keep-alive"
+    )
+    return Request(method, target, keep_alive, headers)
+
+
+def encode(response: Response, request: Request, keep_alive: bool) -> bytes:
+    """Serialize a response; HEAD gets the GET headers without the body."""
+    head = (
+        f"HTTP/1.1 {response.status} {HTTPStatus(response.status).phrase}\r\n"
+        f"Content-Type: {response.content_type}\r\n"
+        f"Content-Length: {len(response.body)}\r\n"
+        f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n"
+    ) + "".join(f"{name}: {value}\r\n" for name, value in response.headers)
+    body = b"" if request.method == "HEAD" else response.body
+    return head.encode("latin-1") + b"\r\n" + body
+
+
+class Site:
+    """Serves the pages of a spec and logs every request."""
+
+    def __init__(
+        self, spec: SiteSpec, pad_min: int, pad_max: int, log: IO[str] | None
+    ) -> None:
+        """Build the filler corpus once so rendering a page is just slicing."""
+        self.spec = spec
+        self.pad_min = pad_min
+        self.pad_max = pad_max
+        self.log = log
+        self.corpus = _filler_corpus(max(2 * pad_max, 65536))
+        self.page = functools.lru_cache(maxsize=PAGE_CACHE_SIZE)(self._render)
+        self.writers: set[asyncio.StreamWriter] = set()
+
+    def route(self, host_index: int, path: str) -> Response:
+        """Map a path to a response; the one place new endpoints get added."""
+        if path == "/robots.txt":
+            return NOT_FOUND
+        j = page_index(path.partition("?")[0], self.spec.pages)
+        return NOT_FOUND if j is None else self.page(host_index, j)
+
+    def _render(self, host_index: int, j: int) -> Response:
+        """Render a page with deterministic filler of a per-page random size."""
+        rng = random.Random(f"pad:{self.spec.seed}:{host_index}:{j}")
+        size = rng.randint(self.pad_min, self.pad_max)
+        start = rng.randrange(len(self.corpus) - size + 1)
+        html = page_html(self.spec, host_index, j, self.corpus[start : start + size])
+        return Response(200, html.encode("utf-8"), "text/html; charset=utf-8")
+
+    def respond(self, host_index: int, request: Request) -> Response:
+        """Only GET and HEAD exist on this site; anything else is a 405."""
+        if request.method not in ("GET", "HEAD"):
+            return NOT_ALLOWED
+        return self.route(host_index, request.target)
+
+    def record(self, t: float, host_index: int, request: Request, status: int) -> None:
+        """Append a log line and flush so tests can read it while we run."""
+        if self.log is None:
+            return
+        entry = {
+            "t": t,
+            "host": host_name(self.spec, host_index),
+            "path": request.target,
+            "method": request.method,
+            "status": status,
+            "ua": request.headers.get("user-agent"),
+            "node": request.headers.get("x-crawler-node"),
+        }
+        self.log.write(json.dumps(entry) + "\n")
+        self.log.flush()
+
+    async def serve_connection(
+        self,
+        host_index: int,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        """Answer requests on one connection until it closes or misbehaves."""
+        self.writers.add(writer)
+        try:
+            while await self._serve_one(host_index, reader, writer):
+                await writer.drain()
+        except (
+            ConnectionError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+        ):
+            pass
+        finally:
+            self.writers.discard(writer)
+            writer.close()
+
+    async def shutdown(self) -> None:
+        """Abort live connections: cancelled handlers print tracebacks on 3.11."""
+        for writer in list(self.writers):
+            writer.transport.abort()
+        handlers = asyncio.all_tasks() - {asyncio.current_task()}
+        await asyncio.gather(*handlers, return_exceptions=True)
+
+    async def _serve_one(
+        self,
+        host_index: int,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> bool:
+        """Serve one request; returns whether the connection stays open."""
+        head = await reader.readuntil(b"\r\n\r\n")
+        t = time.time()
+        request = parse_head(head)
+        if request is None:
+            return False
+        response = self.respond(host_index, request)
+        # A request body is never read, so the stream is unusable after one.
+        keep_alive = request.keep_alive and not _has_body(request)
+        writer.write(encode(response, request, keep_alive))
+        self.record(t, host_index, request, response.status)
+        return keep_alive
+
+
+def _has_body(request: Request) -> bool:
+    """Whether the client announced a body we would have to skip."""
+    length = request.headers.get("content-length", "0")
+    return "transfer-encoding" in request.headers or length not in ("", "0")
+
+
+def _filler_corpus(size: int) -> str:
+    """Deterministic ASCII word soup that page filler is sliced from."""
+    rng = random.Random("filler")
+    vocabulary = FILLER_TEXT.split()
+    words: list[str] = []
+    length = 0
+    while length < size:
+        word = rng.choice(vocabulary)
+        words.append(word)
+        length += len(word) + 1
+    return " ".join(words)[:size]
+
+
+def bind_all(addresses: Sequence[str], port: int) -> list[socket.socket]:
+    """Bind every address on one port; port 0 retries until some port fits all."""
+    for _ in range(BIND_ATTEMPTS if port == 0 else 1):
+        try:
+            return _bind_same_port(addresses, port)
+        except OSError as exc:
+            if port != 0 or exc.errno != errno.EADDRINUSE:
+                raise
+    raise OSError(errno.EADDRINUSE, "no port free on all host addresses")
+
+
+def _bind_same_port(addresses: Sequence[str], port: int) -> list[socket.socket]:
+    """Bind the first address (choosing the port if 0), then the rest on it."""
+    sockets: list[socket.socket] = []
+    try:
+        for address in addresses:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((address, port))
+            sock.listen(LISTEN_BACKLOG)
+            port = sock.getsockname()[1]
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
+
+
+async def serve(args: argparse.Namespace, log: IO[str] | None) -> None:
+    """Bind, announce the addresses on stdout, then serve until signalled."""
+    sockets = bind_all([host_address(i) for i in range(args.hosts)], args.port)
+    port: int = sockets[0].getsockname()[1]
+    spec = SiteSpec(args.hosts, args.pages, args.links, args.cross, args.seed, port)
+    site = Site(spec, args.pad_min, args.pad_max, log)
+    servers = [
+        await asyncio.start_server(
+            functools.partial(site.serve_connection, i),
+            sock=sock,
+            limit=MAX_HEAD_BYTES,
+            backlog=LISTEN_BACKLOG,
+        )
+        for i, sock in enumerate(sockets)
+    ]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    announce(spec)
+    await stop.wait()
+    for server in servers:
+        server.close()
+    await site.shutdown()
+
+
+def announce(spec: SiteSpec) -> None:
+    """The single JSON line on stdout is how the parent learns the port."""
+    line = {
+        "port": spec.port,
+        "hosts": [host_name(spec, i) for i in range(spec.hosts)],
+        "seeds": [url_of(spec, i, 0) for i in range(spec.hosts)],
+    }
+    sys.stdout.write(json.dumps(line) + "\n")
+    sys.stdout.flush()
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options; bounds keep every host on a valid loopback address."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--hosts", type=int, default=4)
+    parser.add_argument("--pages", type=int, default=30)
+    parser.add_argument("--links", type=int, default=5)
+    parser.add_argument("--cross", type=float, default=0.2)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--log", default=None)
+    parser.add_argument("--pad-min", type=int, default=2000)
+    parser.add_argument("--pad-max", type=int, default=5000)
+    args = parser.parse_args(argv)
+    if not 1 <= args.hosts <= 253:
+        parser.error("--hosts must be between 1 and 253")
+    if args.pages < 1 or args.links < 0 or not 0.0 <= args.cross <= 1.0:
+        parser.error("need --pages >= 1, --links >= 0 and 0 <= --cross <= 1")
+    if not 0 <= args.pad_min <= args.pad_max:
+        parser.error("need 0 <= --pad-min <= --pad-max")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point for `python -m tests.site`."""
+    args = parse_args(argv)
+    with contextlib.ExitStack() as stack:
+        log = (
+            stack.enter_context(open(args.log, "a", encoding="utf-8"))
+            if args.log
+            else None
+        )
+        asyncio.run(serve(args, log))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
