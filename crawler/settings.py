@@ -10,6 +10,8 @@ from __future__ import annotations
 BOT_NAME = "crawler"
 SPIDER_MODULES = ["crawler.spiders"]
 NEWSPIDER_MODULE = "crawler.spiders"
+# `scrapy crawl` exits with status 1 when the frontier cannot start.
+COMMANDS_MODULE = "crawler.commands"
 
 # --- Scrapy built-ins we change ------------------------------------------------------
 

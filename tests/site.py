@@ -14,11 +14,13 @@ import socket
 import sys
 import time
 from collections import deque
-from collections.abc import Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 MAX_HEAD_BYTES = 64 * 1024
 BIND_ATTEMPTS = 20
@@ -107,7 +109,7 @@ def bfs_depths(
     spec: SiteSpec, seeds: list[tuple[int, int]]
 ) -> dict[tuple[int, int], int]:
     """Shortest link depth of every page reachable from the seeds (depth 0)."""
-    depths = {seed: 0 for seed in seeds}
+    depths = dict.fromkeys(seeds, 0)
     queue = deque(depths)
     while queue:
         page = queue.popleft()
@@ -417,7 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     with contextlib.ExitStack() as stack:
         log = (
-            stack.enter_context(open(args.log, "a", encoding="utf-8"))
+            stack.enter_context(Path(args.log).open("a", encoding="utf-8"))
             if args.log
             else None
         )

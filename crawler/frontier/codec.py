@@ -133,7 +133,7 @@ def _spider_method(spider: Spider, name: str) -> Callable[..., Any]:
     method = getattr(spider, name, None) if not name.startswith("_") else None
     if not callable(method) or getattr(method, "__self__", None) is not spider:
         raise BadEntryError(f"{name!r} is not a method of spider {spider.name!r}")
-    return method
+    return method  # type: ignore[no-any-return]
 
 
 def _callbacks(request: Request, spider: Spider) -> dict[str, str]:

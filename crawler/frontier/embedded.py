@@ -19,10 +19,12 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
-from typing import IO, Self
+from typing import IO, TYPE_CHECKING, Self
 
 import redis
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 logger = logging.getLogger(__name__)
 

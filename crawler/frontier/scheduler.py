@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
-from scrapy.exceptions import CloseSpider, DontCloseSpider
+from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.asyncio import call_later, create_looping_call
 
 from crawler.connection import (
@@ -31,6 +31,7 @@ from crawler.frontier.dedup import bloom_hashes
 from crawler.frontier.embedded import EmbeddedRedisError
 from crawler.frontier.progress import Progress
 from crawler.frontier.seencache import SeenCache
+from crawler.frontier.startup import FailedScheduler, StartupFailure
 from crawler.frontier.store import FrontierStore, Lease, Pending, SchemaMismatchError
 from crawler.policy.hosts import BadURLError, host_of, shard_key
 from crawler.policy.order import depth_allowed, level_of
@@ -66,7 +67,9 @@ class FrontierScheduler(BaseScheduler):
     def __init__(
         self, crawler: Crawler, config: FrontierConfig, delays: DelayPolicy
     ) -> None:
+        assert crawler.spider is not None
         self._crawler = crawler
+        self._spider: Spider = crawler.spider
         self._config = config
         self._delays = delays
         self._stats = crawler.stats
@@ -80,31 +83,32 @@ class FrontierScheduler(BaseScheduler):
         self._drained_checked_at = 0.0
         self._last_drained = False
         self._bad_entry_logged = False
+        self._failure: StartupFailure | None = None
         crawler.signals.connect(self._lease_done, signal=lease_done)
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
+    def from_crawler(cls, crawler: Crawler) -> Self | FailedScheduler:  # type: ignore[override]
         assert crawler.spider is not None
-        config = FrontierConfig.from_settings(crawler.settings, crawler.spider.name)
-        return cls(crawler, config, FixedDelayPolicy.from_settings(crawler.settings))
+        try:
+            config = FrontierConfig.from_settings(crawler.settings, crawler.spider.name)
+            delays = FixedDelayPolicy.from_settings(crawler.settings)
+        except ValueError as exc:
+            return FailedScheduler(crawler, f"Bad setting: {exc}")
+        return cls(crawler, config, delays)
 
     # --- lifecycle ---------------------------------------------------------------
 
     def open(self, spider: Spider) -> None:
         now = time.time()
         try:
-            url = redis_url(self._crawler)
-            client = sync_client(self._crawler)
-            check_reachable(client, url)
-            self._store = FrontierStore(client, self._config)
-            self._store.prepare(now)
+            self._store = self._open_store(now)
         except (RedisUnreachableError, EmbeddedRedisError, SchemaMismatchError) as exc:
-            logger.error("%(error)s", {"error": exc}, extra={"spider": spider})
-            raise CloseSpider("frontier_unavailable") from None
+            self._failure = StartupFailure(self._crawler, str(exc))
+            return
         # The frontier owns the per-host delay; Scrapy's AutoThrottle sets the same
         # attribute. Left alone, DOWNLOAD_DELAY would be applied twice.
-        self._crawler.engine.downloader._delay = 0.0  # type: ignore[union-attr]
+        self._crawler.engine.downloader._delay = 0.0
         queued, leased = self._store.totals()
         logger.info(
             "Frontier %(prefix)r opened: %(queued)d queued, %(leased)d leased",
@@ -113,6 +117,17 @@ class FrontierScheduler(BaseScheduler):
         )
         self._maintenance = create_looping_call(self._maintain)
         self._maintenance.start(self._config.maintenance_interval, now=True)
+
+    def _open_store(self, now: float) -> FrontierStore:
+        client = sync_client(self._crawler)
+        try:
+            check_reachable(client, redis_url(self._crawler))
+            store = FrontierStore(client, self._config)
+            store.prepare(now)
+        except Exception:
+            client.close()
+            raise
+        return store
 
     def close(self, reason: str) -> None:
         if self._maintenance is not None and self._maintenance.running:
@@ -143,6 +158,8 @@ class FrontierScheduler(BaseScheduler):
         return not self._drained()
 
     def enqueue_request(self, request: Request) -> bool:
+        if self._store is None:
+            return False
         replaced = self._replaced_lease(request)
         pending = self._pending(request)
         if pending is not None:
@@ -154,7 +171,8 @@ class FrontierScheduler(BaseScheduler):
         return pending is not None
 
     def next_request(self) -> Request | None:
-        assert self._store is not None
+        if self._store is None:
+            return None
         now = time.time()
         self._flush(now)
         summaries = self._store.summaries
@@ -199,9 +217,10 @@ class FrontierScheduler(BaseScheduler):
                 return None
             dedup = fingerprint
             if self._config.dedup.mode == "bloom":
-                dedup = "%d %d" % bloom_hashes(fingerprint)
+                first, second = bloom_hashes(fingerprint)
+                dedup = f"{first} {second}"
         shard = shard_of(shard_key(host, self._config.shard_by), self._config.shards)
-        entry = codec.encode(request, self._crawler.spider)
+        entry = codec.encode(request, self._spider)
         return Pending(shard, host, level_of(depth), dedup, entry)
 
     def _replaced_lease(self, request: Request) -> _Held | None:
@@ -266,7 +285,7 @@ class FrontierScheduler(BaseScheduler):
 
     def _leased_request(self, lease: Lease, entry: bytes, now: float) -> Request | None:
         try:
-            request = codec.decode(entry, self._crawler.spider)
+            request = codec.decode(entry, self._spider)
         except codec.BadEntryError as exc:
             self._drop_bad_entry(lease, entry, exc, now)
             return None
@@ -312,8 +331,8 @@ class FrontierScheduler(BaseScheduler):
 
     def _wake_engine(self) -> None:
         engine = self._crawler.engine
-        if engine is not None and engine._slot is not None:  # noqa: SLF001
-            engine._slot.nextcall.schedule()  # noqa: SLF001 (no public way to poke it)
+        if engine is not None and engine._slot is not None:
+            engine._slot.nextcall.schedule()
 
     # --- acknowledgements, maintenance, end of crawl ----------------------------------
 
@@ -340,7 +359,9 @@ class FrontierScheduler(BaseScheduler):
 
     def _take_seeds(self) -> None:
         assert self._store is not None
-        urls = self._store.client.lpop(self._store.crawl_keys.seeds, SEEDS_PER_ROUND)
+        urls: list[bytes] | None = self._store.client.lpop(  # type: ignore[assignment]
+            self._store.crawl_keys.seeds, SEEDS_PER_ROUND
+        )
         for url in urls or ():
             try:
                 self.enqueue_request(Request(url.decode("utf-8", "replace")))

@@ -15,7 +15,7 @@ back at the head of its queue.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from redis.exceptions import NoScriptError, ResponseError
 
@@ -269,7 +269,7 @@ class ScriptRunner:
     scripts and re-runs only the calls that failed, in order.
     """
 
-    SOURCES = {
+    SOURCES: ClassVar[dict[str, str]] = {
         "push": PUSH,
         "pop": POP,
         "ack": ACK,

@@ -133,7 +133,7 @@ class FrontierStore:
         return Call("push", self.keys[shard], args)
 
     def _ack_call(self, lease: Lease, delay: float, now: float) -> Call:
-        args = [
+        args: list[str | int | float | bytes] = [
             LEVEL_WEIGHT,
             _ms(now),
             self.config.host_concurrency,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tests.site import (
     Site,
@@ -17,6 +17,9 @@ from tests.site import (
     read_log,
     url_of,
 )
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SPEC = SiteSpec(hosts=4, pages=30, links=5, cross=0.2, seed=1, port=8080)
 

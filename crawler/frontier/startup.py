@@ -1,0 +1,52 @@
+"""A frontier that cannot start stops the crawl with one line that says what to fix.
+
+Scrapy prints tracebacks for exceptions raised while the engine opens; a bad setting
+or an unreachable Redis is not a bug, so the failure is logged once at ERROR and the
+spider is closed cleanly with ``finish_reason = "frontier_unavailable"`` as soon as
+it is open (``scrapy crawl`` then exits with status 1, see ``crawler.commands``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy import signals
+from scrapy.core.scheduler import BaseScheduler
+from scrapy.exceptions import CloseSpider
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+STARTUP_FAILED = "frontier_unavailable"
+
+
+class StartupFailure:
+    """Logs why the frontier cannot run, then closes the spider once it is open."""
+
+    def __init__(self, crawler: Crawler, message: str) -> None:
+        self._crawler = crawler
+        logger.error("%(message)s", {"message": message})
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
+
+    def _spider_opened(self) -> None:
+        raise CloseSpider(STARTUP_FAILED)
+
+
+class FailedScheduler(BaseScheduler):
+    """Stands in for a scheduler whose settings are wrong: holds no request."""
+
+    def __init__(self, crawler: Crawler, message: str) -> None:
+        self._failure = StartupFailure(crawler, message)
+
+    def has_pending_requests(self) -> bool:
+        return False
+
+    def enqueue_request(self, request: Request) -> bool:
+        return False
+
+    def next_request(self) -> Request | None:
+        return None

@@ -1,0 +1,70 @@
+"""Fixtures: a real Redis (private or TEST_REDIS_URL), the local site, settings."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import redis as redis_py
+
+import crawler.settings as project
+from tests.servers import redis_for_tests, running_site
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+    from tests.servers import RunningSite
+
+# Settings every in-process test crawl gets on top of the project's own.
+TEST_OVERRIDES: dict[str, Any] = {
+    "LOG_LEVEL": "INFO",
+    "TELNETCONSOLE_ENABLED": False,
+    "FRONTIER_MAINTENANCE_INTERVAL": 0.5,
+    "FRONTIER_LEASE_TIMEOUT": 5.0,
+    "FRONTIER_SHARDS": 8,
+    "ROBOTSTXT_OBEY": False,
+    "FRONTIER_EMBEDDED_REDIS_DIR": "",
+}
+
+
+@pytest.fixture(scope="session")
+def redis_url_session() -> Iterator[str]:
+    with redis_for_tests() as url:
+        yield url
+
+
+@pytest.fixture
+def redis_url(redis_url_session: str) -> Iterator[str]:
+    """The test Redis, empty before and after the test."""
+    client = redis_py.Redis.from_url(redis_url_session)
+    client.flushdb()
+    yield redis_url_session
+    client.flushdb()
+    client.close()
+
+
+@pytest.fixture
+def redis(redis_url: str) -> Iterator[redis_py.Redis]:
+    client = redis_py.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def site() -> Iterator[RunningSite]:
+    """The default site: 4 hosts x 30 pages, 5 links a page."""
+    with running_site() as running:
+        yield running
+
+
+@pytest.fixture
+def settings(redis_url: str) -> Callable[..., dict[str, Any]]:
+    """``settings(KEY=value, ...)``: the project's settings for a test crawl."""
+
+    def make(**overrides: Any) -> dict[str, Any]:
+        values = {k: getattr(project, k) for k in dir(project) if k.isupper()}
+        values.update(TEST_OVERRIDES, REDIS_URL=redis_url)
+        values.update(overrides)
+        return values
+
+    return make

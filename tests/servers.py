@@ -1,0 +1,88 @@
+"""Context managers that run the test site and a Redis server as subprocesses."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from crawler.frontier.embedded import EmbeddedRedis
+from tests.site import SiteSpec, read_log
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+START_TIMEOUT = 15.0
+
+
+@dataclass(frozen=True)
+class RunningSite:
+    """A started test site: its spec (with the real port), seeds and request log."""
+
+    spec: SiteSpec
+    seeds: list[str]
+    log_path: Path
+
+    def log(self) -> list[dict[str, Any]]:
+        return read_log(self.log_path)
+
+    def pages(self) -> list[dict[str, Any]]:
+        """Logged fetches of pages (robots.txt left out), in arrival order."""
+        return [r for r in self.log() if r["path"] != "/robots.txt"]
+
+
+@contextlib.contextmanager
+def running_site(
+    hosts: int = 4, pages: int = 30, links: int = 5, cross: float = 0.2, seed: int = 1
+) -> Iterator[RunningSite]:
+    """Serve the test site on 127.0.0.2... until the block ends."""
+    with tempfile.TemporaryDirectory(prefix="site-") as tmp:
+        log_path = Path(tmp) / "requests.jsonl"
+        command = [
+            sys.executable, "-m", "tests.site",
+            "--hosts", str(hosts), "--pages", str(pages), "--links", str(links),
+            "--cross", str(cross), "--seed", str(seed), "--log", str(log_path),
+        ]  # fmt: skip
+        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        try:
+            assert process.stdout is not None
+            info = json.loads(process.stdout.readline())
+            spec = SiteSpec(hosts, pages, links, cross, seed, info["port"])
+            yield RunningSite(spec, info["seeds"], log_path)
+        finally:
+            process.terminate()
+            process.wait(START_TIMEOUT)
+            if process.stdout is not None:
+                process.stdout.close()
+
+
+@contextlib.contextmanager
+def redis_for_tests() -> Iterator[str]:
+    """``TEST_REDIS_URL`` when given, else a private redis-server for the session."""
+    if url := os.environ.get("TEST_REDIS_URL"):
+        yield url
+        return
+    with tempfile.TemporaryDirectory(prefix="redis-") as tmp:
+        server = EmbeddedRedis(Path(tmp), persist=False).start()
+        try:
+            yield server.url
+        finally:
+            server.stop()
+
+
+def wait_for(predicate: Any, timeout: float, interval: float = 0.05) -> bool:
+    """Poll *predicate* until it is true or *timeout* seconds pass (bounded)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
