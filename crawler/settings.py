@@ -65,8 +65,9 @@ FRONTIER_SHARDS = 64
 FRONTIER_SHARD_BY = "host"
 # Requests of one host in flight at once (1 is the polite norm).
 FRONTIER_HOST_CONCURRENCY = 1
-# Seconds before a handed-out request that was never acknowledged goes back to its queue.
-FRONTIER_LEASE_TIMEOUT = 600.0
+# Seconds before a handed-out request that was never acknowledged goes back to its
+# queue; a live node renews its leases, so this is how long a dead node's work waits.
+FRONTIER_LEASE_TIMEOUT = 60.0
 # How often (seconds) this node returns expired leases to their queues and logs progress.
 FRONTIER_MAINTENANCE_INTERVAL = 5.0
 # Seconds between two progress log lines.
