@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections import Counter, defaultdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
+from crawler.frontier.config import FrontierConfig
+from crawler.frontier.store import FrontierStore, Pending
+from crawler.policy.sharding import shard_of
 from crawler.spiders.bfs import BfsSpider
 from tests.servers import running_site
-from tests.site import bfs_depths, page_index
+from tests.site import bfs_depths, links_of, page_index
 
 if TYPE_CHECKING:
     from tests.servers import RunningSite
@@ -94,3 +101,71 @@ def host_gaps(site: RunningSite) -> dict[str, list[float]]:
             gaps[row["host"]].append(row["t"] - last[row["host"]])
         last[row["host"]] = row["t"]
     return gaps
+
+
+@deferred_f_from_coro_f
+async def test_a_hostile_queue_entry_is_counted_and_skipped(site, settings, redis):
+    values = settings()
+    store = FrontierStore(redis, FrontierConfig.from_settings(Settings(values), "bfs"))
+    store.prepare(time.time())
+    payload = "cos\nsystem\n(S'touch /tmp/pwned-by-frontier'\ntR."  # a pickle
+    shard = shard_of("evil.invalid", store.config.shards)
+    store.flush([Pending(shard, "evil.invalid", 0, "", payload)], [], time.time())
+    crawler = await crawl(values, seeds=site.seeds[0])
+    assert crawler.stats.get_value("frontier/bad_entries") == 1
+    assert crawler.stats.get_value("finish_reason") == "finished"
+    assert len(fetched(site)) == len(bfs_depths(site.spec, [(0, 0)]))
+    assert not Path("/tmp/pwned-by-frontier").exists()  # noqa: S108 (the payload's target)
+
+
+@deferred_f_from_coro_f
+async def test_every_key_of_a_crawl_carries_its_prefix(site, settings, redis):
+    await crawl(settings(FRONTIER_KEY_PREFIX="crawl-a"), seeds=site.seeds[0])
+    keys = [key.decode() for key in redis.scan_iter()]
+    assert keys
+    assert all(key.startswith("crawl-a:") for key in keys), keys
+
+
+@deferred_f_from_coro_f
+async def test_two_crawls_with_other_prefixes_share_one_redis(site, settings):
+    await crawl(settings(FRONTIER_KEY_PREFIX="one"), seeds=site.seeds[0])
+    await crawl(settings(FRONTIER_KEY_PREFIX="two"), seeds=site.seeds[0])
+    counts = Counter(fetched(site))
+    assert set(counts.values()) == {2}  # each crawl fetched every page once
+
+
+@deferred_f_from_coro_f
+async def test_a_seeds_file_skips_bad_lines_and_names_them(
+    site, settings, tmp_path, caplog
+):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(f"# seeds\n\nftp://nope.example/\n{site.seeds[1]}\nnot a url\n")
+    crawler = await crawl(settings(DEPTH_LIMIT=1), seeds_file=str(seeds))
+    assert crawler.stats.get_value("bfs/bad_seeds") == 2
+    assert f"{seeds} line 3" in caplog.text
+    assert f"{seeds} line 5" in caplog.text
+    assert fetched(site)[0] == (1, 0)
+
+
+@deferred_f_from_coro_f
+async def test_a_crawl_that_waits_takes_seeds_pushed_to_redis(site, settings, redis):
+    crawler = get_crawler(
+        BfsSpider, settings(FRONTIER_CLOSE_WHEN_DRAINED=False, DEPTH_LIMIT=1)
+    )
+    done = asyncio.ensure_future(crawler.crawl_async())
+    redis.rpush("bfs:seeds", site.seeds[2], "javascript:alert(1)")
+    deadline = time.monotonic() + 30
+    expected = len(links_from_root(site, 2)) + 1
+    while len(set(fetched(site))) < expected and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(1.5)  # idle now: a crawl that waits does not close by itself
+    assert crawler.crawling
+    await crawler.stop_async()
+    await done
+    assert fetched(site)[0] == (2, 0)
+    assert len(set(fetched(site))) == expected
+    assert crawler.stats.get_value("frontier/bad_urls") == 1
+
+
+def links_from_root(site: RunningSite, host: int) -> set[tuple[int, int]]:
+    return set(links_of(site.spec, host, 0)) - {(host, 0)}

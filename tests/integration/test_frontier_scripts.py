@@ -136,7 +136,9 @@ def test_a_fingerprint_is_accepted_once(redis, mode):
 
 def test_a_full_bloom_filter_grows_and_keeps_what_it_saw(redis):
     store = make_store(redis, FRONTIER_DEDUP_CAPACITY=50)
-    batch = [pending("a", 1, f"u{i}", f"{i * 7919} {i * 104729 | 1}") for i in range(200)]
+    batch = [
+        pending("a", 1, f"u{i}", f"{i * 7919} {i * 104729 | 1}") for i in range(200)
+    ]
     new, _ = store.flush(batch, [], T0)
     assert sum(new) >= 199  # at most a false positive or so at this error rate
     filters = int(redis.hget(store.keys[0].seen, "filters"))

@@ -133,7 +133,9 @@ def test_the_private_redis_starts_and_stops_with_the_crawl(tmp_path):
     with running_site(hosts=2, pages=10) as site:
         result = run(
             scrapy_crawl(
-                "REDIS_URL=", f"FRONTIER_EMBEDDED_REDIS_DIR={directory}", seeds=site.seeds[0]
+                "REDIS_URL=",
+                f"FRONTIER_EMBEDDED_REDIS_DIR={directory}",
+                seeds=site.seeds[0],
             )
         )
         assert result.returncode == 0, result.stderr[-2000:]

@@ -1,0 +1,159 @@
+"""Redis bytes per queued request, measured by running each scheduler without fetching.
+
+``python -m bench.queue_cost --redis-url URL --scheduler frontier|scrapy-redis`` empties
+the (benchmark's private) Redis, opens the real scheduler of a crawler built with
+``get_crawler``, enqueues N new requests of realistic URLs (depth 3), closes it with
+its data kept, and prints one JSON line: the ``used_memory`` delta, the part of it
+taken by the seen-URL filter, and both per request. Run in its own process: it
+installs the asyncio reactor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+import redis
+from scrapy import Request
+from scrapy.utils.reactor import install_reactor
+from scrapy.utils.test import get_crawler
+
+from bench import redisprobe
+from bench.crawls import COMMON, FRONTIER_PREFIX, SCRAPY_REDIS_SPIDER
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+
+REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+DEPTH = 3
+
+
+def urls(count: int, hosts: int, port: int) -> Iterator[str]:
+    """*count* distinct page URLs spread over *hosts* loopback hosts, like the site."""
+    for i in range(count):
+        yield f"http://127.0.0.{2 + i % hosts}:{port}/p/{1 + i // hosts}.html"
+
+
+def frontier_crawler(redis_url: str, count: int, hosts: int) -> Crawler:
+    import crawler.settings as project  # noqa: PLC0415 (only this scheduler needs it)
+    from crawler.spiders.bfs import BfsSpider  # noqa: PLC0415
+
+    settings = {k: getattr(project, k) for k in dir(project) if k.isupper()}
+    settings |= _common()
+    settings |= {
+        "REDIS_URL": redis_url,
+        "FRONTIER_HOST_CONCURRENCY": 4,
+        "FRONTIER_RESET": True,
+        "FRONTIER_PERSIST": True,
+        "FRONTIER_DEDUP_CAPACITY": count,
+    }
+    crawler = get_crawler(BfsSpider, settings)
+    # The scheduler sets the downloader's delay when it opens; nothing is fetched.
+    crawler.engine = SimpleNamespace(  # type: ignore[assignment]
+        downloader=SimpleNamespace(_delay=0.0), _slot=None
+    )
+    return crawler
+
+
+def scrapy_redis_crawler(redis_url: str) -> Crawler:
+    from bench.spiders import BenchBfsSpider  # noqa: PLC0415
+
+    settings = _common() | {
+        "SCHEDULER": "scrapy_redis.scheduler.Scheduler",
+        "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter",
+        "SCHEDULER_QUEUE_CLASS": "scrapy_redis.queue.FifoQueue",
+        "REDIS_URL": redis_url,
+        "SCHEDULER_PERSIST": True,
+    }
+    return get_crawler(BenchBfsSpider, settings)
+
+
+def _common() -> dict[str, Any]:
+    return {k: v for k, v in COMMON.items() if k != "EXTENSIONS"}
+
+
+def scheduler_of(crawler: Crawler, name: str) -> Any:
+    if name == "frontier":
+        from crawler.frontier.scheduler import (  # noqa: PLC0415
+            FrontierScheduler,
+        )
+
+        return FrontierScheduler.from_crawler(crawler)
+    from scrapy_redis.scheduler import Scheduler  # noqa: PLC0415
+
+    return Scheduler.from_crawler(crawler)
+
+
+def queued(client: redis.Redis, name: str) -> int:
+    """Requests the scheduler's queues hold in Redis, to check the run."""
+    if name == "scrapy-redis":
+        return int(client.llen(f"{SCRAPY_REDIS_SPIDER}:requests"))
+    total = 0
+    for key in client.scan_iter(match=FRONTIER_PREFIX + ":{s*}:counters", count=1000):
+        total += int(client.hget(key, "queued") or 0)
+    return total
+
+
+def measure(name: str, redis_url: str, count: int, hosts: int, port: int) -> dict:
+    client = redis.Redis.from_url(redis_url)
+    client.flushall()
+    client.memory_purge()
+    if name == "frontier":
+        crawler = frontier_crawler(redis_url, count, hosts)
+    else:
+        crawler = scrapy_redis_crawler(redis_url)
+    crawler.spider = crawler._create_spider()
+    spider: Spider = crawler.spider
+    scheduler = scheduler_of(crawler, name)
+    scheduler.open(spider)
+    before = redisprobe.used_memory(client)
+    accepted = sum(
+        bool(scheduler.enqueue_request(Request(u, callback=spider.parse, meta={"depth": DEPTH})))  # type: ignore[attr-defined]
+        for u in urls(count, hosts, port)
+    )
+    scheduler.close("finished")
+    after = redisprobe.used_memory(client)
+    dedup, _keys = redisprobe.dedup_bytes(client, name)
+    in_redis = queued(client, name)
+    client.close()
+    delta = after - before
+    return {
+        "scheduler": name,
+        "requests": count,
+        "accepted": accepted,
+        "queued_in_redis": in_redis,
+        "used_memory_delta": delta,
+        "dedup_bytes": dedup,
+        "bytes_per_request_total": delta / count,
+        "bytes_per_request_queue": (delta - dedup) / count,
+    }
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--redis-url", required=True)
+    parser.add_argument("--scheduler", choices=("frontier", "scrapy-redis"))
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--hosts", type=int, default=20)
+    parser.add_argument("--port", type=int, default=40123)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if "127.0.0.1:6379" in args.redis_url:
+        sys.exit("refusing to FLUSHALL the shared Redis on 127.0.0.1:6379")
+    install_reactor(REACTOR)
+    result = measure(args.scheduler, args.redis_url, args.requests, args.hosts, args.port)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
