@@ -39,7 +39,12 @@ def scrapy_crawl(*settings: str, seeds: str = "") -> list[str]:
 
 def run(command: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        command, cwd=ROOT, capture_output=True, text=True, timeout=CRAWL_TIMEOUT
+        command,
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=CRAWL_TIMEOUT,
     )
 
 

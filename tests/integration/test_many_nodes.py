@@ -1,0 +1,116 @@
+"""Several crawler processes on one Redis, and Redis servers that want a password."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING
+
+import pytest
+import redis as redis_py
+
+from crawler.frontier.embedded import redis_server_binary
+from tests.integration.test_node_failures import page_fetches, run, scrapy_crawl
+from tests.servers import ROOT, running_site, wait_for
+from tests.site import bfs_depths
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+pytestmark = pytest.mark.integration
+
+
+def test_two_nodes_share_a_crawl_without_fetching_a_page_twice(redis_url):
+    delay = 0.1
+    with running_site(hosts=4, pages=25, links=4) as site:
+        settings = [f"REDIS_URL={redis_url}", f"DOWNLOAD_DELAY={delay}"]
+        nodes = [
+            subprocess.Popen(
+                scrapy_crawl(*settings, seeds=site.seeds[0] if i == 0 else ""),
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(2)
+        ]
+        outputs = [node.communicate(timeout=120)[1] for node in nodes]
+        assert [node.returncode for node in nodes] == [0, 0], outputs[0][-2000:]
+        fetches = page_fetches(site)
+        gaps = per_host_gaps(site.pages())
+    assert fetches == Counter(bfs_depths(site.spec, [(0, 0)]).keys())
+    assert min(min(g) for g in gaps.values()) >= delay  # across both nodes
+    dequeued = [stat_value(output, "frontier/dequeued") for output in outputs]
+    assert all(count > 0 for count in dequeued), dequeued  # both nodes worked
+
+
+def per_host_gaps(rows: list[dict]) -> dict[str, list[float]]:
+    last: dict[str, float] = {}
+    gaps: dict[str, list[float]] = defaultdict(list)
+    for row in rows:
+        if row["host"] in last:
+            gaps[row["host"]].append(row["t"] - last[row["host"]])
+        last[row["host"]] = row["t"]
+    return gaps
+
+
+def stat_value(log: str, key: str) -> int:
+    for line in log.splitlines():
+        if f"'{key}':" in line:
+            return int(line.split(":")[-1].strip(" ,}"))
+    return 0
+
+
+@pytest.fixture
+def redis_with_password(tmp_path: Path) -> Iterator[str]:
+    """A private redis-server that requires the password 'pa55'."""
+    port = free_port()
+    server = subprocess.Popen(
+        [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1",
+         "--requirepass", "pa55", "--save", "", "--appendonly", "no",
+         "--dir", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    client = redis_py.Redis(port=port, password="pa55")  # noqa: S106 (a test server)
+    try:
+        assert wait_for(lambda: pings(client), timeout=10)
+        yield f"redis://:pa55@127.0.0.1:{port}/0"
+    finally:
+        client.close()
+        server.terminate()
+        server.wait(10)
+
+
+def pings(client: redis_py.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis_py.ConnectionError:
+        return False
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_crawl_uses_a_redis_url_with_a_password(redis_with_password):
+    with running_site(hosts=2, pages=10) as site:
+        result = run(
+            scrapy_crawl(f"REDIS_URL={redis_with_password}", seeds=site.seeds[0])
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert len(site.pages()) == 20
+
+
+def test_a_wrong_password_stops_start_up_with_one_line(redis_with_password):
+    url = redis_with_password.replace("pa55", "wrong")
+    result = run(scrapy_crawl(f"REDIS_URL={url}"))
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1, result.stderr[-2000:]
+    assert "***" in errors[0]
+    assert "wrong" not in result.stderr
+    assert "Traceback" not in result.stderr
