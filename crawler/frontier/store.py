@@ -109,17 +109,15 @@ class FrontierStore:
         calls = [self._push_call(s, items, now) for s, items in by_shard.items()]
         calls += [self._ack_call(lease, delay, now) for lease, delay in leases]
         replies = self._scripts.run(calls)
-        new: dict[int, list[bool]] = {}
-        for call, reply in zip(calls[: len(by_shard)], replies, strict=False):
-            new[call.keys.shard] = [flag == ord("1") for flag in reply[0]]
+        for call, reply in zip(calls, replies, strict=True):
             self._remember(call.keys.shard, reply[1:])
-        held = 0
-        for call, reply in zip(
-            calls[len(by_shard) :], replies[len(by_shard) :], strict=True
-        ):
-            held += reply[0]
-            self._remember(call.keys.shard, reply[1:])
-        return [new[pending.shard].pop(0) for pending in batch], held
+        pushes = len(by_shard)
+        flags = {
+            call.keys.shard: iter(reply[0])
+            for call, reply in zip(calls[:pushes], replies[:pushes], strict=True)
+        }
+        new = [next(flags[pending.shard]) == ord("1") for pending in batch]
+        return new, sum(reply[0] for reply in replies[pushes:])
 
     def _push_call(self, shard: int, items: list[Pending], now: float) -> Call:
         args: list[str | int | float | bytes] = [
@@ -184,6 +182,30 @@ class FrontierStore:
         calls = [Call("promote", self.keys[s], args) for s in shards]
         for shard, reply in zip(shards, self._scripts.run(calls), strict=True):
             self._remember(shard, reply)
+
+    def best_shard(self) -> int | None:
+        """The shard whose best ready host has the lowest BFS score, if any."""
+        scored = [
+            (s.best, i) for i, s in enumerate(self.summaries) if s.best is not None
+        ]
+        return min(scored)[1] if scored else None
+
+    def due_shards(self, now: float) -> list[int]:
+        """Shards with a waiting host whose delay has ended by *now*."""
+        return [
+            i
+            for i, s in enumerate(self.summaries)
+            if s.wake is not None and s.wake <= now
+        ]
+
+    def next_wake(self) -> float | None:
+        """When the first waiting host of any shard becomes ready."""
+        wakes = [s.wake for s in self.summaries if s.wake is not None]
+        return min(wakes) if wakes else None
+
+    def has_work(self) -> bool:
+        """Whether, as far as the last replies tell, any shard has requests queued."""
+        return any(s.best is not None or s.wake is not None for s in self.summaries)
 
     def renew(self, leases: Iterable[Lease], now: float) -> None:
         """Push the expiry of leases this node still works on."""

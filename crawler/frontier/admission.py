@@ -1,0 +1,73 @@
+"""Which requests enter the frontier, and in what form.
+
+Every check that needs no Redis happens here, before a request costs a round trip:
+the depth limit, a usable host, and the local cache of fingerprints already pushed.
+What passes is encoded and addressed (shard, host, BFS level, dedup argument).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crawler.frontier import codec
+from crawler.frontier.dedup import bloom_hashes
+from crawler.frontier.seencache import SeenCache
+from crawler.frontier.store import Pending
+from crawler.policy.hosts import BadURLError, host_of, shard_key
+from crawler.policy.order import depth_allowed, level_of
+from crawler.policy.sharding import shard_of
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+
+    from crawler.frontier.config import FrontierConfig
+
+
+class Admission:
+    def __init__(
+        self, crawler: Crawler, spider: Spider, config: FrontierConfig
+    ) -> None:
+        assert crawler.stats is not None
+        self._stats = crawler.stats
+        self._fingerprinter = crawler.request_fingerprinter
+        self._spider = spider
+        self._config = config
+        self._seen = SeenCache(config.local_seen_cache)
+
+    def admit(self, request: Request) -> Pending | None:
+        """The request ready to push, or None (counted) if it must not be queued.
+
+        Raises ``codec.UnencodableRequestError`` for a request that cannot be stored.
+        """
+        depth = request.meta.get("depth", 0)
+        if not depth_allowed(depth, self._config.depth_limit):
+            self._stats.inc_value("frontier/depth_limited")
+            return None
+        try:
+            host = host_of(request.url)
+        except BadURLError:
+            self._stats.inc_value("frontier/bad_urls")
+            return None
+        dedup: str | bytes = ""
+        if not request.dont_filter:
+            fingerprint = self._fingerprinter.fingerprint(request)
+            if not self._seen.add(fingerprint):
+                self.count_duplicates(1)
+                return None
+            dedup = self._dedup_argument(fingerprint)
+        shard = shard_of(shard_key(host, self._config.shard_by), self._config.shards)
+        entry = codec.encode(request, self._spider)
+        return Pending(shard, host, level_of(depth), dedup, entry)
+
+    def count_duplicates(self, count: int) -> None:
+        if count:
+            self._stats.inc_value("dupefilter/filtered", count)
+            self._stats.inc_value("frontier/duplicates", count)
+
+    def _dedup_argument(self, fingerprint: bytes) -> str | bytes:
+        """What the push script's seen check takes: the fingerprint, or two hashes."""
+        if self._config.dedup.mode == "exact":
+            return fingerprint
+        first, second = bloom_hashes(fingerprint)
+        return f"{first} {second}"

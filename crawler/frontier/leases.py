@@ -1,0 +1,67 @@
+"""The leases this node holds: which request each belongs to, and their retries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from crawler.frontier.acks import LEASE_META_KEY
+from crawler.policy.hosts import host_of
+
+if TYPE_CHECKING:
+    from scrapy import Request
+
+    from crawler.frontier.store import Lease
+
+
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A request this node holds a lease for, and how to tell its retries apart."""
+
+    lease: Lease
+    host: str
+    retry_times: int = 0
+    redirect_times: int = 0
+
+
+class HeldLeases:
+    def __init__(self) -> None:
+        self._held: dict[str, Held] = {}
+
+    def hold(self, lease: Lease, request: Request) -> None:
+        """Mark *request* as leased to this node (in its meta, and here)."""
+        request.meta[LEASE_META_KEY] = str(lease)
+        self._held[str(lease)] = Held(
+            lease,
+            host_of(request.url),
+            request.meta.get("retry_times", 0),
+            request.meta.get("redirect_times", 0),
+        )
+
+    def done(self, request: Request) -> Held | None:
+        """The lease of *request*, now done; None if it was released already."""
+        return self._held.pop(request.meta.get(LEASE_META_KEY, ""), None)
+
+    def replaced(self, request: Request) -> Held | None:
+        """The lease *request* replaces, if it retries or redirects a leased request.
+
+        A retry or redirect copies the meta of the leased request; its lease is
+        released once the new request is queued. A request that merely copied a
+        response's meta (a child) leaves the parent's lease alone. Either way the
+        lease key is taken out of the new request's meta.
+        """
+        key = request.meta.pop(LEASE_META_KEY, None)
+        held = self._held.get(key) if key else None
+        if held is None:
+            return None
+        retried = request.meta.get("retry_times", 0) > held.retry_times
+        redirected = request.meta.get("redirect_times", 0) > held.redirect_times
+        if retried or redirected:
+            return self._held.pop(key)
+        return None
+
+    def leases(self) -> list[Lease]:
+        return [held.lease for held in self._held.values()]
+
+    def clear(self) -> None:
+        self._held.clear()
