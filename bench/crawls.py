@@ -33,6 +33,10 @@ COMMON: dict[str, Any] = {
     "LOG_LEVEL": "INFO",
     "LOGSTATS_INTERVAL": 60.0,
     "TELNETCONSOLE_ENABLED": False,
+    # Scrapy 2.19's remote-control HTTP server: off, like the telnet console.
+    "REMOTE_CONTROL_ENABLED": False,
+    # The bfs spider's own setting (crawler.settings has the same default).
+    "BFS_SCOPE": "any",
     "EXTENSIONS": {"bench.statsfile.StatsFile": 0},
 }
 

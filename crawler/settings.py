@@ -63,6 +63,10 @@ FRONTIER_KEY_PREFIX = ""
 FRONTIER_SHARDS = 64
 # What a shard is chosen by: "host" (the URL's host) or "domain" (registered domain).
 FRONTIER_SHARD_BY = "host"
+# Depths beyond the shallowest unfinished one that may be fetched: 0 is strict BFS
+# (each page reached first by a shortest path, so its depth is exact); -1 lets hosts
+# run ahead of slower ones without limit (fastest, depths only approximate).
+FRONTIER_BFS_LOOKAHEAD = 0
 # Requests of one host in flight at once (1 is the polite norm).
 FRONTIER_HOST_CONCURRENCY = 1
 # Seconds before a handed-out request that was never acknowledged goes back to its

@@ -41,7 +41,13 @@ class RunningSite:
 
 @contextlib.contextmanager
 def running_site(
-    hosts: int = 4, pages: int = 30, links: int = 5, cross: float = 0.2, seed: int = 1
+    *,
+    hosts: int = 4,
+    pages: int = 30,
+    links: int = 5,
+    cross: float = 0.2,
+    seed: int = 1,
+    latency: float = 0.0,
 ) -> Iterator[RunningSite]:
     """Serve the test site on 127.0.0.2... until the block ends."""
     with tempfile.TemporaryDirectory(prefix="site-") as tmp:
@@ -50,6 +56,7 @@ def running_site(
             sys.executable, "-m", "tests.site",
             "--hosts", str(hosts), "--pages", str(pages), "--links", str(links),
             "--cross", str(cross), "--seed", str(seed), "--log", str(log_path),
+            "--latency", str(latency),
         ]  # fmt: skip
         process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
         try:

@@ -211,10 +211,16 @@ class Site:
     """Serves the pages of a spec and logs every request."""
 
     def __init__(
-        self, spec: SiteSpec, pad_min: int, pad_max: int, log: IO[str] | None
+        self,
+        spec: SiteSpec,
+        pad_min: int,
+        pad_max: int,
+        log: IO[str] | None,
+        latency: float = 0.0,
     ) -> None:
         """Build the filler corpus once so rendering a page is just slicing."""
         self.spec = spec
+        self.latency = latency
         self.pad_min = pad_min
         self.pad_max = pad_max
         self.log = log
@@ -300,6 +306,8 @@ class Site:
         if request is None:
             return False
         response = self.respond(host_index, request)
+        if self.latency:
+            await asyncio.sleep(self.latency)
         # A request body is never read, so the stream is unusable after one.
         keep_alive = request.keep_alive and not _has_body(request)
         writer.write(encode(response, request, keep_alive))
@@ -360,7 +368,7 @@ async def serve(args: argparse.Namespace, log: IO[str] | None) -> None:
     sockets = bind_all([host_address(i) for i in range(args.hosts)], args.port)
     port: int = sockets[0].getsockname()[1]
     spec = SiteSpec(args.hosts, args.pages, args.links, args.cross, args.seed, port)
-    site = Site(spec, args.pad_min, args.pad_max, log)
+    site = Site(spec, args.pad_min, args.pad_max, log, latency=args.latency)
     servers = [
         await asyncio.start_server(
             functools.partial(site.serve_connection, i),
@@ -404,6 +412,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--log", default=None)
     parser.add_argument("--pad-min", type=int, default=2000)
     parser.add_argument("--pad-max", type=int, default=5000)
+    parser.add_argument(
+        "--latency", type=float, default=0.0, help="seconds before each answer"
+    )
     args = parser.parse_args(argv)
     if not 1 <= args.hosts <= 253:
         parser.error("--hosts must be between 1 and 253")

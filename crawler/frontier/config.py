@@ -23,6 +23,7 @@ class FrontierConfig:
     maintenance_interval: float
     log_interval: float
     depth_limit: int
+    bfs_lookahead: int
     local_seen_cache: int
     push_batch: int
     persist: bool
@@ -48,6 +49,7 @@ class FrontierConfig:
             maintenance_interval=_float(settings, "FRONTIER_MAINTENANCE_INTERVAL"),
             log_interval=_float(settings, "FRONTIER_LOG_INTERVAL"),
             depth_limit=_int(settings, "DEPTH_LIMIT"),
+            bfs_lookahead=_int(settings, "FRONTIER_BFS_LOOKAHEAD"),
             local_seen_cache=_int(settings, "FRONTIER_LOCAL_SEEN_CACHE"),
             push_batch=_int(settings, "FRONTIER_PUSH_BATCH"),
             persist=settings.getbool("FRONTIER_PERSIST"),

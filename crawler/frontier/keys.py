@@ -94,6 +94,11 @@ class Keys:
         return self.tag + "counters"
 
     @property
+    def outstanding(self) -> str:
+        """HASH level -> requests of that level queued or leased (the BFS barrier)."""
+        return self.tag + "outstanding"
+
+    @property
     def seen(self) -> str:
         """SET of fingerprints (exact dedup) or HASH of Bloom filter layout."""
         return self.tag + "seen"

@@ -32,6 +32,7 @@ from crawler.frontier.leases import Held, HeldLeases
 from crawler.frontier.progress import Progress
 from crawler.frontier.startup import FailedScheduler, StartupFailure
 from crawler.frontier.store import FrontierStore, Lease, Pending, SchemaMismatchError
+from crawler.policy.order import deepest_level_allowed
 from crawler.policy.politeness import DelayPolicy, FixedDelayPolicy
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ logger = logging.getLogger(__name__)
 SEEDS_PER_ROUND = 1000
 # The engine asks has_pending_requests() often; Redis is asked at most this often.
 DRAINED_CHECK_INTERVAL = 1.0
+# How often a node that finds nothing to do re-reads every shard's summary.
+REFRESH_INTERVAL = 0.25
 
 
 class FrontierScheduler(BaseScheduler):
@@ -70,6 +73,7 @@ class FrontierScheduler(BaseScheduler):
         self._maintenance: AsyncioLoopingCall | LoopingCall | None = None
         self._wake: CallLaterResult | None = None
         self._drained_at = (0.0, False)
+        self._refreshed_at = 0.0
         self._bad_entry_logged = False
         self._failure: StartupFailure | None = None
         crawler.signals.connect(self._lease_done, signal=lease_done)
@@ -163,19 +167,40 @@ class FrontierScheduler(BaseScheduler):
         self._flush(now)
         if due := self._store.due_shards(now):
             self._store.promote(due, now)
+        request = self._pop(now)
+        if request is None and self._refresh(now):
+            request = self._pop(now)
+        if request is None:
+            self._schedule_wake(now)
+        return request
+
+    def _pop(self, now: float) -> Request | None:
+        """The best request allowed by the BFS barrier, from the best shard."""
+        assert self._store is not None
         # Each failed pop corrects that shard's summary, so this ends.
         for _attempt in range(self._config.shards + 1):
-            shard = self._store.best_shard()
+            deepest = deepest_level_allowed(
+                self._store.lowest_level(), self._config.bfs_lookahead
+            )
+            shard = self._store.best_shard(deepest)
             if shard is None:
-                break
-            popped = self._store.pop(shard, now, self._delays.delay_for("", now=now))
-            if popped is None:
-                continue
-            request = self._leased_request(*popped, now=now)
-            if request is not None:
+                return None
+            delay = self._delays.delay_for("", now=now)
+            popped = self._store.pop(shard, now, delay, deepest)
+            if popped is not None and (request := self._leased_request(*popped, now)):
                 return request
-        self._schedule_wake(now)
         return None
+
+    def _refresh(self, now: float) -> bool:
+        """Re-read every shard's summary, at most every REFRESH_INTERVAL; whether it
+        did. Other nodes change shards too: they may have queued work, or finished
+        the shallow work the BFS barrier waits for."""
+        assert self._store is not None
+        if now < self._refreshed_at + REFRESH_INTERVAL:
+            return False
+        self._refreshed_at = now
+        self._store.promote(range(self._config.shards), now)
+        return True
 
     # --- Redis round trips -----------------------------------------------------------
 
@@ -237,11 +262,14 @@ class FrontierScheduler(BaseScheduler):
     # --- waking the engine, acknowledgements, maintenance ------------------------------
 
     def _schedule_wake(self, now: float) -> None:
-        """Wake the engine when the first waiting host becomes ready."""
+        """Wake the engine when the first waiting host becomes ready, or, while
+        other nodes still hold work, when it is time to look again."""
         assert self._store is not None
         wake = self._store.next_wake()
         if wake is None:
-            return
+            if self._drained():
+                return
+            wake = self._refreshed_at + REFRESH_INTERVAL
         if self._wake is not None:
             self._wake.cancel()
         self._wake = call_later(max(0.0, wake - now), self._wake_engine)

@@ -2,9 +2,9 @@
 
 Every script works on the keys of one shard (one Redis Cluster slot): fixed keys come
 in KEYS, per-host keys are built from the shard's hash-tagged prefix in ARGV[1]. Every
-script ends by returning the shard's *summary*: the BFS score of its best ready host
-and the time its first waiting host becomes ready, so the scheduler can pick a shard
-without asking again.
+script ends by returning the shard's *summary*: the BFS score of its best ready host,
+the time its first waiting host becomes ready, and the lowest level with requests
+queued or leased, so the scheduler can pick a shard without asking again.
 
 Queue entries are ``<seq>|<json>``: the sequence number gives FIFO order within a
 level. A host's score in ``ready`` is ``level * weight + seq`` of its head entry.
@@ -67,10 +67,20 @@ local function promote(limit)
   end
 end
 
+-- The lowest level with requests queued or leased: the BFS barrier's input.
+local function lowest_level()
+  local low = false
+  for _, level in ipairs(redis.call('HKEYS', KEYS[11])) do
+    level = tonumber(level)
+    if not low or level < low then low = level end
+  end
+  return low
+end
+
 local function summary()
   local best = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   local wake = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-  return {best[2] or false, wake[2] or false}
+  return {best[2] or false, wake[2] or false, lowest_level()}
 end
 
 local function push_entry(host, level, entry)
@@ -78,6 +88,7 @@ local function push_entry(host, level, entry)
   if redis.call('RPUSH', queue, entry) == 1 then
     redis.call('ZADD', tag .. 'lv:' .. host, level, level)
   end
+  redis.call('HINCRBY', KEYS[11], level, 1)
 end
 
 local function unpack_lease(payload)
@@ -101,7 +112,7 @@ end
 
 # KEYS of every script, in this order (the helpers index them):
 # 1 ready, 2 waiting, 3 ready_at, 4 inflight, 5 leases, 6 leased, 7 seq, 8 counters,
-# 9 seen, 10 delays
+# 9 seen, 10 delays, 11 outstanding
 
 PUSH = """
 -- KEYS: the shard's keys (see above); KEYS[9] is the seen filter
@@ -158,23 +169,19 @@ for i = 6, #ARGV, 4 do
   end
   flags[#flags + 1] = new and '1' or '0'
 end
-local state = summary()
-return {table.concat(flags), state[1], state[2]}
+return {table.concat(flags), unpack(summary())}
 """
 
 POP = """
 -- KEYS: the shard's keys (see above)
 -- ARGV: tag, weight, now, host_concurrency, lease expiry time, default delay,
---       most waiting hosts to promote
--- returns: {lease id, entry json, best score, wake time}; id and entry false if no
---          host is ready
+--       most waiting hosts to promote, highest score allowed (the BFS barrier)
+-- returns: {lease id, entry json, summary...}; id and entry false if no host is
+--          ready below the barrier
 local concurrency, expiry, default_delay = tonumber(ARGV[4]), ARGV[5], ARGV[6]
 promote(tonumber(ARGV[7]))
-local hosts = redis.call('ZRANGE', KEYS[1], 0, 0)
-if #hosts == 0 then
-  local state = summary()
-  return {false, false, state[1], state[2]}
-end
+local hosts = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[8], 'LIMIT', 0, 1)
+if #hosts == 0 then return {false, false, unpack(summary())} end
 local host = hosts[1]
 local levels_key = tag .. 'lv:' .. host
 local level = redis.call('ZRANGE', levels_key, 0, 0)[1]
@@ -190,8 +197,7 @@ local delay = tonumber(redis.call('HGET', KEYS[10], host) or default_delay)
 redis.call('HSET', KEYS[3], host, now + delay)
 redis.call('ZREM', KEYS[1], host)
 touch(host, concurrency)
-local state = summary()
-return {id, string.match(entry, '^%d+|(.*)$'), state[1], state[2]}
+return {id, string.match(entry, '^%d+|(.*)$'), unpack(summary())}
 """
 
 ACK = """
@@ -200,10 +206,8 @@ ACK = """
 -- returns: {1 if the lease was held (0 if it had expired or was acked), best, wake}
 local concurrency, delay, id = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local level, host = release(id)
-if not level then
-  local state = summary()
-  return {0, state[1], state[2]}
-end
+if not level then return {0, unpack(summary())} end
+if redis.call('HINCRBY', KEYS[11], level, -1) <= 0 then redis.call('HDEL', KEYS[11], level) end
 local at = math.max(tonumber(redis.call('HGET', KEYS[3], host) or '0'), now + delay)
 redis.call('HSET', KEYS[3], host, at)
 redis.call('HSET', KEYS[10], host, delay)
@@ -212,8 +216,7 @@ if at > now and redis.call('ZREM', KEYS[1], host) == 1 then
 end
 touch(host, concurrency)
 redis.call('HINCRBY', KEYS[8], 'acked', 1)
-local state = summary()
-return {1, state[1], state[2]}
+return {1, unpack(summary())}
 """
 
 REQUEUE = """
@@ -239,8 +242,7 @@ for _, id in ipairs(ids) do
     count = count + 1
   end
 end
-local state = summary()
-return {count, state[1], state[2]}
+return {count, unpack(summary())}
 """
 
 PROMOTE = """
@@ -328,4 +330,5 @@ def _shard_keys(keys: Keys) -> list[str]:
         keys.counters,
         keys.seen,
         keys.delays,
+        keys.outstanding,
     ]

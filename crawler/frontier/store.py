@@ -40,6 +40,7 @@ class Summary:
 
     best: float | None = None
     wake: float | None = None
+    lowest_level: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,9 +142,14 @@ class FrontierStore:
         return Call("ack", self.keys[lease.shard], args)
 
     def pop(
-        self, shard: int, now: float, default_delay: float
+        self,
+        shard: int,
+        now: float,
+        default_delay: float,
+        deepest_level: int | None = None,
     ) -> tuple[Lease, bytes] | None:
-        """Lease the best ready request of *shard*: its lease and entry, or None."""
+        """Lease the best ready request of *shard* no deeper than *deepest_level*:
+        its lease and entry, or None."""
         args = [
             LEVEL_WEIGHT,
             _ms(now),
@@ -151,6 +157,7 @@ class FrontierStore:
             _ms(now + self.config.lease_timeout),
             _ms(default_delay),
             PROMOTE_LIMIT,
+            _score_limit(deepest_level),
         ]
         (reply,) = self._scripts.run([Call("pop", self.keys[shard], args)])
         self._remember(shard, reply[2:])
@@ -183,12 +190,21 @@ class FrontierStore:
         for shard, reply in zip(shards, self._scripts.run(calls), strict=True):
             self._remember(shard, reply)
 
-    def best_shard(self) -> int | None:
-        """The shard whose best ready host has the lowest BFS score, if any."""
+    def best_shard(self, deepest_level: int | None = None) -> int | None:
+        """The shard whose best ready host has the lowest BFS score, if any is no
+        deeper than *deepest_level*."""
         scored = [
-            (s.best, i) for i, s in enumerate(self.summaries) if s.best is not None
+            (s.best, i)
+            for i, s in enumerate(self.summaries)
+            if s.best is not None
+            and (deepest_level is None or s.best // LEVEL_WEIGHT <= deepest_level)
         ]
         return min(scored)[1] if scored else None
+
+    def lowest_level(self) -> int | None:
+        """The lowest level with requests queued or leased, over every shard."""
+        levels = [s.lowest_level for s in self.summaries if s.lowest_level is not None]
+        return min(levels) if levels else None
 
     def due_shards(self, now: float) -> list[int]:
         """Shards with a waiting host whose delay has ended by *now*."""
@@ -266,12 +282,20 @@ class FrontierStore:
                 pipe.hsetnx(keys.seen, field, value)
         pipe.execute()
 
-    def _remember(self, shard: int, state: Sequence[bytes | None]) -> None:
-        best, wake = state
+    def _remember(self, shard: int, state: Sequence[bytes | int | None]) -> None:
+        best, wake, lowest_level = state
         self.summaries[shard] = Summary(
             float(best) if best is not None else None,
             float(wake) / 1000 if wake is not None else None,
+            int(lowest_level) if lowest_level is not None else None,
         )
+
+
+def _score_limit(deepest_level: int | None) -> int | str:
+    """The highest ready-set score of a request at *deepest_level* or above."""
+    if deepest_level is None:
+        return "+inf"
+    return (deepest_level + 1) * LEVEL_WEIGHT - 1
 
 
 def _ms(seconds: float) -> int:

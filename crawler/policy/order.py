@@ -26,3 +26,19 @@ def level_of(depth: int, tier: int = 0) -> int:
 def depth_allowed(depth: int, depth_limit: int) -> bool:
     """Whether a request at *depth* may be crawled; a limit of 0 means no limit."""
     return depth_limit <= 0 or depth <= depth_limit
+
+
+def deepest_level_allowed(lowest_level: int | None, lookahead: int) -> int | None:
+    """The deepest level that may be handed out, or None for no limit.
+
+    *lowest_level* is the lowest level with requests queued or in flight anywhere in
+    the crawl. With *lookahead* 0 the crawl is strictly breadth-first: no request of
+    depth d+1 goes out while one of depth d is unfinished, so every page is reached
+    first by a shortest path and carries its true depth. Each extra level of
+    lookahead lets fast hosts run ahead of slow ones at the cost of that guarantee; a
+    negative lookahead removes the barrier.
+    """
+    if lookahead < 0 or lowest_level is None:
+        return None
+    depth = lowest_level // TIERS_PER_DEPTH
+    return (depth + lookahead + 1) * TIERS_PER_DEPTH - 1

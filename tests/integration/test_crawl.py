@@ -53,11 +53,35 @@ async def test_every_reachable_page_fetched_once(site, settings):
     assert crawler.stats.get_value("frontier/acked") == len(expected)
 
 
+def late_shallow_pages(site: RunningSite) -> int:
+    """Fetches of a page shallower than one its host served before (BFS breaks)."""
+    depths = bfs_depths(site.spec, [(0, 0)])
+    deepest: dict[int, int] = {}
+    late = 0
+    for host, page in fetched(site):
+        late += depths[(host, page)] < deepest.get(host, 0)
+        deepest[host] = max(deepest.get(host, 0), depths[(host, page)])
+    return late
+
+
+@deferred_f_from_coro_f
+async def test_each_host_is_crawled_in_breadth_first_order(settings):
+    with running_site(hosts=6, pages=60, links=5, cross=0.3) as site:
+        await crawl(settings(), seeds=site.seeds[0])
+        assert late_shallow_pages(site) == 0
+        assert len(fetched(site)) == len(bfs_depths(site.spec, [(0, 0)]))
+
+
+@deferred_f_from_coro_f
+async def test_without_the_bfs_barrier_fast_hosts_run_ahead(settings):
+    """Negative control: with unlimited lookahead, hosts leave the BFS order."""
+    with running_site(hosts=6, pages=60, links=5, cross=0.3) as site:
+        await crawl(settings(FRONTIER_BFS_LOOKAHEAD=-1), seeds=site.seeds[0])
+        assert late_shallow_pages(site) > 0
+
+
 @deferred_f_from_coro_f
 async def test_one_host_is_crawled_in_breadth_first_order(settings):
-    """One host, one request at a time: every depth is done before the next starts
-    (with several hosts, a host busy with a shallow page lets a ready host go deeper,
-    as the invariant allows; the scripts' tests check the order among ready hosts)."""
     with running_site(hosts=1, pages=60, links=4) as site:
         await crawl(settings(), seeds=site.seeds[0])
         depths = bfs_depths(site.spec, [(0, 0)])
@@ -68,11 +92,13 @@ async def test_one_host_is_crawled_in_breadth_first_order(settings):
 
 
 @deferred_f_from_coro_f
-async def test_nothing_deeper_than_the_depth_limit_is_fetched(site, settings):
-    crawler = await crawl(settings(DEPTH_LIMIT=2), seeds=site.seeds[0])
-    depths = bfs_depths(site.spec, [(0, 0)])
-    pages = fetched(site)
-    assert sorted(pages) == sorted(p for p, d in depths.items() if d <= 2)
+async def test_every_page_within_the_depth_limit_and_none_deeper(settings):
+    with running_site(hosts=6, pages=60, links=5, cross=0.3) as site:
+        crawler = await crawl(settings(DEPTH_LIMIT=3), seeds=site.seeds[0])
+        depths = bfs_depths(site.spec, [(0, 0)])
+        pages = fetched(site)
+    assert sorted(pages) == sorted(p for p, d in depths.items() if d <= 3)
+    assert max(depths.values()) > 3  # the limit cut something off
     assert crawler.stats.get_value("frontier/depth_limited") > 0
 
 

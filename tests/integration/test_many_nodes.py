@@ -26,16 +26,18 @@ def test_two_nodes_share_a_crawl_without_fetching_a_page_twice(redis_url):
     delay = 0.1
     with running_site(hosts=4, pages=25, links=4) as site:
         settings = [f"REDIS_URL={redis_url}", f"DOWNLOAD_DELAY={delay}"]
-        nodes = [
-            subprocess.Popen(
-                scrapy_crawl(*settings, seeds=site.seeds[0] if i == 0 else ""),
-                cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
+        nodes = []
+        for seeds in (site.seeds[0], ""):  # the second node joins a running crawl
+            nodes.append(
+                subprocess.Popen(
+                    scrapy_crawl(*settings, seeds=seeds),
+                    cwd=ROOT,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
             )
-            for i in range(2)
-        ]
+            assert wait_for(lambda: len(site.pages()) >= 3, timeout=60)
         outputs = [node.communicate(timeout=120)[1] for node in nodes]
         assert [node.returncode for node in nodes] == [0, 0], outputs[0][-2000:]
         fetches = page_fetches(site)

@@ -61,10 +61,9 @@ def leased(redis: redis_py.Redis) -> int:
 
 
 def test_a_crawl_killed_with_sigkill_resumes_and_loses_nothing(redis, redis_url):
-    with running_site(hosts=4, pages=40, links=4) as site:
+    with running_site(hosts=4, pages=40, links=4, latency=0.1) as site:
         settings = [
             f"REDIS_URL={redis_url}",
-            "DOWNLOAD_DELAY=0.05",
             "FRONTIER_LEASE_TIMEOUT=3",
             "FRONTIER_MAINTENANCE_INTERVAL=0.5",
         ]

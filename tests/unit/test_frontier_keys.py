@@ -48,7 +48,9 @@ def test_every_structure_is_checked() -> None:
 
 @pytest.mark.parametrize("shard", SHARDS)
 @pytest.mark.parametrize("prefix", ["crawl", "bfs", "my-crawl.v2"])
-def test_every_shard_key_starts_with_prefix_and_shard_tag(prefix: str, shard: int) -> None:
+def test_every_shard_key_starts_with_prefix_and_shard_tag(
+    prefix: str, shard: int
+) -> None:
     tag = f"{prefix}:{{s{shard:02d}}}:"
     for name, key in shard_keys(Keys(prefix, shard)).items():
         assert key.startswith(tag), (name, key)

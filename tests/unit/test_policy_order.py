@@ -81,7 +81,7 @@ def test_level_is_capped_at_max_level() -> None:
     [(-1, 0), (0, -1), (0, TIERS_PER_DEPTH), (3, 99), (-5, -5)],
 )
 def test_bad_depth_or_tier_is_rejected(depth: int, tier: int) -> None:
-    with pytest.raises(ValueError, match="depth|tier"):
+    with pytest.raises(ValueError, match=r"depth|tier"):
         level_of(depth, tier)
 
 

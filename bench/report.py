@@ -1,0 +1,92 @@
+"""The benchmark's outputs: one row per crawler, a text table, and results.json."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# (header, key in a row, format)
+COLUMNS: list[tuple[str, str, str]] = [
+    ("crawler", "crawler", "{}"),
+    ("pages", "pages", "{:d}"),
+    ("s", "seconds", "{:.1f}"),
+    ("wall s", "wall_seconds", "{:.1f}"),
+    ("pages/s", "pages_per_second", "{:.0f}"),
+    ("x plain", "ratio_to_plain", "{:.2f}"),
+    ("CPU s", "cpu_seconds", "{:.1f}"),
+    ("CPU ms/page", "cpu_ms_per_page", "{:.2f}"),
+    ("peak RSS MB", "peak_rss_mb", "{:.0f}"),
+    ("Redis CPU s", "redis_cpu_seconds", "{:.1f}"),
+    ("Redis B/seen URL", "redis_bytes_per_seen_url", "{:.1f}"),
+    ("Redis B/queued req", "redis_bytes_per_queued_request", "{:.0f}"),
+    ("Redis trips/page", "redis_round_trips_per_page", "{:.2f}"),
+]
+
+
+def median_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per crawler, the run with the median pages/s (its figures stay consistent)."""
+    rows = []
+    for crawler in dict.fromkeys(run["crawler"] for run in runs):
+        mine = sorted(
+            (r for r in runs if r["crawler"] == crawler),
+            key=lambda r: r["pages_per_second"],
+        )
+        rows.append(dict(mine[(len(mine) - 1) // 2]))
+    plain = next((r for r in rows if r["crawler"] == "plain"), None)
+    for row in rows:
+        row["ratio_to_plain"] = (
+            row["pages_per_second"] / plain["pages_per_second"]
+            if plain and plain["pages_per_second"]
+            else None
+        )
+    return rows
+
+
+def add_queue_costs(rows: list[dict[str, Any]], costs: dict[str, Any]) -> None:
+    for row in rows:
+        cost = costs.get(row["crawler"])
+        row["redis_bytes_per_queued_request"] = (
+            cost["bytes_per_request_queue"] if cost else None
+        )
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """A fixed-width text table (a Markdown table as well: cells split by ``|``)."""
+    cells = [[header for header, _, _ in COLUMNS]]
+    cells += [[_cell(row.get(key), fmt) for _, key, fmt in COLUMNS] for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+    lines = [
+        "| " + " | ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) + " |"
+        for line in cells
+    ]
+    rule = "|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|"
+    return "\n".join([lines[0], rule, *lines[1:]])
+
+
+def _cell(value: Any, fmt: str) -> str:
+    if value is None:
+        return "n/a"
+    return fmt.format(value)
+
+
+def summary_of_runs(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Min, median and max pages/s of each crawler over its runs."""
+    result = {}
+    for crawler in dict.fromkeys(run["crawler"] for run in runs):
+        rates = [r["pages_per_second"] for r in runs if r["crawler"] == crawler]
+        result[crawler] = {
+            "runs": len(rates),
+            "min": min(rates),
+            "median": statistics.median(rates),
+            "max": max(rates),
+        }
+    return result
+
+
+def write_json(path: Path, results: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2, default=str) + "\n", "utf-8")

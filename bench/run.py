@@ -1,0 +1,354 @@
+"""Benchmark: the Redis frontier vs plain Scrapy vs scrapy-redis on the local site.
+
+``python -m bench.run [--hosts 20] [--pages 1000] [--links 20] [--runs 1] [--quick]``
+
+Starts a private redis-server and ``tests.site``, crawls the whole site once per
+crawler and run (each crawl its own ``scrapy`` process, one after another, same
+concurrency settings), then measures Redis bytes per queued request by running each
+Redis scheduler without fetching. Prints a table and writes ``bench/out/results.json``.
+
+Seconds are from the crawl's first to its last response (``wall s``: process start
+to exit); CPU is the crawler process' user + system time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import platform
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psutil
+import redis
+
+from bench import procs, redisprobe, report
+from bench.crawls import BENCH, CRAWLERS, FRONTIER_PREFIX, ROOT, CrawlSpec, command
+from crawler.frontier.embedded import EmbeddedRedis, redis_server_binary
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+OUT = BENCH / "out"
+QUEUE_COST_TIMEOUT = 600.0
+REDIS_CRAWLERS = ("frontier", "scrapy-redis")
+
+
+@dataclass(frozen=True)
+class Bench:
+    """Everything a crawl run needs from the benchmark around it."""
+
+    args: argparse.Namespace
+    client: redis.Redis
+    server: EmbeddedRedis
+    site: procs.Site
+    total_pages: int
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--hosts", type=int, default=None, help="default 20 (5 quick)")
+    parser.add_argument("--pages", type=int, default=None, help="default 1000 (200)")
+    parser.add_argument("--links", type=int, default=20)
+    parser.add_argument("--cross", type=float, default=0.2)
+    parser.add_argument("--runs", type=int, default=1, help="crawls per crawler")
+    parser.add_argument("--quick", action="store_true", help="a 5 x 200 smoke run")
+    parser.add_argument(
+        "--only", default=",".join(CRAWLERS), help="comma-separated crawlers to run"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=900.0, help="seconds a crawl may take"
+    )
+    parser.add_argument(
+        "--queue-requests",
+        type=int,
+        default=None,
+        help="requests pushed to measure bytes per queued request (20000; 2000 quick)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="run crawls under cProfile (slower: timings are not comparable)",
+    )
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    args.hosts = args.hosts or (5 if args.quick else 20)
+    args.pages = args.pages or (200 if args.quick else 1000)
+    args.queue_requests = args.queue_requests or (2000 if args.quick else 20_000)
+    args.only = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = set(args.only) - set(CRAWLERS)
+    if unknown or not 1 <= args.runs <= 20:
+        parser.error(f"need --runs in 1..20 and --only among {', '.join(CRAWLERS)}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    total = args.hosts * args.pages
+    print(f"Site: {args.hosts} hosts x {args.pages} pages = {total} pages, "
+          f"{args.links} links a page; crawlers: {', '.join(args.only)}")  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="bench-redis-") as tmp:
+        server = EmbeddedRedis(Path(tmp), persist=False).start()
+        client = redis.Redis.from_url(server.url)
+        try:
+            with procs.running_site(
+                ROOT, args.hosts, args.pages, args.links, args.cross
+            ) as site:
+                bench = Bench(args, client, server, site, total)
+                runs = [
+                    run_crawl(bench, name, index)
+                    for index in range(args.runs)
+                    for name in args.only
+                ]
+                costs = queue_costs(bench)
+                facts = machine_facts(client)
+        finally:
+            client.close()
+            server.stop()
+    return finish(args, runs, costs, facts)
+
+
+def finish(
+    args: argparse.Namespace,
+    runs: list[dict[str, Any]],
+    costs: dict[str, Any],
+    facts: dict[str, Any],
+) -> int:
+    rows = report.median_runs(runs)
+    report.add_queue_costs(rows, costs)
+    text = report.table(rows)
+    warnings = [w for run in runs for w in run["warnings"]]
+    print()
+    print(text)
+    for name, cost in costs.items():
+        print(f"{name}: {cost['bytes_per_request_queue']:.0f} B/queued request "
+              f"(queues), {cost['bytes_per_request_total']:.0f} B with its seen "
+              f"filter, {cost['requests']} requests pushed")  # fmt: skip
+    for warning in warnings:
+        print(f"WARNING: {warning}")
+    results = {
+        "command": " ".join([".venv/bin/python -m bench.run", *sys.argv[1:]]),
+        "arguments": {
+            k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
+        },
+        "machine": facts,
+        "table": text,
+        "summary": rows,
+        "pages_per_second_over_runs": report.summary_of_runs(runs),
+        "queue_cost": costs,
+        "runs": runs,
+        "warnings": warnings,
+    }
+    report.write_json(args.out / "results.json", results)
+    print(f"\nWrote {args.out / 'results.json'}")
+    return 1 if warnings else 0
+
+
+def run_crawl(bench: Bench, name: str, index: int) -> dict[str, Any]:
+    """One crawl of the whole site by *name*, measured."""
+    args, client = bench.args, bench.client
+    client.flushall()
+    tag = f"{name}-{index + 1}"
+    stats_file = args.out / "stats" / f"{tag}.json"
+    stats_file.unlink(missing_ok=True)
+    profile = args.out / "profile" / f"{tag}.prof" if args.profile else None
+    if profile is not None:
+        profile.parent.mkdir(parents=True, exist_ok=True)
+    spec = CrawlSpec(
+        bench.site.seeds[0], bench.server.url, bench.total_pages, args.timeout,
+        stats_file, profile,
+    )  # fmt: skip
+    print(f"Crawl {tag} ...", flush=True)
+    redis_cpu = procs.cpu_seconds(bench.server.pid)
+    site_cpu = procs.cpu_seconds(bench.site.process.pid)
+    before = redisprobe.activity(client)
+    result = procs.run_measured(
+        command(name, spec), args.out / "logs" / f"{tag}.log", args.timeout
+    )
+    activity = redisprobe.activity(client) - before
+    run = {
+        "crawler": name,
+        "run": index + 1,
+        "process": asdict(result),
+        "redis_cpu_seconds": procs.cpu_seconds(bench.server.pid) - redis_cpu,
+        "site_cpu_seconds": procs.cpu_seconds(bench.site.process.pid) - site_cpu,
+        "profiled": profile is not None,
+    }
+    run |= figures(name, result, _read_stats(stats_file), activity)
+    run |= redis_figures(client, name, run["pages"], activity)
+    run["warnings"] = check(tag, run, bench.total_pages, result)
+    if profile is not None and profile.exists():
+        run["profile_text"] = str(write_profile_text(profile))
+    print(f"  {run['pages']} pages in {run['seconds']:.1f} s = "
+          f"{run['pages_per_second']:.0f} pages/s, CPU {result.cpu_seconds:.1f} s",
+          flush=True)  # fmt: skip
+    return run
+
+
+def _read_stats(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    stats: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    return stats
+
+
+def figures(
+    name: str,
+    result: procs.ProcessResult,
+    stats: dict[str, Any],
+    activity: redisprobe.Activity,
+) -> dict[str, Any]:
+    """Pages, time, rate, CPU and memory of one crawl, from its stats and process."""
+    pages = int(stats.get("response_received_count", 0))
+    first = stats.get("bench/first_response_time")
+    last = stats.get("bench/last_response_time")
+    seconds = last - first if first is not None and last is not None else 0.0
+    seconds = seconds or result.wall_seconds
+    return {
+        "pages": pages,
+        "items": int(stats.get("item_scraped_count", 0)),
+        "finish_reason": stats.get("finish_reason"),
+        "seconds": seconds,
+        "wall_seconds": result.wall_seconds,
+        "pages_per_second": pages / seconds if seconds else 0.0,
+        "cpu_seconds": result.cpu_seconds,
+        "cpu_ms_per_page": 1000 * result.cpu_seconds / pages if pages else None,
+        "peak_rss_mb": result.peak_rss_bytes / 2**20,
+        "stats": stats,
+    }
+
+
+def redis_figures(
+    client: redis.Redis, name: str, pages: int, activity: redisprobe.Activity
+) -> dict[str, Any]:
+    """Seen-filter size and Redis traffic of a crawl that used Redis."""
+    if name not in REDIS_CRAWLERS:
+        return {
+            "redis_cpu_seconds": None,
+            "redis_bytes_per_seen_url": None,
+            "redis_round_trips_per_page": None,
+        }
+    dedup, keys = redisprobe.dedup_bytes(client, name)
+    figures: dict[str, Any] = {
+        "redis_dedup_bytes": dedup,
+        "redis_dedup_keys": keys,
+        "redis_bytes_per_seen_url": dedup / pages if pages else None,
+        # Minus the INFO call that read the counters at the end.
+        "redis_round_trips": activity.reads - 1,
+        "redis_round_trips_per_page": (activity.reads - 1) / pages if pages else None,
+        "redis_commands_per_page": activity.commands / pages if pages else None,
+        "redis_used_memory_after_crawl": redisprobe.used_memory(client),
+    }
+    if name == "frontier":
+        layouts, _ = redisprobe.pattern_bytes(client, FRONTIER_PREFIX + ":{s*}:seen")
+        figures["redis_dedup_layout_bytes"] = layouts
+        figures["redis_dedup_bitmap_bytes"] = dedup - layouts
+        figures["redis_bitmap_bytes_per_seen_url"] = (
+            (dedup - layouts) / pages if pages else None
+        )
+    return figures
+
+
+def check(
+    tag: str, run: dict[str, Any], total: int, result: procs.ProcessResult
+) -> list[str]:
+    """What went wrong with a crawl, one line each."""
+    warnings = []
+    if result.timed_out:
+        warnings.append(
+            f"{tag}: killed at the timeout, the crawl did not end by itself"
+        )
+    if result.returncode != 0:
+        warnings.append(f"{tag}: exit status {result.returncode}")
+    if run["pages"] != total:
+        warnings.append(
+            f"{tag}: fetched {run['pages']} pages, the site has {total} "
+            f"({total - run['pages']} missing)"
+        )
+    if run["finish_reason"] != "finished":
+        warnings.append(f"{tag}: finish_reason {run['finish_reason']!r}")
+    return warnings
+
+
+def write_profile_text(profile: Path) -> Path:
+    """The top functions of a cProfile dump, by own time and by cumulative time."""
+    import io  # noqa: PLC0415
+    import pstats  # noqa: PLC0415
+
+    text = io.StringIO()
+    stats = pstats.Stats(str(profile), stream=text)
+    stats.sort_stats("tottime").print_stats(40)
+    stats.sort_stats("cumulative").print_stats(60)
+    path = profile.with_suffix(".txt")
+    path.write_text(text.getvalue(), "utf-8")
+    return path
+
+
+def queue_costs(bench: Bench) -> dict[str, Any]:
+    """Bytes per queued request of each Redis scheduler that was benchmarked."""
+    costs = {}
+    for name in REDIS_CRAWLERS:
+        if name not in bench.args.only:
+            continue
+        argv = [
+            sys.executable, "-m", "bench.queue_cost", "--redis-url", bench.server.url,
+            "--scheduler", name, "--requests", str(bench.args.queue_requests),
+            "--hosts", str(bench.args.hosts), "--port", str(bench.site.port),
+        ]  # fmt: skip
+        print(f"Queue cost {name} ...", flush=True)
+        done = subprocess.run(
+            argv, cwd=ROOT, capture_output=True, text=True,
+            timeout=QUEUE_COST_TIMEOUT, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            print(f"WARNING: queue cost of {name} failed:\n{done.stderr[-2000:]}")
+            continue
+        costs[name] = json.loads(done.stdout.strip().splitlines()[-1])
+    return costs
+
+
+def machine_facts(client: redis.Redis) -> dict[str, Any]:
+    return {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "nproc": psutil.cpu_count(),
+        "cpu_model": _cpu_model(),
+        "ram_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "packages": {
+            name: _version(name)
+            for name in ("scrapy", "scrapy-redis", "redis", "hiredis", "twisted")
+        },
+        "redis_server": redisprobe.server_version(client),
+        "redis_server_binary": redis_server_binary(),
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text("utf-8")
+    except OSError:
+        return platform.processor()
+    for line in text.splitlines():
+        if line.startswith("model name"):
+            return line.partition(":")[2].strip()
+    return platform.processor()
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
