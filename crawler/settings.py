@@ -7,8 +7,11 @@ settings table). Override any of them per run with ``-s KEY=VALUE`` or, on scrap
 
 from __future__ import annotations
 
+# The project's name, which Scrapy logs at start ("bot: crawler").
 BOT_NAME = "crawler"
+# Where `scrapy crawl` and `scrapy list` look for spiders.
 SPIDER_MODULES = ["crawler.spiders"]
+# Where `scrapy genspider` writes a new spider.
 NEWSPIDER_MODULE = "crawler.spiders"
 # `scrapy crawl` exits with status 1 when the frontier cannot start.
 COMMANDS_MODULE = "crawler.commands"
@@ -30,6 +33,7 @@ CONCURRENT_REQUESTS_PER_DOMAIN = 8
 ROBOTSTXT_OBEY = True
 # The product token robots.txt rules are matched against.
 ROBOTSTXT_USER_AGENT = "crawler"
+# Sent with every request: who we are and where to read about the crawler.
 USER_AGENT = "crawler (+https://github.com/crawler/crawler)"
 # Measured in bench/: link-heavy pages are processed faster with fewer parallel items.
 CONCURRENT_ITEMS = 16
@@ -43,11 +47,14 @@ SPIDER_MIDDLEWARES = {
     # Closest to the engine: acknowledges a lease once the page's links are queued.
     "crawler.frontier.acks.LeaseAckSpiderMiddleware": 1,
 }
+# Added to Scrapy's own downloader middlewares, which all stay enabled.
 DOWNLOADER_MIDDLEWARES = {
     # Closest to the engine: acknowledges the lease of a request that failed for good.
     "crawler.frontier.acks.LeaseAckDownloaderMiddleware": 1,
 }
+# The asyncio reactor: redis.asyncio clients and Scrapy's asyncio helpers need it.
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+# Feeds are written as UTF-8 text, not with JSON's \u escapes.
 FEED_EXPORT_ENCODING = "utf-8"
 
 # --- Redis ---------------------------------------------------------------------------
@@ -78,7 +85,8 @@ FRONTIER_MAINTENANCE_INTERVAL = 5.0
 FRONTIER_LOG_INTERVAL = 60.0
 # Seen-URL filter: "bloom" (about 3.8 bytes a URL) or "exact" (a set of fingerprints).
 FRONTIER_DEDUP = "bloom"
-# URLs the Bloom filters of all shards are sized for; past it, filters are added.
+# URLs the Bloom filters of all shards are sized for; past it, filters are added up to
+# about 1000 times it (crawler/frontier/dedup.py), then the error rate rises.
 FRONTIER_DEDUP_CAPACITY = 10_000_000
 # False-positive rate of the Bloom filter (a new URL wrongly taken as seen).
 FRONTIER_DEDUP_ERROR_RATE = 1e-6

@@ -3,17 +3,21 @@
 An entry is a JSON object with a version field ``v`` and short field names; fields at
 their default value are left out, so a typical link costs its URL plus a few bytes.
 Decoding accepts only known versions, known fields of the expected types, callbacks
-that are public methods of the spider, and request classes from a short allow-list.
+that are methods of the spider (never dunders), and request classes from a short
+allow-list. Headers are kept as their bytes (each byte one latin-1 character), and the
+JSON is ASCII (other characters escaped), so any text, even a lone surrogate, is kept.
 """
 
 from __future__ import annotations
 
 import base64
+import inspect
 import json
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 from scrapy.http import FormRequest, JsonRequest
+from w3lib.url import safe_url_string
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -60,10 +64,7 @@ def encode(request: Request, spider: Spider) -> str:
     if request.method != "GET":
         entry["m"] = request.method
     if request.headers:
-        entry["h"] = {
-            key.decode("latin-1"): [value.decode("latin-1") for value in values]
-            for key, values in request.headers.items()
-        }
+        entry["h"] = _header_text(request)
     if request.body:
         entry["b"] = base64.b64encode(request.body).decode("ascii")
     if request.cookies:
@@ -89,12 +90,7 @@ def encode(request: Request, spider: Spider) -> str:
 
 def decode(data: str | bytes, spider: Spider) -> Request:
     """The request stored in *data*; raises ``BadEntryError`` for anything else."""
-    try:
-        entry = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadEntryError(f"not JSON: {exc}") from None
-    if not isinstance(entry, dict) or entry.get("v") != VERSION:
-        raise BadEntryError("not a version-1 frontier entry")
+    entry = _loads(data)
     kwargs: dict[str, Any] = {}
     for field, value in entry.items():
         if field == "v":
@@ -112,41 +108,155 @@ def decode(data: str | bytes, spider: Spider) -> Request:
     return _build(kwargs, spider)
 
 
+def _loads(data: str | bytes) -> dict[str, Any]:
+    """The parsed version-1 entry; raises ``BadEntryError`` for anything else.
+
+    ``RecursionError`` is caught as well: a deeply nested document from Redis is
+    hostile input like any other, not a crash of the scheduler.
+    """
+    try:
+        entry = json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise BadEntryError(f"not JSON: {exc}") from None
+    if not isinstance(entry, dict) or not _is_current_version(entry.get("v")):
+        raise BadEntryError("not a version-1 frontier entry")
+    return entry
+
+
+def _is_current_version(version: object) -> bool:
+    """Only the integer 1: ``True == 1`` and ``1.0 == 1``, so ``==`` is not enough."""
+    return type(version) is int and version == VERSION
+
+
 def _build(kwargs: dict[str, Any], spider: Spider) -> Request:
-    request_class = _CLASSES.get(kwargs.pop("class", ""), Request)
+    request_class = _request_class(kwargs.pop("class", None))
+    headers = _header_bytes(kwargs.pop("headers", {}))
+    _check_url(kwargs["url"])
+    _check_encoding(kwargs.get("encoding", "utf-8"))
     for name in ("callback", "errback"):
         if name in kwargs:
-            kwargs[name] = _spider_method(spider, kwargs[name])
+            kwargs[name] = _named_method(spider, kwargs[name])
     if "body" in kwargs:
         try:
             kwargs["body"] = base64.b64decode(kwargs["body"], validate=True)
         except ValueError:
             raise BadEntryError("body is not base64") from None
+    request = _verbatim_request(request_class, kwargs)
+    if headers:
+        # Headers.update would title-case the stored keys again, which changes keys
+        # encoded in UTF-16; they are restored exactly as they were stored.
+        dict.update(request.headers, headers)
+    return request
+
+
+def _verbatim_request(request_class: type[Request], kwargs: dict[str, Any]) -> Request:
+    """The request, its URL kept as stored (Scrapy's ``verbatim_url`` meta key).
+
+    The stored URL is already the one ``Request`` made; normalizing it again in an
+    encoding that is not ASCII-compatible (UTF-16) would escape it a second time.
+    """
+    meta = kwargs.pop("meta", {})
     try:
-        return request_class(**kwargs)
+        request = request_class(**kwargs, meta={**meta, "verbatim_url": True})
     except (TypeError, ValueError) as exc:
         raise BadEntryError(f"not a valid request: {exc}") from None
+    if "verbatim_url" not in meta:
+        del request.meta["verbatim_url"]
+    return request
 
 
-def _spider_method(spider: Spider, name: str) -> Callable[..., Any]:
-    """A public method of the spider; any other name is a hostile entry."""
-    method = getattr(spider, name, None) if not name.startswith("_") else None
-    if not callable(method) or getattr(method, "__self__", None) is not spider:
+def _check_url(url: str) -> None:
+    """Only a URL as ``Request`` normalizes it, as encode stored it, is kept verbatim."""
+    try:
+        normal = safe_url_string(url)
+    except ValueError:
+        normal = None
+    if normal != url:
+        raise BadEntryError(f"URL {url!r} is not in the form the frontier stores")
+
+
+def _check_encoding(encoding: str) -> None:
+    """A text encoding Python knows, which later header and form values need."""
+    try:
+        "".encode(encoding)
+    except (LookupError, ValueError):
+        raise BadEntryError(f"{encoding!r} is not a text encoding") from None
+
+
+def _request_class(name: str | None) -> type[Request]:
+    """The allow-listed class *name*; an unknown name is hostile, not a Request."""
+    if name is None:
+        return Request
+    if name not in _CLASSES:
+        raise BadEntryError(f"request class {name!r} is not allowed")
+    return _CLASSES[name]
+
+
+def _header_text(request: Request) -> dict[str, list[str]]:
+    """The header bytes Scrapy holds, one latin-1 character a byte, for JSON.
+
+    Read from the underlying dict: ``Headers.items()`` looks each key up again
+    title-cased, which misses keys encoded in UTF-16.
+    """
+    return {
+        key.decode("latin-1"): [value.decode("latin-1") for value in values]
+        for key, values in dict.items(request.headers)
+    }
+
+
+def _header_bytes(headers: dict[str, Any]) -> dict[bytes, list[bytes]]:
+    """The header bytes encode stored, back as bytes (see ``_header_text``)."""
+    if not all(
+        isinstance(values, list) and all(isinstance(v, str) for v in values)
+        for values in headers.values()
+    ):
+        raise BadEntryError("header values are not lists of strings")
+    try:
+        return {
+            key.encode("latin-1"): [value.encode("latin-1") for value in values]
+            for key, values in headers.items()
+        }
+    except UnicodeEncodeError:
+        raise BadEntryError("header text is not latin-1") from None
+
+
+def _named_method(spider: Spider, name: str) -> Callable[..., Any]:
+    """The spider's method *name*; raises ``BadEntryError`` if there is none."""
+    method = _spider_method(spider, name)
+    if method is None:
         raise BadEntryError(f"{name!r} is not a method of spider {spider.name!r}")
-    return method  # type: ignore[no-any-return]
+    return method
+
+
+def _spider_method(spider: Spider, name: str) -> Callable[..., Any] | None:
+    """The bound method *name* of the spider, or None: names from Redis may be hostile.
+
+    Private methods (``self._parse_item``) are common callbacks and are allowed;
+    dunders (``__init__``, ``__class__``) never are, nor attributes that are not
+    methods bound to this spider (strings, classmethods, other objects' methods).
+    """
+    if name.startswith("__"):
+        return None
+    method = getattr(spider, name, None)
+    if not inspect.ismethod(method) or method.__self__ is not spider:
+        return None
+    return method
 
 
 def _callbacks(request: Request, spider: Spider) -> dict[str, str]:
+    """The names of the callback and errback; only names ``decode`` resolves back."""
     names = {}
     for field, function in (("c", request.callback), ("e", request.errback)):
         if function is None:
             continue
-        if getattr(function, "__self__", None) is not spider:
+        name = getattr(function, "__name__", None)
+        if not isinstance(name, str) or _spider_method(spider, name) != function:
             raise UnencodableRequestError(
-                f"{request}: {function!r} is not a method of the spider, so the "
-                "frontier cannot store it (use a spider method as callback)"
+                f"{request}: {function!r} is not a method of the spider the frontier "
+                "can name, so it cannot store it (use a spider method whose name does "
+                "not start with '__')"
             )
-        names[field] = function.__name__
+        names[field] = name
     return names
 
 
@@ -161,14 +271,15 @@ def _class_name(request: Request) -> str:
 
 
 def _dumps(entry: dict[str, Any]) -> str:
+    """ASCII JSON, so that it is valid UTF-8 even for a string with a lone surrogate."""
     try:
-        return json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError):
+        return json.dumps(entry, separators=(",", ":"), ensure_ascii=True)
+    except (TypeError, ValueError, RecursionError):
         pass
     for key, value in entry.get("t", {}).items():
         try:
             json.dumps(value)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise UnencodableRequestError(
                 f"request meta key {key!r} cannot be stored in the frontier: {exc}"
             ) from None

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from crawler.frontier.dedup import DedupConfig
 from crawler.policy.hosts import SHARD_BY_CHOICES, ShardBy
 from crawler.policy.sharding import check_shards
+from crawler.policy.typedsettings import get_float, get_int
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -42,16 +43,16 @@ class FrontierConfig:
             )
         config = cls(
             prefix=settings.get("FRONTIER_KEY_PREFIX") or spider_name,
-            shards=check_shards(_int(settings, "FRONTIER_SHARDS")),
+            shards=check_shards(get_int(settings, "FRONTIER_SHARDS")),
             shard_by=shard_by,
-            host_concurrency=_int(settings, "FRONTIER_HOST_CONCURRENCY"),
-            lease_timeout=_float(settings, "FRONTIER_LEASE_TIMEOUT"),
-            maintenance_interval=_float(settings, "FRONTIER_MAINTENANCE_INTERVAL"),
-            log_interval=_float(settings, "FRONTIER_LOG_INTERVAL"),
-            depth_limit=_int(settings, "DEPTH_LIMIT"),
-            bfs_lookahead=_int(settings, "FRONTIER_BFS_LOOKAHEAD"),
-            local_seen_cache=_int(settings, "FRONTIER_LOCAL_SEEN_CACHE"),
-            push_batch=_int(settings, "FRONTIER_PUSH_BATCH"),
+            host_concurrency=get_int(settings, "FRONTIER_HOST_CONCURRENCY"),
+            lease_timeout=get_float(settings, "FRONTIER_LEASE_TIMEOUT"),
+            maintenance_interval=get_float(settings, "FRONTIER_MAINTENANCE_INTERVAL"),
+            log_interval=get_float(settings, "FRONTIER_LOG_INTERVAL"),
+            depth_limit=get_int(settings, "DEPTH_LIMIT"),
+            bfs_lookahead=get_int(settings, "FRONTIER_BFS_LOOKAHEAD"),
+            local_seen_cache=get_int(settings, "FRONTIER_LOCAL_SEEN_CACHE"),
+            push_batch=get_int(settings, "FRONTIER_PUSH_BATCH"),
             persist=settings.getbool("FRONTIER_PERSIST"),
             reset=settings.getbool("FRONTIER_RESET"),
             close_when_drained=settings.getbool("FRONTIER_CLOSE_WHEN_DRAINED"),
@@ -80,7 +81,7 @@ class FrontierConfig:
                 "FRONTIER_LEASE_TIMEOUT must be more than twice "
                 "FRONTIER_MAINTENANCE_INTERVAL, which renews the leases of this node"
             )
-        per_domain = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
+        per_domain = get_int(settings, "CONCURRENT_REQUESTS_PER_DOMAIN")
         if 0 < per_domain < self.host_concurrency:
             raise ValueError(
                 "CONCURRENT_REQUESTS_PER_DOMAIN must be >= FRONTIER_HOST_CONCURRENCY "
@@ -91,21 +92,3 @@ class FrontierConfig:
                 f"FRONTIER_KEY_PREFIX must not contain braces, spaces or glob "
                 f"characters, got {self.prefix!r}"
             )
-
-
-def _int(settings: BaseSettings, name: str) -> int:
-    try:
-        return settings.getint(name)
-    except ValueError:
-        raise ValueError(
-            f"{name} must be an integer, got {settings.get(name)!r}"
-        ) from None
-
-
-def _float(settings: BaseSettings, name: str) -> float:
-    try:
-        return settings.getfloat(name)
-    except ValueError:
-        raise ValueError(
-            f"{name} must be a number, got {settings.get(name)!r}"
-        ) from None

@@ -135,8 +135,22 @@ class FrontierScheduler(BaseScheduler):
             self._stats.inc_value("frontier/leases_released", released)
             self._held.clear()
         if not self._config.persist:
-            self._store.delete_all()
+            self._forget_crawl()
         self._store.client.close()
+
+    def _forget_crawl(self) -> None:
+        """FRONTIER_PERSIST=False: delete the crawl, unless other nodes still work."""
+        assert self._store is not None
+        queued, leased = self._store.totals()
+        if queued > 0 or leased > 0:
+            logger.warning(
+                "Kept frontier %(prefix)r despite FRONTIER_PERSIST=False: "
+                "%(queued)d requests queued, %(leased)d in flight on other nodes",
+                {"prefix": self._config.prefix, "queued": queued, "leased": leased},
+                extra={"spider": self._spider},
+            )
+            return
+        self._store.delete_all()
 
     # --- Scrapy's scheduler interface ----------------------------------------------
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from crawler.policy.typedsettings import get_float
+
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
@@ -25,7 +27,8 @@ class FixedDelayPolicy:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> FixedDelayPolicy:
-        delay = settings.getfloat("DOWNLOAD_DELAY")
+        """The policy; raises ``ValueError`` naming ``DOWNLOAD_DELAY`` if it is bad."""
+        delay = get_float(settings, "DOWNLOAD_DELAY")
         if delay < 0:
             raise ValueError(f"DOWNLOAD_DELAY must be >= 0 seconds, got {delay!r}")
         return cls(delay)

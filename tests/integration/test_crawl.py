@@ -195,3 +195,21 @@ async def test_a_crawl_that_waits_takes_seeds_pushed_to_redis(site, settings, re
 
 def links_from_root(site: RunningSite, host: int) -> set[tuple[int, int]]:
     return set(links_of(site.spec, host, 0)) - {(host, 0)}
+
+
+@deferred_f_from_coro_f
+async def test_a_crawl_that_does_not_persist_leaves_no_key(site, settings, redis):
+    crawler = await crawl(settings(FRONTIER_PERSIST=False), seeds=site.seeds[0])
+    assert crawler.stats.get_value("frontier/acked") > 0
+    assert list(redis.scan_iter()) == []
+
+
+@deferred_f_from_coro_f
+async def test_a_persisted_crawl_resumes_and_reset_starts_afresh(site, settings):
+    await crawl(settings(DEPTH_LIMIT=1), seeds=site.seeds[0])
+    first = len(fetched(site))
+    resumed = await crawl(settings(DEPTH_LIMIT=1), seeds=site.seeds[0])
+    assert len(fetched(site)) == first  # seen before: nothing fetched again
+    assert resumed.stats.get_value("dupefilter/filtered") >= 1
+    await crawl(settings(DEPTH_LIMIT=1, FRONTIER_RESET=True), seeds=site.seeds[0])
+    assert len(fetched(site)) == 2 * first

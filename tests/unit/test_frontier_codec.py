@@ -47,7 +47,13 @@ class CodecSpider(Spider):
         """An errback."""
 
     def _secret(self, response: object) -> None:
-        """A private method: never a callback named by a queue entry."""
+        """A private method: a callback as good as a public one."""
+
+    def __hidden(self, response: object) -> None:
+        """A name-mangled method: its name starts with '__', so never stored."""
+
+    def __call__(self, response: object) -> None:
+        """A dunder method: never a callback named by a queue entry."""
 
 
 class UnlistedRequest(Request):
@@ -200,20 +206,23 @@ BAD_ENTRIES: dict[str, str | bytes] = {
     "method as null": json.dumps({"v": 1, "u": URL, "m": None}),
     "headers as list": entry(h=[["Accept", "x"]]),
     "header value null": entry(h={"Accept": [None]}),
+    "header value not a list": entry(h={"Accept": "text/html"}),
+    "header value not latin-1": entry(h={"Accept": ["\u4e2d"]}),
+    "header name not latin-1": entry(h={"\u4e2d": ["x"]}),
     "meta as list": entry(t=[1]),
     "flags as string": entry(g="flag"),
     "cookies as string": entry(k="a=b"),
     "cb_kwargs as list": entry(a=[1]),
     "callback as int": entry(c=1),
-    "private callback": entry(c="_secret"),
     "dunder callback": entry(c="__class__"),
     "dunder init callback": entry(c="__init__"),
+    "dunder method callback": entry(c="__call__"),
     "callback not a method": entry(c="name"),
     "callback class attribute string": entry(c="not_a_method"),
     "callback method of another object": entry(c="borrowed"),
     "callback classmethod": entry(c="from_crawler"),
     "callback missing": entry(c="no_such_method"),
-    "private errback": entry(e="_secret"),
+    "dunder errback": entry(e="__call__"),
     "errback method of another object": entry(e="borrowed"),
     "body not base64": entry(m="POST", b="!!not base64!!"),
     "body bad padding": entry(m="POST", b="YQ"),
@@ -223,7 +232,13 @@ BAD_ENTRIES: dict[str, str | bytes] = {
     "not a url": entry(u="not a url"),
     "empty url": entry(u=""),
     "url with lone surrogate": '{"v":1,"u":"http://example.com/\\ud800"}',
+    "url not as stored (space)": entry(u="http://example.com/a b"),
+    "url not as stored (IRI)": entry(u="http://example.com/caf\u00e9"),
+    "url not as stored (bad IPv6)": entry(u="http://[::1/"),
     "class as int": entry(x=1),
+    "class Request (never written)": entry(x="Request"),
+    "encoding not for text": entry(n="base64"),
+    "encoding that encodes nothing": entry(n="undefined"),
 }
 
 
@@ -233,41 +248,36 @@ def test_bad_entry_is_rejected(data: str | bytes) -> None:
         decode(data, SPIDER)
 
 
-@pytest.mark.parametrize("data", [entry(), entry(c="parse", e="on_error")])
+@pytest.mark.parametrize(
+    "data",
+    [entry(), entry(c="parse", e="on_error"), entry(c="_secret", e="_secret")],
+    ids=["minimal", "callbacks", "private callbacks"],
+)
 def test_valid_entry_is_accepted_as_bytes_and_text(data: str) -> None:
     """The control for the rejection table: the same shapes, valid, decode."""
     assert decode(data, SPIDER).url == URL
     assert decode(data.encode("utf-8"), SPIDER).url == URL
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: codec.py _build uses _CLASSES.get(name, Request), so an unknown "
-    "class name silently decodes as a plain Request instead of a BadEntryError",
-)
 @pytest.mark.parametrize("name", ["Evil", "scrapy.Request", "os.system", ""])
 def test_class_outside_allow_list_is_rejected(name: str) -> None:
     with pytest.raises(BadEntryError):
         decode(entry(x=name), SPIDER)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: codec.py decode checks entry.get('v') != VERSION, and True == 1 and "
-    "1.0 == 1 in Python, so these versions are taken for version 1",
-)
+@pytest.mark.parametrize("request_class", [FormRequest, JsonRequest])
+def test_class_on_allow_list_is_accepted(request_class: type[Request]) -> None:
+    """The control for the allow-list test: listed names still decode."""
+    decoded = decode(entry(x=request_class.__name__), SPIDER)
+    assert type(decoded) is request_class
+
+
 @pytest.mark.parametrize("version", [True, 1.0])
 def test_version_must_be_the_integer_one(version: object) -> None:
     with pytest.raises(BadEntryError):
         decode(entry(v=version), SPIDER)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=LookupError,
-    reason="bug: codec.py _build catches only TypeError/ValueError, but Request() "
-    "raises LookupError for an unknown encoding in field 'n'",
-)
 @pytest.mark.parametrize("encoding", ["no-such-encoding", "rot13"])
 def test_unknown_encoding_is_a_bad_entry(encoding: str) -> None:
     with pytest.raises(BadEntryError):
@@ -279,12 +289,6 @@ def test_known_encoding_is_accepted(encoding: str) -> None:
     assert decode(entry(n=encoding), SPIDER).encoding == encoding
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RecursionError,
-    reason="bug: codec.py decode catches ValueError/UnicodeDecodeError around "
-    "json.loads, but deeply nested JSON raises RecursionError",
-)
 @pytest.mark.parametrize(
     "data",
     [
@@ -347,48 +351,120 @@ def _stored_or_refused(request: Request) -> None:
     assert fields(decode(encoded.encode("utf-8"), SPIDER)) == fields(request)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=BadEntryError,
-    reason="bug: codec.py _callbacks stores any bound method of the spider, incl. "
-    "private ones, but _spider_method rejects names starting with '_', so a "
-    "request with callback=self._secret is accepted and then dropped at dequeue",
-)
 def test_private_callback_is_refused_or_kept() -> None:
     _stored_or_refused(Request(URL, callback=SPIDER._secret))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="bug: codec.py encode decodes header bytes as latin-1, but Request() "
-    "re-encodes the strings as the request encoding (utf-8): b'\\xe9' comes back "
-    "as b'\\xc3\\xa9'",
+def _request_with(field: str, method: Callable[[Any], None]) -> Request:
+    if field == "callback":
+        return Request(URL, callback=method)
+    return Request(URL, errback=method)
+
+
+@pytest.mark.parametrize("field", ["callback", "errback"])
+def test_private_method_round_trips(field: str) -> None:
+    original = _request_with(field, SPIDER._secret)
+    assert getattr(round_trip(original), field) == SPIDER._secret
+
+
+@pytest.mark.parametrize(
+    "method",
+    [SPIDER._CodecSpider__hidden, SPIDER.__call__],  # type: ignore[attr-defined]
+    ids=["name-mangled", "dunder"],
 )
+@pytest.mark.parametrize("field", ["callback", "errback"])
+def test_method_decode_would_refuse_is_not_encoded(
+    method: Callable[[object], None], field: str
+) -> None:
+    """Encode and decode agree: nothing is stored that is dropped at dequeue."""
+    with pytest.raises(UnencodableRequestError):
+        encode(_request_with(field, method), SPIDER)
+
+
 def test_non_ascii_header_bytes_round_trip() -> None:
     _stored_or_refused(Request(URL, headers={"X-Name": b"caf\xe9"}))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="bug: as above, headers are stored as latin-1 but rebuilt in the "
-    "request's encoding; with utf-16 (FormRequest.from_response on a UTF-16 page) "
-    "every header is garbled, and the URL is percent-escaped a second time",
-)
 def test_utf16_request_round_trips() -> None:
     _stored_or_refused(Request(URL, headers={"X-Token": "t"}, encoding="utf-16"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=UnicodeEncodeError,
-    reason="bug: codec.py _dumps uses ensure_ascii=False, so a meta string with a "
-    "lone surrogate gives an entry that cannot be written as UTF-8 (to Redis) "
-    "instead of an UnencodableRequestError",
+NON_UTF8_REQUESTS: dict[str, Callable[[], Request]] = {
+    "utf-16 POST with query": lambda: Request(
+        URL + "?q=caf\u00e9&n=1",
+        method="POST",
+        headers={"X-Name": "caf\u00e9", "X-Raw": b"\xff\x00"},
+        body="caf\u00e9",
+        encoding="utf-16",
+    ),
+    "utf-32 IRI": lambda: Request(
+        "http://example.com/\u4e2d?x=\u00fc", headers={"A": "b"}, encoding="utf-32"
+    ),
+    "utf-16 FormRequest": lambda: FormRequest(
+        URL, formdata={"q": "caf\u00e9"}, encoding="utf-16", callback=SPIDER.parse
+    ),
+    "cp1252 headers": lambda: Request(
+        URL, headers={"X-Name": "caf\u00e9 \u20ac"}, encoding="cp1252"
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    "make", NON_UTF8_REQUESTS.values(), ids=NON_UTF8_REQUESTS.keys()
 )
+def test_request_in_another_encoding_round_trips(make: Callable[[], Request]) -> None:
+    original = make()
+    assert fields(round_trip(original)) == fields(original)
+
+
+def test_decoded_request_keeps_its_encoding_for_later_headers() -> None:
+    """A header a middleware sets after dequeue is encoded as on the original."""
+    original = Request(URL, headers={"X-Token": "t"}, encoding="utf-16")
+    decoded = round_trip(original)
+    original.headers["User-Agent"] = "crawler"
+    decoded.headers["User-Agent"] = "crawler"
+    assert fields(decoded) == fields(original)
+
+
+@PROPERTY
+@given(
+    headers=st.dictionaries(
+        st.binary(min_size=1, max_size=8),
+        st.lists(st.binary(max_size=8), min_size=1, max_size=3),
+        max_size=4,
+    ),
+    encoding=st.sampled_from(["utf-8", "latin-1", "utf-16"]),
+)
+def test_any_header_bytes_round_trip(
+    headers: dict[bytes, list[bytes]], encoding: str
+) -> None:
+    original = Request(URL, headers=headers, encoding=encoding)
+    assert fields(round_trip(original)) == fields(original)
+
+
 def test_meta_with_lone_surrogate_is_refused_or_kept() -> None:
     _stored_or_refused(Request(URL, meta={"name": "\udc80"}))
+
+
+@pytest.mark.parametrize("text", ["\udc80", "a\ud800b", "\u00e9\U0001f600"])
+def test_any_meta_text_round_trips_as_ascii(text: str) -> None:
+    original = Request(URL, meta={text: text}, cb_kwargs={"x": text}, flags=[text])
+    encoded = encode(original, SPIDER)
+    assert encoded.isascii()
+    assert fields(decode(encoded.encode("utf-8"), SPIDER)) == fields(original)
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def test_meta_too_deep_for_json_is_named() -> None:
+    meta = {"depth": 1, "tree": _nested(100_000)}
+    with pytest.raises(UnencodableRequestError, match="'tree'"):
+        encode(Request(URL, meta=meta), SPIDER)
 
 
 JSON_VALUES = st.recursive(
@@ -425,13 +501,13 @@ def test_arbitrary_json_gives_a_request_or_bad_entry(value: object) -> None:
     _request_or_bad_entry(json.dumps(value))
 
 
-# Field "n" is left out: an unknown encoding is the known bug above.
 HOSTILE_FIELDS = st.dictionaries(
-    st.sampled_from(list("umhbktpfgacex")),
+    st.sampled_from(list("umhbktnpfgacex")),
     st.one_of(
         JSON_VALUES,
         st.sampled_from(["parse", "on_error", "_secret", "__class__", "borrowed"]),
         st.sampled_from([URL, "FormRequest", "JsonRequest", "YQ==", "POST"]),
+        st.sampled_from(["utf-16", "rot13", "base64", "idna", "undefined", "nope"]),
     ),
     max_size=6,
 )

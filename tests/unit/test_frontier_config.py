@@ -116,12 +116,6 @@ def test_spider_name_that_is_not_a_safe_prefix_is_rejected() -> None:
         FrontierConfig.from_settings(project_settings(), "my spider")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pytest.fail.Exception,
-    reason="bug: config.py FrontierConfig._check tests value <= 0, which is False for "
-    "NaN, so FRONTIER_LEASE_TIMEOUT/FRONTIER_MAINTENANCE_INTERVAL='nan' is accepted",
-)
 @pytest.mark.parametrize(
     "name", ["FRONTIER_LEASE_TIMEOUT", "FRONTIER_MAINTENANCE_INTERVAL"]
 )
@@ -130,15 +124,51 @@ def test_nan_duration_is_rejected(name: str) -> None:
         FrontierConfig.from_settings(project_settings(**{name: "nan"}), "bfs")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="bug: config.py passes settings to DedupConfig.from_settings, which reads "
-    "FRONTIER_DEDUP_CAPACITY without the _int wrapper: 'lots' gives Python's "
-    "'invalid literal for int()' without the setting's name",
-)
 def test_non_number_dedup_capacity_is_rejected_naming_it() -> None:
     with pytest.raises(ValueError, match="FRONTIER_DEDUP_CAPACITY"):
         FrontierConfig.from_settings(
             project_settings(FRONTIER_DEDUP_CAPACITY="lots"), "bfs"
         )
+
+
+DURATIONS = ["FRONTIER_LEASE_TIMEOUT", "FRONTIER_MAINTENANCE_INTERVAL"]
+NUMBERS = [
+    *DURATIONS,
+    "FRONTIER_LOG_INTERVAL",
+    "FRONTIER_DEDUP_ERROR_RATE",
+]
+INTEGERS = [
+    "FRONTIER_SHARDS",
+    "FRONTIER_HOST_CONCURRENCY",
+    "FRONTIER_BFS_LOOKAHEAD",
+    "FRONTIER_LOCAL_SEEN_CACHE",
+    "FRONTIER_PUSH_BATCH",
+    "FRONTIER_DEDUP_CAPACITY",
+    "DEPTH_LIMIT",
+    "CONCURRENT_REQUESTS_PER_DOMAIN",
+]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", float("inf")])
+@pytest.mark.parametrize("name", NUMBERS)
+def test_non_finite_number_is_rejected_in_one_line(name: str, value: object) -> None:
+    with pytest.raises(ValueError, match=name) as info:
+        FrontierConfig.from_settings(project_settings(**{name: value}), "bfs")
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["soon", "", "1 2", [1]])
+@pytest.mark.parametrize("name", NUMBERS + INTEGERS)
+def test_non_number_is_rejected_in_one_line_naming_it(name: str, value: object) -> None:
+    with pytest.raises(ValueError, match=name) as info:
+        FrontierConfig.from_settings(project_settings(**{name: value}), "bfs")
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["inf", float("inf"), "nan", "1.5"])
+@pytest.mark.parametrize("name", INTEGERS)
+def test_integer_setting_that_is_no_integer_is_rejected(
+    name: str, value: object
+) -> None:
+    with pytest.raises(ValueError, match=name):
+        FrontierConfig.from_settings(project_settings(**{name: value}), "bfs")

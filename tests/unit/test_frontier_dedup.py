@@ -75,7 +75,7 @@ def test_filters_double_in_capacity_and_halve_in_error(
     capacity: int, error_rate: float, shards: int
 ) -> None:
     layouts = shard_layouts(DedupConfig("bloom", capacity, error_rate), shards)
-    assert len(layouts) == MAX_FILTERS
+    assert 1 <= len(layouts) <= MAX_FILTERS
     base = math.ceil(capacity / shards)
     for index, layout in enumerate(layouts):
         assert layout.capacity == base * 2**index, index
@@ -84,8 +84,15 @@ def test_filters_double_in_capacity_and_halve_in_error(
 
 @pytest.mark.parametrize(
     ("capacity", "error_rate", "shards"),
-    # Sized so that no filter of the series reaches MAX_BITS (see the xfail below).
-    [(1000, 1e-3, 64), (2000, 1e-4, 16), (100, 0.01, 8), (10**5, 1e-6, 1024)],
+    # The last two reach MAX_BITS within MAX_FILTERS: the series stops before it.
+    [
+        (1000, 1e-3, 64),
+        (2000, 1e-4, 16),
+        (100, 0.01, 8),
+        (10**5, 1e-6, 1024),
+        (10**7, 1e-6, 64),
+        (2 * 10**7, 1e-9, 1),
+    ],
 )
 def test_all_filters_together_stay_within_the_error_rate(
     capacity: int, error_rate: float, shards: int
@@ -97,19 +104,44 @@ def test_all_filters_together_stay_within_the_error_rate(
     assert total <= error_rate * 1.01
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="bug (docs vs behaviour): dedup.py says the union never exceeds "
-    "error_rate however far the crawl grows, but with the default settings filters "
-    "10..19 of a shard hit MAX_BITS (2**32) and hold far more than the bits allow; "
-    "the rate rises after ~2**10 x FRONTIER_DEDUP_CAPACITY URLs, not 2**20",
-)
 def test_default_filters_together_stay_within_the_error_rate() -> None:
     settings = project_settings()
     config = DedupConfig.from_settings(settings)
     layouts = shard_layouts(config, settings.getint("FRONTIER_SHARDS"))
     assert sum(false_positive_rate(layout) for layout in layouts) <= config.error_rate
+
+
+def test_default_series_is_as_long_as_the_docstring_says() -> None:
+    """dedup.py: 10 filters, about 1000 times FRONTIER_DEDUP_CAPACITY."""
+    settings = project_settings()
+    config = DedupConfig.from_settings(settings)
+    shards = settings.getint("FRONTIER_SHARDS")
+    layouts = shard_layouts(config, shards)
+    assert len(layouts) == 10
+    total = shards * sum(layout.capacity for layout in layouts)
+    assert 1000 * config.capacity <= total <= 1024 * config.capacity
+
+
+@pytest.mark.parametrize(
+    ("capacity", "error_rate", "shards"),
+    [(10**7, 1e-6, 64), (10_000, 1e-4, 16), (2 * 10**7, 1e-9, 1), (10**5, 1e-6, 1024)],
+)
+def test_series_stops_before_the_first_capped_filter(
+    capacity: int, error_rate: float, shards: int
+) -> None:
+    layouts = shard_layouts(DedupConfig("bloom", capacity, error_rate), shards)
+    assert all(layout.bits < MAX_BITS for layout in layouts)
+    if len(layouts) < MAX_FILTERS:
+        index = len(layouts)
+        base = math.ceil(capacity / shards)
+        following = bloom_layout(base * 2**index, error_rate / 2 ** (index + 1))
+        assert following.bits == MAX_BITS
+
+
+def test_series_keeps_one_filter_even_if_it_is_capped() -> None:
+    layouts = shard_layouts(DedupConfig("bloom", 10**12, 1e-6), 1)
+    assert layouts == [bloom_layout(10**12, 1e-6)]
+    assert layouts[0].bits == MAX_BITS
 
 
 def test_default_first_filter_costs_at_most_four_bytes_a_url() -> None:
@@ -239,12 +271,6 @@ def test_bad_dedup_setting_is_rejected_naming_it(name: str, value: object) -> No
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="bug: dedup.py DedupConfig.from_settings calls getint/getfloat directly, "
-    "so a non-number raises Python's own message without the setting's name",
-)
 @pytest.mark.parametrize(
     ("name", "value"),
     [("FRONTIER_DEDUP_CAPACITY", "lots"), ("FRONTIER_DEDUP_ERROR_RATE", "tiny")],
