@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import hashlib
 import json
 import platform
 import subprocess
@@ -85,7 +86,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.queue_requests = args.queue_requests or (2000 if args.quick else 20_000)
     args.only = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = set(args.only) - set(CRAWLERS)
-    if unknown or not 1 <= args.runs <= 20:
+    if unknown or not args.only or not 1 <= args.runs <= 20:
         parser.error(f"need --runs in 1..20 and --only among {', '.join(CRAWLERS)}")
     return args
 
@@ -95,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = args.hosts * args.pages
     print(f"Site: {args.hosts} hosts x {args.pages} pages = {total} pages, "
           f"{args.links} links a page; crawlers: {', '.join(args.only)}")  # fmt: skip
+    code = code_fingerprint()
     with tempfile.TemporaryDirectory(prefix="bench-redis-") as tmp:
         server = EmbeddedRedis(Path(tmp), persist=False).start()
         client = redis.Redis.from_url(server.url)
@@ -113,6 +115,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             client.close()
             server.stop()
+    facts["crawler_code"] = code
+    if code_fingerprint() != code:
+        runs[-1]["warnings"].append(
+            "crawler/ changed while the benchmark ran: the crawls may have run "
+            "different code (crawler_code is the state at the start)"
+        )
     return finish(args, runs, costs, facts)
 
 
@@ -329,6 +337,23 @@ def machine_facts(client: redis.Redis) -> dict[str, Any]:
         },
         "redis_server": redisprobe.server_version(client),
         "redis_server_binary": redis_server_binary(),
+    }
+
+
+def code_fingerprint() -> dict[str, Any]:
+    """SHA-256 of every crawler/**/*.py (path and content): which code was measured."""
+    digest = hashlib.sha256()
+    files = sorted((ROOT / "crawler").rglob("*.py"))
+    for path in files:
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    newest = max((path.stat().st_mtime for path in files), default=0.0)
+    return {
+        "sha256": digest.hexdigest()[:16],
+        "files": len(files),
+        "newest_mtime": dt.datetime.fromtimestamp(newest, dt.UTC).isoformat(
+            timespec="seconds"
+        ),
     }
 
 

@@ -2,14 +2,20 @@
 
 The check-and-add itself runs inside the push script (one atomic round trip); this
 module decides what the script is given. ``bloom`` keeps a scalable Bloom filter per
-shard on Redis bitmaps: filter *i* holds ``capacity * 2**i`` URLs at error rate
-``error_rate / 2**(i + 1)``, so while a shard's URLs fit in its filters their union
-stays within ``error_rate``. The series ends at ``MAX_FILTERS`` filters or before the
-first that would need more than ``MAX_BITS`` bits, whichever comes first (with the
-default settings: 10 filters, about 1000 times ``FRONTIER_DEDUP_CAPACITY``). Past the
-last filter no filter is added: the last one keeps filling beyond its capacity, so its
-error rate, and the union's, rises with every URL. Size ``FRONTIER_DEDUP_CAPACITY``
-for the crawl. ``exact`` keeps every fingerprint in a set (about 70 bytes a URL).
+shard on Redis bitmaps: filter *i* holds ``base * 2**i`` URLs at error rate
+``0.89 * error_rate * 0.1**i``, so while a shard's URLs fit in its filters their union
+stays within ``error_rate``, and the first filter, which holds most URLs, costs about
+3.6 bytes a URL at the default 1e-6. ``base`` is the shard's share of
+``FRONTIER_DEDUP_CAPACITY`` plus four standard deviations of a uniform spread, so
+that no shard outgrows its first filter while the crawl stays within the capacity.
+The series ends at ``MAX_FILTERS`` filters or before the first that would need more
+than ``MAX_BITS`` bits; past the last filter no filter is added, the last one keeps
+filling, and the error rate rises: size ``FRONTIER_DEDUP_CAPACITY`` for the crawl.
+``exact`` keeps every fingerprint in a set (about 70 bytes a URL).
+
+Bit *j* of a URL in a filter of *bits* bits (a prime) is
+``(h1 + j * (1 + h2 % (bits - 1))) % bits``: the step is never a multiple of the
+prime, so a URL's positions never fold onto a few bits, whatever its hashes.
 """
 
 from __future__ import annotations
@@ -26,8 +32,13 @@ if TYPE_CHECKING:
 DedupMode = Literal["bloom", "exact"]
 # Most layouts written for a shard up front (fewer if MAX_BITS ends the series).
 MAX_FILTERS = 20
-# Redis strings are at most 512 MiB: no filter of the series is larger.
-MAX_BITS = 2**32
+# Redis strings are at most 512 MiB: no filter of the series is larger (a prime).
+MAX_BITS = 4_294_967_291
+# Each filter added to a shard has a tenth of the error rate of the one before.
+ERROR_SHRINK = 0.1
+# The first filter's share of the error rate: 0.9 would make the series sum to
+# exactly the rate; whole hash counts cost a fraction of a percent, hence 0.89.
+FIRST_SHARE = 0.89
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +74,10 @@ class DedupConfig:
 
 
 def bloom_layout(capacity: int, error_rate: float) -> BloomLayout:
-    """The optimal filter for *capacity* URLs at *error_rate* (capped at 2**32 bits).
-
-    A capped filter does not meet *error_rate*; ``shard_layouts`` avoids them.
-    """
-    bits = min(max(_optimal_bits(capacity, error_rate), 64), MAX_BITS)
+    """The optimal filter for *capacity* URLs at *error_rate*, its size a prime
+    (capped at ``MAX_BITS``; a capped filter does not meet *error_rate*, and
+    ``shard_layouts`` avoids them)."""
+    bits = min(next_prime(max(_optimal_bits(capacity, error_rate), 67)), MAX_BITS)
     hashes = max(1, round(bits / capacity * math.log(2)))
     return BloomLayout(bits, hashes, capacity)
 
@@ -79,10 +89,12 @@ def shard_layouts(config: DedupConfig, shards: int) -> list[BloomLayout]:
     filter breaks the error-rate promise; the first filter is kept even if capped, as
     a shard needs one.
     """
-    base = max(1, math.ceil(config.capacity / shards))
+    share = config.capacity / shards
+    base = math.ceil(share + 4 * math.sqrt(share))
     layouts: list[BloomLayout] = []
     for index in range(MAX_FILTERS):
-        capacity, error_rate = base * 2**index, config.error_rate / 2 ** (index + 1)
+        capacity = base * 2**index
+        error_rate = config.error_rate * FIRST_SHARE * ERROR_SHRINK**index
         if layouts and _optimal_bits(capacity, error_rate) > MAX_BITS:
             break
         layouts.append(bloom_layout(capacity, error_rate))
@@ -95,11 +107,46 @@ def _optimal_bits(capacity: int, error_rate: float) -> int:
 
 
 def bloom_hashes(fingerprint: bytes) -> tuple[int, int]:
-    """Two 32-bit hashes of a fingerprint; filter bit j is ``(h1 + j * h2) % bits``.
+    """Two 32-bit hashes of a fingerprint (32 bits keep the positions exact in the
+    doubles of Redis' Lua)."""
+    return (
+        int.from_bytes(fingerprint[:4], "big"),
+        int.from_bytes(fingerprint[4:8], "big"),
+    )
 
-    32 bits keep ``h1 + j * h2`` exact in Lua's doubles; *h2* is odd, so the
-    positions of one URL never collapse onto one bit.
-    """
-    first = int.from_bytes(fingerprint[:4], "big")
-    second = int.from_bytes(fingerprint[4:8], "big") | 1
-    return first, second
+
+def bloom_positions(first: int, second: int, layout: BloomLayout) -> list[int]:
+    """The bits of a URL in a filter, as the push script computes them."""
+    step = 1 + second % (layout.bits - 1)
+    return [(first + j * step) % layout.bits for j in range(layout.hashes)]
+
+
+def next_prime(number: int) -> int:
+    """The smallest prime >= *number* (deterministic Miller-Rabin below 3.4e14)."""
+    candidate = max(number, 2)
+    while not _is_prime(candidate):
+        candidate += 1
+    return candidate
+
+
+def _is_prime(number: int) -> bool:
+    if number < 4:
+        return number >= 2
+    if number % 2 == 0:
+        return False
+    odd, twos = number - 1, 0
+    while odd % 2 == 0:
+        odd, twos = odd // 2, twos + 1
+    for base in (2, 3, 5, 7, 11, 13, 17):
+        if base % number == 0:
+            continue
+        x = pow(base, odd, number)
+        if x in (1, number - 1):
+            continue
+        for _ in range(twos - 1):
+            x = x * x % number
+            if x == number - 1:
+                break
+        else:
+            return False
+    return True

@@ -118,7 +118,8 @@ PUSH = """
 -- KEYS: the shard's keys (see above); KEYS[9] is the seen filter
 -- ARGV: tag, weight, now, host_concurrency, dedup mode ('bloom'|'exact'), then groups
 --       of 4: host, level, dedup ('' = do not filter; exact: fingerprint;
---       bloom: 'h1 h2'), entry json
+--       bloom: 'h1 h2', bit j of a filter is (h1 + j * (1 + h2 % (bits - 1))) % bits,
+--       see crawler/frontier/dedup.py), entry json
 -- returns: {accepted flags as a string of '1'/'0', best score, wake time}
 local concurrency, mode = tonumber(ARGV[4]), ARGV[5]
 
@@ -129,8 +130,9 @@ local function bloom_add(h1, h2)
   for i = 0, filters - 1 do
     local layout = redis.call('HMGET', seen, 'bits:' .. i, 'hashes:' .. i)
     local bits, found = tonumber(layout[1]), true
+    local step = 1 + h2 % (bits - 1)
     for j = 0, tonumber(layout[2]) - 1 do
-      if redis.call('GETBIT', seen .. ':' .. i, (h1 + j * h2) % bits) == 0 then
+      if redis.call('GETBIT', seen .. ':' .. i, (h1 + j * step) % bits) == 0 then
         found = false
         break
       end
@@ -139,9 +141,13 @@ local function bloom_add(h1, h2)
   end
   local last = filters - 1
   local layout = redis.call('HMGET', seen, 'bits:' .. last, 'hashes:' .. last, 'cap:' .. last)
-  local bits = tonumber(layout[1])
+  local bits, key = tonumber(layout[1]), seen .. ':' .. last
+  -- Created at full length at once: grown bit by bit, Redis would keep up to
+  -- twice the memory.
+  if redis.call('EXISTS', key) == 0 then redis.call('SETBIT', key, bits - 1, 0) end
+  local step = 1 + h2 % (bits - 1)
   for j = 0, tonumber(layout[2]) - 1 do
-    redis.call('SETBIT', seen .. ':' .. last, (h1 + j * h2) % bits, 1)
+    redis.call('SETBIT', key, (h1 + j * step) % bits, 1)
   end
   local count = redis.call('HINCRBY', seen, 'count:' .. last, 1)
   if count >= tonumber(layout[3]) and redis.call('HEXISTS', seen, 'bits:' .. filters) == 1 then

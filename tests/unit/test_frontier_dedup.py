@@ -11,12 +11,16 @@ from hypothesis import strategies as st
 from scrapy.settings import Settings
 
 from crawler.frontier.dedup import (
+    ERROR_SHRINK,
+    FIRST_SHARE,
     MAX_BITS,
     MAX_FILTERS,
     BloomLayout,
     DedupConfig,
     bloom_hashes,
     bloom_layout,
+    bloom_positions,
+    next_prime,
     shard_layouts,
 )
 from tests.unit.properties import PROPERTY
@@ -43,8 +47,10 @@ def false_positive_rate(layout: BloomLayout) -> float:
 )
 def test_layout_follows_the_textbook_formulas(capacity: int, error_rate: float) -> None:
     layout = bloom_layout(capacity, error_rate)
-    ideal_bits = max(-capacity * math.log(error_rate) / LN2**2, 64)
-    assert ideal_bits <= layout.bits < ideal_bits + 1
+    ideal_bits = max(-capacity * math.log(error_rate) / LN2**2, 67)
+    # The next prime: prime gaps below 2**32 are far below 1% of the size.
+    assert ideal_bits <= layout.bits < ideal_bits * 1.01 + 2
+    assert is_prime(layout.bits)
     assert abs(layout.hashes - layout.bits / capacity * LN2) <= 0.5
     assert layout.capacity == capacity
 
@@ -63,7 +69,8 @@ def test_layout_meets_its_error_rate(capacity: int, error_rate: float) -> None:
     ("capacity", "error_rate"), [(10**12, 1e-6), (2 * 10**9, 1e-3), (10**15, 0.5)]
 )
 def test_layout_is_capped_at_max_bits(capacity: int, error_rate: float) -> None:
-    assert MAX_BITS == 2**32
+    assert MAX_BITS == 2**32 - 5  # the largest prime a Redis string holds in bits
+    assert is_prime(MAX_BITS)
     assert bloom_layout(capacity, error_rate).bits == MAX_BITS
 
 
@@ -71,15 +78,52 @@ def test_layout_is_capped_at_max_bits(capacity: int, error_rate: float) -> None:
     ("capacity", "error_rate", "shards"),
     [(1000, 1e-3, 64), (10_000, 1e-4, 16), (100, 0.01, 1), (10**7, 1e-6, 64)],
 )
-def test_filters_double_in_capacity_and_halve_in_error(
+def test_filters_double_in_capacity_and_shrink_in_error(
     capacity: int, error_rate: float, shards: int
 ) -> None:
     layouts = shard_layouts(DedupConfig("bloom", capacity, error_rate), shards)
     assert 1 <= len(layouts) <= MAX_FILTERS
-    base = math.ceil(capacity / shards)
+    base = shard_base(capacity, shards)
     for index, layout in enumerate(layouts):
         assert layout.capacity == base * 2**index, index
-        assert layout == bloom_layout(base * 2**index, error_rate / 2 ** (index + 1))
+        assert layout == bloom_layout(base * 2**index, nth_error(error_rate, index))
+
+
+def shard_base(capacity: int, shards: int) -> int:
+    """A shard's share plus four standard deviations (dedup.py's docstring)."""
+    share = capacity / shards
+    return math.ceil(share + 4 * math.sqrt(share))
+
+
+def nth_error(error_rate: float, index: int) -> float:
+    return error_rate * FIRST_SHARE * ERROR_SHRINK**index
+
+
+def is_prime(number: int) -> bool:
+    """Trial division, independent of dedup.py's Miller-Rabin (Fermat above 10**7)."""
+    if number < 2:
+        return False
+    if number > 10**7:
+        return pow(2, number - 1, number) == 1 and pow(3, number - 1, number) == 1
+    return all(number % d for d in range(2, math.isqrt(number) + 1))
+
+
+@pytest.mark.parametrize("number", [0, 1, 2, 3, 4, 64, 67, 68, 1000, 7919, 7920, 10**6])
+def test_next_prime_is_the_smallest_prime_not_below(number: int) -> None:
+    found = next_prime(number)
+    assert found >= number
+    assert is_prime(found)
+    assert not any(is_prime(n) for n in range(number, found))
+
+
+def test_no_shard_of_a_uniform_spread_outgrows_its_first_filter() -> None:
+    """At capacity, the fullest of 64 shards still fits its first filter."""
+    rng = random.Random(64)
+    counts = [0] * 64
+    for _ in range(200_000):
+        counts[rng.randrange(64)] += 1
+    first = shard_layouts(DedupConfig("bloom", 200_000, 1e-6), 64)[0]
+    assert max(counts) <= first.capacity
 
 
 @pytest.mark.parametrize(
@@ -111,15 +155,13 @@ def test_default_filters_together_stay_within_the_error_rate() -> None:
     assert sum(false_positive_rate(layout) for layout in layouts) <= config.error_rate
 
 
-def test_default_series_is_as_long_as_the_docstring_says() -> None:
-    """dedup.py: 10 filters, about 1000 times FRONTIER_DEDUP_CAPACITY."""
+def test_default_series_grows_hundreds_of_times_the_capacity() -> None:
     settings = project_settings()
     config = DedupConfig.from_settings(settings)
     shards = settings.getint("FRONTIER_SHARDS")
     layouts = shard_layouts(config, shards)
-    assert len(layouts) == 10
     total = shards * sum(layout.capacity for layout in layouts)
-    assert 1000 * config.capacity <= total <= 1024 * config.capacity
+    assert total >= 500 * config.capacity
 
 
 @pytest.mark.parametrize(
@@ -133,14 +175,14 @@ def test_series_stops_before_the_first_capped_filter(
     assert all(layout.bits < MAX_BITS for layout in layouts)
     if len(layouts) < MAX_FILTERS:
         index = len(layouts)
-        base = math.ceil(capacity / shards)
-        following = bloom_layout(base * 2**index, error_rate / 2 ** (index + 1))
+        base = shard_base(capacity, shards)
+        following = bloom_layout(base * 2**index, nth_error(error_rate, index))
         assert following.bits == MAX_BITS
 
 
 def test_series_keeps_one_filter_even_if_it_is_capped() -> None:
     layouts = shard_layouts(DedupConfig("bloom", 10**12, 1e-6), 1)
-    assert layouts == [bloom_layout(10**12, 1e-6)]
+    assert layouts == [bloom_layout(shard_base(10**12, 1), nth_error(1e-6, 0))]
     assert layouts[0].bits == MAX_BITS
 
 
@@ -154,8 +196,8 @@ def test_default_first_filter_costs_at_most_four_bytes_a_url() -> None:
 @pytest.mark.parametrize(
     ("fingerprint", "first", "second"),
     [
-        (bytes(20), 0, 1),
-        (b"\x00\x00\x00\x01\x00\x00\x00\x02" + bytes(12), 1, 3),
+        (bytes(20), 0, 0),
+        (b"\x00\x00\x00\x01\x00\x00\x00\x02" + bytes(12), 1, 2),
         (b"\xff" * 20, 2**32 - 1, 2**32 - 1),
         (bytes(range(20)), 0x00010203, 0x04050607),
     ],
@@ -166,32 +208,56 @@ def test_bloom_hashes_table(fingerprint: bytes, first: int, second: int) -> None
 
 @PROPERTY
 @given(fingerprint=st.binary(min_size=8, max_size=64))
-def test_bloom_hashes_are_32_bit_and_second_is_odd(fingerprint: bytes) -> None:
+def test_bloom_hashes_are_32_bit(fingerprint: bytes) -> None:
     first, second = bloom_hashes(fingerprint)
-    assert isinstance(first, int)
-    assert isinstance(second, int)
     assert 0 <= first < 2**32
-    assert 0 < second < 2**32
-    assert second % 2 == 1
+    assert 0 <= second < 2**32
+
+
+@PROPERTY
+@given(
+    first=st.integers(0, 2**32 - 1),
+    second=st.integers(0, 2**32 - 1),
+    capacity=st.integers(1, 10**6),
+)
+def test_a_urls_bits_are_all_distinct(first: int, second: int, capacity: int) -> None:
+    """Whatever its hashes, a URL sets as many bits as the filter has hashes.
+
+    (With a step of h2 itself, a step sharing a factor with the size folded a URL
+    onto a few bits, and small filters let about 3 URLs in 1000 pass as seen.)
+    """
+    layout = bloom_layout(capacity, 1e-6)
+    assert len(set(bloom_positions(first, second, layout))) == layout.hashes
+
+
+def test_small_filters_meet_their_error_rate() -> None:
+    """Per-shard filters are small early in a crawl: they must hold their rate too."""
+    rng = random.Random(16)
+    false_positives = probes = 0
+    for _ in range(300):
+        bloom = SimulatedBloom(bloom_layout(16, 1e-3))
+        for _ in range(16):
+            bloom.add(rng.randbytes(20))
+        probes += 200
+        false_positives += sum(rng.randbytes(20) in bloom for _ in range(200))
+    assert false_positives / probes <= 3e-3
 
 
 def test_bloom_positions_stay_exact_in_a_double() -> None:
-    """Lua computes h1 + j * h2 in doubles: it must stay below 2**53."""
+    """Lua computes h1 + j * step in doubles: it must stay below 2**53."""
     first, second = bloom_hashes(b"\xff" * 20)
-    assert first + 64 * second < 2**53
+    assert first + 64 * (1 + second % (MAX_BITS - 1)) < 2**53
 
 
 class SimulatedBloom:
-    """The filter exactly as dedup.py documents it: bit j is (h1 + j * h2) % bits."""
+    """The filter as dedup.py documents it (through ``bloom_positions``)."""
 
     def __init__(self, layout: BloomLayout) -> None:
         self.layout = layout
         self._bits = bytearray((layout.bits + 7) // 8)
 
     def positions(self, fingerprint: bytes) -> list[int]:
-        first, second = bloom_hashes(fingerprint)
-        bits = self.layout.bits
-        return [(first + j * second) % bits for j in range(self.layout.hashes)]
+        return bloom_positions(*bloom_hashes(fingerprint), self.layout)
 
     def add(self, fingerprint: bytes) -> None:
         for position in self.positions(fingerprint):
