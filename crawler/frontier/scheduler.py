@@ -31,7 +31,14 @@ from crawler.frontier.embedded import EmbeddedRedisError
 from crawler.frontier.leases import Held, HeldLeases
 from crawler.frontier.progress import Progress
 from crawler.frontier.startup import FailedScheduler, StartupFailure
-from crawler.frontier.store import FrontierStore, Lease, Pending, SchemaMismatchError
+from crawler.frontier.store import (
+    Flushed,
+    FrontierStore,
+    Lease,
+    Pending,
+    PopOrder,
+    SchemaMismatchError,
+)
 from crawler.policy.order import deepest_level_allowed
 from crawler.policy.politeness import DelayPolicy, FixedDelayPolicy
 
@@ -50,6 +57,8 @@ logger = logging.getLogger(__name__)
 SEEDS_PER_ROUND = 1000
 # The engine asks has_pending_requests() often; Redis is asked at most this often.
 DRAINED_CHECK_INTERVAL = 1.0
+# Longest an acknowledgement waits for a pop to carry it to Redis.
+ACK_DELAY = 0.01
 # How often a node that finds nothing to do re-reads every shard's summary.
 REFRESH_INTERVAL = 0.25
 
@@ -70,6 +79,8 @@ class FrontierScheduler(BaseScheduler):
         self._progress = Progress(crawler, config.log_interval)
         self._store: FrontierStore | None = None
         self._buffer: list[Pending] = []
+        self._done: list[Held] = []
+        self._flush_timer: CallLaterResult | None = None
         self._maintenance: AsyncioLoopingCall | LoopingCall | None = None
         self._wake: CallLaterResult | None = None
         self._drained_at = (0.0, False)
@@ -124,8 +135,9 @@ class FrontierScheduler(BaseScheduler):
     def close(self, reason: str) -> None:
         if self._maintenance is not None and self._maintenance.running:
             self._maintenance.stop()
-        if self._wake is not None:
-            self._wake.cancel()
+        for timer in (self._wake, self._flush_timer):
+            if timer is not None:
+                timer.cancel()
         if self._store is None:
             return
         now = time.time()
@@ -178,7 +190,6 @@ class FrontierScheduler(BaseScheduler):
         if self._store is None:
             return None
         now = time.time()
-        self._flush(now)
         if due := self._store.due_shards(now):
             self._store.promote(due, now)
         request = self._pop(now)
@@ -189,21 +200,29 @@ class FrontierScheduler(BaseScheduler):
         return request
 
     def _pop(self, now: float) -> Request | None:
-        """The best request allowed by the BFS barrier, from the best shard."""
+        """Write what is pending and lease the best request the BFS barrier allows,
+        in one round trip while the shards' summaries are right."""
         assert self._store is not None
-        # Each failed pop corrects that shard's summary, so this ends.
-        for _attempt in range(self._config.shards + 1):
-            deepest = deepest_level_allowed(
-                self._store.lowest_level(), self._config.bfs_lookahead
-            )
-            shard = self._store.best_shard(deepest)
-            if shard is None:
+        # Each round either writes what was pending or corrects a shard's summary.
+        for _attempt in range(self._config.shards + 2):
+            order = self._pop_order(now)
+            if order is None and not (self._buffer or self._done):
                 return None
-            delay = self._delays.delay_for("", now=now)
-            popped = self._store.pop(shard, now, delay, deepest)
+            popped = self._flush(now, pop=order)
             if popped is not None and (request := self._leased_request(*popped, now)):
                 return request
         return None
+
+    def _pop_order(self, now: float) -> PopOrder | None:
+        """Where the next request comes from: the best shard under the barrier."""
+        assert self._store is not None
+        deepest = deepest_level_allowed(
+            self._store.lowest_level(), self._config.bfs_lookahead
+        )
+        shard = self._store.best_shard(deepest)
+        if shard is None:
+            return None
+        return PopOrder(shard, self._delays.delay_for("", now=now), deepest)
 
     def _refresh(self, now: float) -> bool:
         """Re-read every shard's summary, at most every REFRESH_INTERVAL; whether it
@@ -218,30 +237,46 @@ class FrontierScheduler(BaseScheduler):
 
     # --- Redis round trips -----------------------------------------------------------
 
-    def _flush(self, now: float, done: Sequence[Held] = ()) -> None:
-        """Push the buffer, then acknowledge the leases of *done*, in one round trip."""
-        if not self._buffer and not done:
-            return
+    def _flush(
+        self, now: float, done: Sequence[Held] = (), pop: PopOrder | None = None
+    ) -> tuple[Lease, bytes] | None:
+        """Push the buffer, acknowledge the leases done, then *pop*: one round trip.
+
+        Returns the popped lease and entry, if a pop was asked for and found one.
+        """
+        done = [*self._done, *done]
+        if not self._buffer and not done and pop is None:
+            return None
         assert self._store is not None
-        batch, self._buffer = self._buffer, []
+        batch, self._buffer, self._done = self._buffer, [], []
         acks = [
             (held.lease, self._delays.delay_for(held.host, now=now)) for held in done
         ]
         try:
-            new, acked = self._store.flush(batch, acks, now)
+            flushed = self._store.flush(batch, acks, now, pop)
         except Exception:
-            self._buffer = batch + self._buffer  # kept for the next flush
+            self._buffer, self._done = batch + self._buffer, done + self._done
             raise
-        accepted = sum(new)
+        self._count_flush(flushed)
+        return flushed.popped
+
+    def _count_flush(self, flushed: Flushed) -> None:
+        accepted = sum(flushed.new)
         for key in (
             "scheduler/enqueued",
             "scheduler/enqueued/redis",
             "frontier/enqueued",
         ):
             self._stats.inc_value(key, accepted)
-        self._admission.count_duplicates(len(new) - accepted)
-        self._stats.inc_value("frontier/acked", acked)
-        self._progress.acked(acked)
+        self._admission.count_duplicates(len(flushed.new) - accepted)
+        self._stats.inc_value("frontier/acked", flushed.acked)
+        self._progress.acked(flushed.acked)
+
+    def _flush_pending(self) -> None:
+        """The ack timer: writes what no engine loop has written since."""
+        self._flush_timer = None
+        if self._store is not None:
+            self._flush(time.time())
 
     def _leased_request(self, lease: Lease, entry: bytes, now: float) -> Request | None:
         try:
@@ -294,9 +329,15 @@ class FrontierScheduler(BaseScheduler):
             engine._slot.nextcall.schedule()  # no public way to ask for a new loop
 
     def _lease_done(self, request: Request) -> None:
+        """Queue the ack: the engine asks for the next request right after a request
+        is done, and that pop carries the ack (its links were buffered before it).
+        A timer writes it if no pop comes soon."""
         held = self._held.done(request)
-        if held is not None:
-            self._flush(time.time(), [held])
+        if held is None:
+            return
+        self._done.append(held)
+        if self._flush_timer is None:
+            self._flush_timer = call_later(ACK_DELAY, self._flush_pending)
 
     def _maintain(self) -> None:
         assert self._store is not None

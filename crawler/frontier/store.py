@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from crawler.frontier.dedup import shard_layouts
 from crawler.frontier.keys import SCHEMA_VERSION, CrawlKeys
@@ -55,6 +55,25 @@ class Pending:
 
 
 @dataclass(frozen=True, slots=True)
+class PopOrder:
+    """Which shard to lease a request from, and under which limits."""
+
+    shard: int
+    default_delay: float
+    deepest_level: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Flushed:
+    """What a flush did: whether each pushed request was new, how many leases were
+    still held when acked, and the request popped, if one was asked for."""
+
+    new: list[bool]
+    acked: int
+    popped: tuple[Lease, bytes] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Lease:
     """A request handed out to this node: its shard and the lease id there."""
 
@@ -97,19 +116,21 @@ class FrontierStore:
         batch: Sequence[Pending],
         leases: Sequence[tuple[Lease, float]],
         now: float,
-    ) -> tuple[list[bool], int]:
-        """Push *batch*, then ack *leases* (each with its host's delay), in one trip.
+        pop: PopOrder | None = None,
+    ) -> Flushed:
+        """Push *batch*, ack *leases* (each with its host's delay), then *pop*: one trip.
 
         Pushes go first, so the links of a page are queued before its lease is
-        released. Returns whether each pushed request was new, and how many leases
-        were still held.
+        released; the pop goes last, so it sees the hosts the acks made ready.
         """
         by_shard: dict[int, list[Pending]] = {}
         for pending in batch:
             by_shard.setdefault(pending.shard, []).append(pending)
         calls = [self._push_call(s, items, now) for s, items in by_shard.items()]
         calls += [self._ack_call(lease, delay, now) for lease, delay in leases]
-        replies = self._scripts.run(calls)
+        pop_calls = [self._pop_call(pop, now)] if pop is not None else []
+        replies = self._scripts.run(calls + pop_calls)
+        popped = self._popped(pop, replies.pop()) if pop is not None else None
         for call, reply in zip(calls, replies, strict=True):
             self._remember(call.keys.shard, reply[1:])
         pushes = len(by_shard)
@@ -118,7 +139,11 @@ class FrontierStore:
             for call, reply in zip(calls[:pushes], replies[:pushes], strict=True)
         }
         new = [next(flags[pending.shard]) == ord("1") for pending in batch]
-        return new, sum(reply[0] for reply in replies[pushes:])
+        return Flushed(new, sum(reply[0] for reply in replies[pushes:]), popped)
+
+    def pop(self, order: PopOrder, now: float) -> tuple[Lease, bytes] | None:
+        """Lease the best ready request of a shard: its lease and entry, or None."""
+        return self.flush([], [], now, order).popped
 
     def _push_call(self, shard: int, items: list[Pending], now: float) -> Call:
         args: list[str | int | float | bytes] = [
@@ -141,30 +166,23 @@ class FrontierStore:
         ]
         return Call("ack", self.keys[lease.shard], args)
 
-    def pop(
-        self,
-        shard: int,
-        now: float,
-        default_delay: float,
-        deepest_level: int | None = None,
-    ) -> tuple[Lease, bytes] | None:
-        """Lease the best ready request of *shard* no deeper than *deepest_level*:
-        its lease and entry, or None."""
-        args = [
+    def _pop_call(self, order: PopOrder, now: float) -> Call:
+        args: list[str | int | float | bytes] = [
             LEVEL_WEIGHT,
             _ms(now),
             self.config.host_concurrency,
             _ms(now + self.config.lease_timeout),
-            _ms(default_delay),
+            _ms(order.default_delay),
             PROMOTE_LIMIT,
-            _score_limit(deepest_level),
+            _score_limit(order.deepest_level),
         ]
-        (reply,) = self._scripts.run([Call("pop", self.keys[shard], args)])
-        self._remember(shard, reply[2:])
+        return Call("pop", self.keys[order.shard], args)
+
+    def _popped(self, order: PopOrder, reply: list[Any]) -> tuple[Lease, bytes] | None:
+        self._remember(order.shard, reply[2:])
         if reply[0] is None:
             return None
-        lease_id, entry = reply[0], reply[1]
-        return Lease(shard, str(lease_id)), entry
+        return Lease(order.shard, str(reply[0])), reply[1]
 
     def requeue(self, now: float, leases: Iterable[Lease] = ()) -> int:
         """Put back *leases*, or every expired lease of every shard; how many."""

@@ -8,7 +8,7 @@ import pytest
 from scrapy.settings import Settings
 
 from crawler.frontier.config import FrontierConfig
-from crawler.frontier.store import FrontierStore, Lease, Pending
+from crawler.frontier.store import FrontierStore, Lease, Pending, PopOrder
 from crawler.policy.order import level_of
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def drain(store: FrontierStore, now: float) -> list[str]:
     """Pop and ack every ready request, in order (bounded)."""
     names = []
     for _ in range(1000):
-        popped = store.pop(0, now, 0.0)
+        popped = store.pop(PopOrder(0, 0.0), now)
         if popped is None:
             break
         lease, entry = popped
@@ -63,18 +63,18 @@ def test_a_shallower_request_of_any_ready_host_goes_first(redis):
 def test_a_host_is_busy_until_its_lease_is_acked(redis):
     store = make_store(redis)
     store.flush([pending("a", 0, "a0"), pending("a", 0, "a1")], [], T0)
-    first = store.pop(0, T0, 0.0)
+    first = store.pop(PopOrder(0, 0.0), T0)
     assert first is not None
-    assert store.pop(0, T0, 0.0) is None  # host concurrency 1
+    assert store.pop(PopOrder(0, 0.0), T0) is None  # host concurrency 1
     store.flush([], [(first[0], 0.0)], T0)
-    assert store.pop(0, T0, 0.0) is not None
+    assert store.pop(PopOrder(0, 0.0), T0) is not None
 
 
 def test_a_host_waits_its_delay_after_the_ack_and_others_do_not(redis):
     store = make_store(redis)
     store.flush([pending("a", 0, "a0"), pending("a", 0, "a1")], [], T0)
     store.flush([pending("b", 1, "b1")], [], T0)
-    lease, _ = store.pop(0, T0, 0.0)  # a0
+    lease, _ = store.pop(PopOrder(0, 0.0), T0)  # a0
     store.flush([], [(lease, 10.0)], T0)  # host a must wait 10 s
     assert drain(store, T0 + 1) == ["b1"]  # the deeper host b is not blocked
     assert store.summaries[0].wake == pytest.approx(T0 + 10)
@@ -85,7 +85,7 @@ def test_a_host_waits_its_delay_after_the_ack_and_others_do_not(redis):
 def test_an_expired_lease_goes_back_to_the_head_of_its_queue(redis):
     store = make_store(redis, FRONTIER_LEASE_TIMEOUT=30)
     store.flush([pending("a", 0, "a0"), pending("a", 0, "a1")], [], T0)
-    store.pop(0, T0, 0.0)  # a0 leased, never acked
+    store.pop(PopOrder(0, 0.0), T0)  # a0 leased, never acked
     assert store.requeue(T0 + 29) == 0
     assert store.requeue(T0 + 31) == 1
     assert drain(store, T0 + 31) == ["a0", "a1"]
@@ -95,9 +95,9 @@ def test_an_expired_lease_goes_back_to_the_head_of_its_queue(redis):
 def test_acking_an_expired_and_requeued_lease_changes_nothing(redis):
     store = make_store(redis, FRONTIER_LEASE_TIMEOUT=30)
     store.flush([pending("a", 0, "a0")], [], T0)
-    lease, _ = store.pop(0, T0, 0.0)
+    lease, _ = store.pop(PopOrder(0, 0.0), T0)
     store.requeue(T0 + 31)
-    _, held = store.flush([], [(lease, 0.0)], T0 + 32)
+    held = store.flush([], [(lease, 0.0)], T0 + 32).acked
     assert held == 0
     assert store.totals() == (1, 0)
     assert drain(store, T0 + 32) == ["a0"]
@@ -106,7 +106,7 @@ def test_acking_an_expired_and_requeued_lease_changes_nothing(redis):
 def test_renewed_leases_do_not_expire(redis):
     store = make_store(redis, FRONTIER_LEASE_TIMEOUT=30)
     store.flush([pending("a", 0, "a0")], [], T0)
-    lease, _ = store.pop(0, T0, 0.0)
+    lease, _ = store.pop(PopOrder(0, 0.0), T0)
     store.renew([lease], T0 + 20)
     assert store.requeue(T0 + 40) == 0
     assert store.requeue(T0 + 51) == 1
@@ -115,8 +115,8 @@ def test_renewed_leases_do_not_expire(redis):
 def test_releasing_named_leases_requeues_only_those(redis):
     store = make_store(redis)
     store.flush([pending("a", 0, "a0"), pending("b", 0, "b0")], [], T0)
-    lease_a, _ = store.pop(0, T0, 0.0)
-    store.pop(0, T0, 0.0)
+    lease_a, _ = store.pop(PopOrder(0, 0.0), T0)
+    store.pop(PopOrder(0, 0.0), T0)
     assert store.requeue(T0, [lease_a]) == 1
     assert store.totals() == (1, 1)
 
@@ -125,10 +125,10 @@ def test_releasing_named_leases_requeues_only_those(redis):
 def test_a_fingerprint_is_accepted_once(redis, mode):
     store = make_store(redis, FRONTIER_DEDUP=mode, FRONTIER_DEDUP_CAPACITY=1000)
     fingerprint = "12345 67891" if mode == "bloom" else "fp-1"
-    new, _ = store.flush([pending("a", 0, "x", fingerprint)], [], T0)
-    again, _ = store.flush(
+    new = store.flush([pending("a", 0, "x", fingerprint)], [], T0).new
+    again = store.flush(
         [pending("b", 0, "y", fingerprint), pending("b", 0, "z", "")], [], T0
-    )
+    ).new
     assert new == [True]
     assert again == [False, True]  # the empty dedup value is dont_filter
     assert store.totals() == (2, 0)
@@ -139,11 +139,11 @@ def test_a_full_bloom_filter_grows_and_keeps_what_it_saw(redis):
     batch = [
         pending("a", 1, f"u{i}", f"{i * 7919} {i * 104729 | 1}") for i in range(200)
     ]
-    new, _ = store.flush(batch, [], T0)
+    new = store.flush(batch, [], T0).new
     assert sum(new) >= 199  # at most a false positive or so at this error rate
     filters = int(redis.hget(store.keys[0].seen, "filters"))
     assert filters >= 3  # 38, 76, 152 URLs (20 plus headroom, doubling)
-    again, _ = store.flush(batch, [], T0)
+    again = store.flush(batch, [], T0).new
     assert not any(again)
 
 
@@ -156,5 +156,28 @@ def test_scripts_survive_a_script_flush(redis):
 
 def test_an_unknown_lease_is_not_held(redis):
     store = make_store(redis)
-    _, held = store.flush([], [(Lease(0, "999"), 0.0)], T0)
+    held = store.flush([], [(Lease(0, "999"), 0.0)], T0).acked
     assert held == 0
+
+
+def test_one_round_trip_pushes_acks_then_pops(redis):
+    store = make_store(redis)
+    store.flush([pending("a", 0, "a0")], [], T0)
+    lease, _ = store.pop(PopOrder(0, 0.0), T0)
+    # a0's link a1 and a0's ack go with the next pop, which must see host a free.
+    flushed = store.flush([pending("a", 1, "a1")], [(lease, 0.0)], T0, PopOrder(0, 0.0))
+    assert flushed.new == [True]
+    assert flushed.acked == 1
+    assert flushed.popped is not None
+    assert b'"u":"a1"' in flushed.popped[1]
+
+
+def test_the_barrier_holds_back_deeper_requests(redis):
+    store = make_store(redis)
+    store.flush([pending("a", 0, "a0"), pending("b", 1, "b1")], [], T0)
+    lease, _ = store.pop(PopOrder(0, 0.0, deepest_level=level_of(0)), T0)
+    assert store.pop(PopOrder(0, 0.0, deepest_level=level_of(0)), T0) is None
+    assert store.summaries[0].lowest_level == level_of(0)  # a0 is still leased
+    store.flush([], [(lease, 0.0)], T0)
+    assert store.summaries[0].lowest_level == level_of(1)
+    assert store.pop(PopOrder(0, 0.0, deepest_level=level_of(1)), T0) is not None
