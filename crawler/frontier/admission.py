@@ -34,6 +34,7 @@ class Admission:
         self._spider = spider
         self._config = config
         self._seen = SeenCache(config.local_seen_cache)
+        self._duplicates = 0
 
     def admit(self, request: Request) -> Pending | None:
         """The request ready to push, or None (counted) if it must not be queued.
@@ -44,23 +45,25 @@ class Admission:
         if not depth_allowed(depth, self._config.depth_limit):
             self._stats.inc_value("frontier/depth_limited")
             return None
+        dedup: str | bytes = ""
+        if not request.dont_filter:
+            fingerprint = self._fingerprinter.fingerprint(request)
+            if not self._seen.add(fingerprint):
+                self._duplicates += 1  # most links: counted in bulk, at the next flush
+                return None
+            dedup = self._dedup_argument(fingerprint)
         try:
             host = host_of(request.url)
         except BadURLError:
             self._stats.inc_value("frontier/bad_urls")
             return None
-        dedup: str | bytes = ""
-        if not request.dont_filter:
-            fingerprint = self._fingerprinter.fingerprint(request)
-            if not self._seen.add(fingerprint):
-                self.count_duplicates(1)
-                return None
-            dedup = self._dedup_argument(fingerprint)
         shard = shard_of(shard_key(host, self._config.shard_by), self._config.shards)
         entry = codec.encode(request, self._spider)
         return Pending(shard, host, level_of(depth), dedup, entry)
 
     def count_duplicates(self, count: int) -> None:
+        """Count *count* duplicates found in Redis, and those found here since."""
+        count, self._duplicates = count + self._duplicates, 0
         if count:
             self._stats.inc_value("dupefilter/filtered", count)
             self._stats.inc_value("frontier/duplicates", count)

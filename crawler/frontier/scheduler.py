@@ -142,6 +142,7 @@ class FrontierScheduler(BaseScheduler):
             return
         now = time.time()
         self._flush(now)
+        self._admission.count_duplicates(0)  # the last ones found locally
         if leases := self._held.leases():
             released = self._store.requeue(now, leases)
             self._stats.inc_value("frontier/leases_released", released)
