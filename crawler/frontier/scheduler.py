@@ -168,7 +168,7 @@ class FrontierScheduler(BaseScheduler):
     # --- Scrapy's scheduler interface ----------------------------------------------
 
     def has_pending_requests(self) -> bool:
-        if self._buffer:
+        if self._buffer or self._done:
             return True
         if self._store is None:
             return False
