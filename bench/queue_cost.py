@@ -4,8 +4,12 @@
 the (benchmark's private) Redis, opens the real scheduler of a crawler built with
 ``get_crawler``, enqueues N new requests of realistic URLs (depth 3), closes it with
 its data kept, and prints one JSON line: the ``used_memory`` delta, the part of it
-taken by the seen-URL filter, and both per request. Run in its own process: it
-installs the asyncio reactor.
+taken by the seen-URL filter, and both per request. The seen filter is also reported
+per URL it holds: its growth (bitmaps, or scrapy-redis' fingerprint set) apart from
+its fixed part (the frontier's Bloom layouts, written when the scheduler opens).
+With many hosts (``--hosts 10000``) every shard gets URLs, so this is the dedup cost
+at scale, as ``FRONTIER_DEDUP_CAPACITY`` (= ``--requests``) sizes it. Run in its
+own process: it installs the asyncio reactor.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -100,7 +105,9 @@ def queued(client: redis.Redis, name: str) -> int:
     return total
 
 
-def measure(name: str, redis_url: str, count: int, hosts: int, port: int) -> dict:
+def measure(
+    name: str, redis_url: str, count: int, hosts: int, port: int
+) -> dict[str, Any]:
     client = redis.Redis.from_url(redis_url)
     client.flushall()
     client.memory_purge()
@@ -110,28 +117,45 @@ def measure(name: str, redis_url: str, count: int, hosts: int, port: int) -> dic
         crawler = scrapy_redis_crawler(redis_url)
     crawler.spider = crawler._create_spider()
     spider: Spider = crawler.spider
+    settings = crawler.settings
     scheduler = scheduler_of(crawler, name)
     scheduler.open(spider)
     # The frontier writes its Bloom filter layouts when it opens: a fixed cost.
     before = redisprobe.used_memory(client)
-    dedup_before, _keys = redisprobe.dedup_bytes(client, name)
+    seen_open = redisprobe.seen_filter(client, name)
+    started = time.perf_counter()
     accepted = sum(
         bool(scheduler.enqueue_request(_request(url, spider)))
         for url in urls(count, hosts, port)
     )
     scheduler.close("finished")
+    seconds = time.perf_counter() - started
     delta = redisprobe.used_memory(client) - before
-    dedup_growth = redisprobe.dedup_bytes(client, name)[0] - dedup_before
+    seen = redisprobe.seen_filter(client, name)
+    dedup_growth = seen["bytes"] - seen_open["bytes"]
     in_redis = queued(client, name)
     client.close()
+    # URLs the filter in Redis took (the frontier's admission answers before Redis).
+    stored = seen["urls"]
     return {
         "scheduler": name,
         "requests": count,
+        "hosts": hosts,
         "accepted": accepted,
         "queued_in_redis": in_redis,
+        "seen_urls": stored,
+        "enqueue_seconds": seconds,
         "used_memory_delta": delta,
-        "dedup_fixed_bytes": dedup_before,
+        "dedup_fixed_bytes": seen_open["bytes"],
         "dedup_growth_bytes": dedup_growth,
+        "dedup_bytes_per_seen_url": dedup_growth / stored if stored else None,
+        "dedup_fixed_bytes_per_seen_url": (
+            seen_open["bytes"] / stored if stored else None
+        ),
+        "dedup_capacity": settings.getint("FRONTIER_DEDUP_CAPACITY") or None,
+        "dedup_error_rate": settings.getfloat("FRONTIER_DEDUP_ERROR_RATE") or None,
+        "seen_filter_at_open": seen_open,
+        "seen_filter": seen,
         "bytes_per_request_total": delta / count,
         "bytes_per_request_queue": (delta - dedup_growth) / count,
     }

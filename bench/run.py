@@ -5,7 +5,10 @@
 Starts a private redis-server and ``tests.site``, crawls the whole site once per
 crawler and run (each crawl its own ``scrapy`` process, one after another, same
 concurrency settings), then measures Redis bytes per queued request by running each
-Redis scheduler without fetching. Prints a table and writes ``bench/out/results.json``.
+Redis scheduler without fetching, and then the seen-URL filter's bytes per URL at
+scale the same way (``--dedup-urls`` URLs over ``--dedup-hosts`` hosts, so that every
+shard gets URLs; the in-crawl figure covers only the few shards of the site's hosts).
+Prints two tables and writes ``bench/out/results.json``.
 
 Seconds are from the crawl's first to its last response (``wall s``: process start
 to exit); CPU is the crawler process' user + system time.
@@ -75,6 +78,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="requests pushed to measure bytes per queued request (20000; 2000 quick)",
     )
     parser.add_argument(
+        "--dedup-urls",
+        type=int,
+        default=None,
+        help="URLs pushed to measure the seen filter at scale (200000; 20000 quick)",
+    )
+    parser.add_argument(
+        "--dedup-hosts",
+        type=int,
+        default=None,
+        help="hosts they are spread over (10000; 2000 quick)",
+    )
+    parser.add_argument(
         "--profile",
         action="store_true",
         help="run crawls under cProfile (slower: timings are not comparable)",
@@ -84,6 +99,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.hosts = args.hosts or (5 if args.quick else 20)
     args.pages = args.pages or (200 if args.quick else 1000)
     args.queue_requests = args.queue_requests or (2000 if args.quick else 20_000)
+    args.dedup_urls = args.dedup_urls or (20_000 if args.quick else 200_000)
+    args.dedup_hosts = args.dedup_hosts or (2000 if args.quick else 10_000)
     args.only = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = set(args.only) - set(CRAWLERS)
     if unknown or not args.only or not 1 <= args.runs <= 20:
@@ -111,6 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     for name in args.only
                 ]
                 costs = queue_costs(bench)
+                dedup = dedup_at_scale(bench)
                 facts = machine_facts(client)
         finally:
             client.close()
@@ -121,13 +139,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "crawler/ changed while the benchmark ran: the crawls may have run "
             "different code (crawler_code is the state at the start)"
         )
-    return finish(args, runs, costs, facts)
+    return finish(args, runs, costs, dedup, facts)
 
 
 def finish(
     args: argparse.Namespace,
     runs: list[dict[str, Any]],
     costs: dict[str, Any],
+    dedup: dict[str, Any],
     facts: dict[str, Any],
 ) -> int:
     rows = report.median_runs(runs)
@@ -140,6 +159,12 @@ def finish(
         print(f"{name}: {cost['bytes_per_request_queue']:.0f} B/queued request "
               f"(queues), {cost['bytes_per_request_total']:.0f} B with its seen "
               f"filter, {cost['requests']} requests pushed")  # fmt: skip
+    dedup_text = report.dedup_table(dedup) if dedup else ""
+    if dedup:
+        print("\nSeen-URL filter at scale (default error rate, capacity = URLs):")
+        print(dedup_text)
+        for line in report.dedup_notes(dedup):
+            print(line)
     for warning in warnings:
         print(f"WARNING: {warning}")
     results = {
@@ -152,6 +177,8 @@ def finish(
         "summary": rows,
         "pages_per_second_over_runs": report.summary_of_runs(runs),
         "queue_cost": costs,
+        "dedup_at_scale_table": dedup_text,
+        "dedup_at_scale": dedup,
         "runs": runs,
         "warnings": warnings,
     }
@@ -302,22 +329,36 @@ def write_profile_text(profile: Path) -> Path:
 
 def queue_costs(bench: Bench) -> dict[str, Any]:
     """Bytes per queued request of each Redis scheduler that was benchmarked."""
+    args = bench.args
+    return _run_queue_cost(bench, "Queue cost", args.queue_requests, args.hosts)
+
+
+def dedup_at_scale(bench: Bench) -> dict[str, Any]:
+    """Seen-filter bytes per URL of each Redis scheduler, URLs in every shard."""
+    args = bench.args
+    return _run_queue_cost(bench, "Dedup at scale", args.dedup_urls, args.dedup_hosts)
+
+
+def _run_queue_cost(
+    bench: Bench, label: str, requests: int, hosts: int
+) -> dict[str, Any]:
+    """``bench.queue_cost`` of each benchmarked Redis scheduler, by name."""
     costs = {}
     for name in REDIS_CRAWLERS:
         if name not in bench.args.only:
             continue
         argv = [
             sys.executable, "-m", "bench.queue_cost", "--redis-url", bench.server.url,
-            "--scheduler", name, "--requests", str(bench.args.queue_requests),
-            "--hosts", str(bench.args.hosts), "--port", str(bench.site.port),
+            "--scheduler", name, "--requests", str(requests),
+            "--hosts", str(hosts), "--port", str(bench.site.port),
         ]  # fmt: skip
-        print(f"Queue cost {name} ...", flush=True)
+        print(f"{label} {name} ({requests} requests, {hosts} hosts) ...", flush=True)
         done = subprocess.run(
             argv, cwd=ROOT, capture_output=True, text=True,
-            timeout=QUEUE_COST_TIMEOUT, check=False,
+            timeout=max(QUEUE_COST_TIMEOUT, requests / 1000), check=False,
         )  # fmt: skip
         if done.returncode != 0:
-            print(f"WARNING: queue cost of {name} failed:\n{done.stderr[-2000:]}")
+            print(f"WARNING: {label.lower()} of {name} failed:\n{done.stderr[-2000:]}")
             continue
         costs[name] = json.loads(done.stdout.strip().splitlines()[-1])
     return costs
