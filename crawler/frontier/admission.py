@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from crawler.frontier import codec
-from crawler.frontier.dedup import bloom_hashes
+from crawler.frontier.dedup import bloom_hashes, most_hashes, shard_layouts
 from crawler.frontier.seencache import SeenCache
 from crawler.frontier.store import Pending
 from crawler.policy.hosts import BadURLError, host_of, shard_key
@@ -35,6 +35,8 @@ class Admission:
         self._config = config
         self._seen = SeenCache(config.local_seen_cache)
         self._duplicates = 0
+        # Enough hashes for the filter of a shard that needs the most.
+        self._hashes = most_hashes(shard_layouts(config.dedup, config.shards))
 
     def admit(self, request: Request) -> Pending | None:
         """The request ready to push, or None (counted) if it must not be queued.
@@ -69,8 +71,7 @@ class Admission:
             self._stats.inc_value("frontier/duplicates", count)
 
     def _dedup_argument(self, fingerprint: bytes) -> str | bytes:
-        """What the push script's seen check takes: the fingerprint, or two hashes."""
+        """What the push script's seen check takes: the fingerprint, or its hashes."""
         if self._config.dedup.mode == "exact":
             return fingerprint
-        first, second = bloom_hashes(fingerprint)
-        return f"{first} {second}"
+        return bloom_hashes(fingerprint, self._hashes)

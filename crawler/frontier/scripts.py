@@ -118,21 +118,21 @@ PUSH = """
 -- KEYS: the shard's keys (see above); KEYS[9] is the seen filter
 -- ARGV: tag, weight, now, host_concurrency, dedup mode ('bloom'|'exact'), then groups
 --       of 4: host, level, dedup ('' = do not filter; exact: fingerprint;
---       bloom: 'h1 h2', bit j of a filter is (h1 + j * (1 + h2 % (bits - 1))) % bits,
---       see crawler/frontier/dedup.py), entry json
+--       bloom: 32-bit big-endian hashes, bit j of a filter is hash j % bits, see
+--       crawler/frontier/dedup.py), entry json
 -- returns: {accepted flags as a string of '1'/'0', best score, wake time}
 local concurrency, mode = tonumber(ARGV[4]), ARGV[5]
 
-local function bloom_add(h1, h2)
+local function bloom_add(hashes)
   local seen = KEYS[9]
   local filters = tonumber(redis.call('HGET', seen, 'filters') or '0')
   if filters == 0 then return redis.error_reply('frontier: no Bloom layout') end
   for i = 0, filters - 1 do
     local layout = redis.call('HMGET', seen, 'bits:' .. i, 'hashes:' .. i)
     local bits, found = tonumber(layout[1]), true
-    local step = 1 + h2 % (bits - 1)
     for j = 0, tonumber(layout[2]) - 1 do
-      if redis.call('GETBIT', seen .. ':' .. i, (h1 + j * step) % bits) == 0 then
+      local hash = struct.unpack('>I4', hashes, 4 * j + 1)
+      if redis.call('GETBIT', seen .. ':' .. i, hash % bits) == 0 then
         found = false
         break
       end
@@ -145,9 +145,8 @@ local function bloom_add(h1, h2)
   -- Created at full length at once: grown bit by bit, Redis would keep up to
   -- twice the memory.
   if redis.call('EXISTS', key) == 0 then redis.call('SETBIT', key, bits - 1, 0) end
-  local step = 1 + h2 % (bits - 1)
   for j = 0, tonumber(layout[2]) - 1 do
-    redis.call('SETBIT', key, (h1 + j * step) % bits, 1)
+    redis.call('SETBIT', key, struct.unpack('>I4', hashes, 4 * j + 1) % bits, 1)
   end
   local count = redis.call('HINCRBY', seen, 'count:' .. last, 1)
   if count >= tonumber(layout[3]) and redis.call('HEXISTS', seen, 'bits:' .. filters) == 1 then
@@ -159,8 +158,7 @@ end
 local function is_new(dedup)
   if dedup == '' then return true end
   if mode == 'exact' then return redis.call('SADD', KEYS[9], dedup) == 1 end
-  local h1, h2 = string.match(dedup, '^(%d+) (%d+)$')
-  return bloom_add(tonumber(h1), tonumber(h2))
+  return bloom_add(dedup)
 end
 
 local flags = {}

@@ -8,6 +8,7 @@ import pytest
 from scrapy.settings import Settings
 
 from crawler.frontier.config import FrontierConfig
+from crawler.frontier.dedup import bloom_hashes
 from crawler.frontier.store import FrontierStore, Lease, Pending, PopOrder
 from crawler.policy.order import level_of
 
@@ -28,7 +29,7 @@ def make_store(redis: redis_py.Redis, **overrides: Any) -> FrontierStore:
     return store
 
 
-def pending(host: str, depth: int, name: str, dedup: str = "") -> Pending:
+def pending(host: str, depth: int, name: str, dedup: str | bytes = "") -> Pending:
     return Pending(0, host, level_of(depth), dedup, f'{{"v":1,"u":"{name}"}}')
 
 
@@ -124,7 +125,7 @@ def test_releasing_named_leases_requeues_only_those(redis):
 @pytest.mark.parametrize("mode", ["bloom", "exact"])
 def test_a_fingerprint_is_accepted_once(redis, mode):
     store = make_store(redis, FRONTIER_DEDUP=mode, FRONTIER_DEDUP_CAPACITY=1000)
-    fingerprint = "12345 67891" if mode == "bloom" else "fp-1"
+    fingerprint = bloom_hashes(b"fp-1", 80) if mode == "bloom" else b"fp-1"
     new = store.flush([pending("a", 0, "x", fingerprint)], [], T0).new
     again = store.flush(
         [pending("b", 0, "y", fingerprint), pending("b", 0, "z", "")], [], T0
@@ -137,7 +138,7 @@ def test_a_fingerprint_is_accepted_once(redis, mode):
 def test_a_full_bloom_filter_grows_and_keeps_what_it_saw(redis):
     store = make_store(redis, FRONTIER_DEDUP_CAPACITY=20)
     batch = [
-        pending("a", 1, f"u{i}", f"{i * 7919} {i * 104729 | 1}") for i in range(200)
+        pending("a", 1, f"u{i}", bloom_hashes(str(i).encode(), 80)) for i in range(200)
     ]
     new = store.flush(batch, [], T0).new
     assert sum(new) >= 199  # at most a false positive or so at this error rate
