@@ -75,15 +75,16 @@ def test_layout_is_capped_at_max_bits(capacity: int, error_rate: float) -> None:
     ("capacity", "error_rate", "shards"),
     [(1000, 1e-3, 64), (10_000, 1e-4, 16), (100, 0.01, 1), (10**7, 1e-6, 64)],
 )
-def test_filters_double_in_capacity_and_shrink_in_error(
+def test_filters_grow_from_a_small_extension_and_shrink_in_error(
     capacity: int, error_rate: float, shards: int
 ) -> None:
     layouts = shard_layouts(DedupConfig("bloom", capacity, error_rate), shards)
     assert 1 <= len(layouts) <= MAX_FILTERS
     base = shard_base(capacity, shards)
     for index, layout in enumerate(layouts):
-        assert layout.capacity == base * 2**index, index
-        assert layout == bloom_layout(base * 2**index, nth_error(error_rate, index))
+        capacity = math.ceil(base * (1 if index == 0 else 2.0 ** (index - 3)))
+        assert layout.capacity == capacity, index
+        assert layout == bloom_layout(capacity, nth_error(error_rate, index))
 
 
 def shard_base(capacity: int, shards: int) -> int:
@@ -156,7 +157,9 @@ def test_series_stops_before_the_first_capped_filter(
     if len(layouts) < MAX_FILTERS:
         index = len(layouts)
         base = shard_base(capacity, shards)
-        following = bloom_layout(base * 2**index, nth_error(error_rate, index))
+        following = bloom_layout(
+            math.ceil(base * 2.0 ** (index - 3)), nth_error(error_rate, index)
+        )
         assert following.bits == MAX_BITS
 
 
