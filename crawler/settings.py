@@ -83,7 +83,7 @@ FRONTIER_LEASE_TIMEOUT = 60.0
 FRONTIER_MAINTENANCE_INTERVAL = 5.0
 # Seconds between two progress log lines.
 FRONTIER_LOG_INTERVAL = 60.0
-# Seen-URL filter: "bloom" (about 3.8 bytes a URL) or "exact" (a set of fingerprints).
+# Seen-URL filter: "bloom" (about 4 bytes a URL) or "exact" (a set of fingerprints).
 FRONTIER_DEDUP = "bloom"
 # URLs the Bloom filters of all shards are sized for; past it, filters are added up to
 # about 1000 times it (crawler/frontier/dedup.py), then the error rate rises.
