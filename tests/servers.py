@@ -38,6 +38,16 @@ class RunningSite:
         """Logged fetches of pages (robots.txt left out), in arrival order."""
         return [r for r in self.log() if r["path"] != "/robots.txt"]
 
+    def gaps_by_host(self) -> dict[str, list[float]]:
+        """Seconds between two page fetches in a row of each host, as the site saw them."""
+        last: dict[str, float] = {}
+        gaps: dict[str, list[float]] = {}
+        for row in self.pages():
+            if row["host"] in last:
+                gaps.setdefault(row["host"], []).append(row["t"] - last[row["host"]])
+            last[row["host"]] = row["t"]
+        return gaps
+
 
 @contextlib.contextmanager
 def running_site(

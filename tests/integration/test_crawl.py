@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,7 +106,7 @@ async def test_every_page_within_the_depth_limit_and_none_deeper(settings):
 async def test_per_host_delay_is_kept_between_fetches(site, settings):
     delay = 0.3
     await crawl(settings(DOWNLOAD_DELAY=delay, DEPTH_LIMIT=2), seeds=site.seeds[0])
-    gaps = host_gaps(site)
+    gaps = site.gaps_by_host()
     assert gaps, "the crawl fetched no host twice"
     assert min(min(g) for g in gaps.values()) >= delay
 
@@ -115,18 +115,8 @@ async def test_per_host_delay_is_kept_between_fetches(site, settings):
 async def test_without_delay_hosts_are_fetched_back_to_back(site, settings):
     """Negative control for the delay test: the gap check can fail."""
     await crawl(settings(DOWNLOAD_DELAY=0, DEPTH_LIMIT=2), seeds=site.seeds[0])
-    gaps = host_gaps(site)
+    gaps = site.gaps_by_host()
     assert min(min(g) for g in gaps.values()) < 0.3
-
-
-def host_gaps(site: RunningSite) -> dict[str, list[float]]:
-    last: dict[str, float] = {}
-    gaps: dict[str, list[float]] = defaultdict(list)
-    for row in site.pages():
-        if row["host"] in last:
-            gaps[row["host"]].append(row["t"] - last[row["host"]])
-        last[row["host"]] = row["t"]
-    return gaps
 
 
 @deferred_f_from_coro_f

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
-from collections import Counter, defaultdict
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import pytest
@@ -41,21 +41,11 @@ def test_two_nodes_share_a_crawl_without_fetching_a_page_twice(redis_url):
         outputs = [node.communicate(timeout=120)[1] for node in nodes]
         assert [node.returncode for node in nodes] == [0, 0], outputs[0][-2000:]
         fetches = page_fetches(site)
-        gaps = per_host_gaps(site.pages())
+        gaps = site.gaps_by_host()
     assert fetches == Counter(bfs_depths(site.spec, [(0, 0)]).keys())
     assert min(min(g) for g in gaps.values()) >= delay  # across both nodes
     dequeued = [stat_value(output, "frontier/dequeued") for output in outputs]
     assert all(count > 0 for count in dequeued), dequeued  # both nodes worked
-
-
-def per_host_gaps(rows: list[dict]) -> dict[str, list[float]]:
-    last: dict[str, float] = {}
-    gaps: dict[str, list[float]] = defaultdict(list)
-    for row in rows:
-        if row["host"] in last:
-            gaps[row["host"]].append(row["t"] - last[row["host"]])
-        last[row["host"]] = row["t"]
-    return gaps
 
 
 def stat_value(log: str, key: str) -> int:
