@@ -3,7 +3,7 @@
 The check-and-add itself runs inside the push script (one atomic round trip); this
 module decides what the script is given. ``bloom`` keeps a scalable Bloom filter per
 shard on Redis bitmaps: filter *i* holds ``base * filter_scale(i)`` URLs (1, then
-1/4, 1/2, 1, 2... times ``base``) at error rate
+1/8, 1/4, 1/2, 1... times ``base``) at error rate
 ``0.89 * error_rate * 0.1**i``, so while a shard's URLs fit in its filters their union
 stays within ``error_rate``, and the first filter, which holds most URLs, costs about
 3.6 bytes a URL at the default 1e-6. ``base`` is the shard's share of
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 DedupMode = Literal["bloom", "exact"]
 # Most layouts written for a shard up front (fewer if MAX_BITS ends the series).
-MAX_FILTERS = 12
+MAX_FILTERS = 13
 # Redis strings are at most 512 MiB: no filter of the series is larger.
 MAX_BITS = 2**32
 # Each filter added to a shard has a tenth of the error rate of the one before.
@@ -105,12 +105,12 @@ def shard_layouts(config: DedupConfig, shards: int) -> list[BloomLayout]:
 
 
 def filter_scale(index: int) -> float:
-    """Capacity of filter *index* in units of the first: 1, then 1/4, 1/2, 1, 2, ...
+    """Capacity of filter *index* in units of the first: 1, then 1/8, 1/4, 1/2, 1, ...
 
     Hosts land on shards whole, so some shards outgrow their first filter by a little;
     a small first extension keeps that from costing a whole second filter.
     """
-    return 1 if index == 0 else 2.0 ** (index - 3)
+    return 1 if index == 0 else 2.0 ** (index - 4)
 
 
 def _optimal_bits(capacity: int, error_rate: float) -> int:

@@ -82,7 +82,7 @@ def test_filters_grow_from_a_small_extension_and_shrink_in_error(
     assert 1 <= len(layouts) <= MAX_FILTERS
     base = shard_base(capacity, shards)
     for index, layout in enumerate(layouts):
-        capacity = math.ceil(base * (1 if index == 0 else 2.0 ** (index - 3)))
+        capacity = math.ceil(base * (1 if index == 0 else 2.0 ** (index - 4)))
         assert layout.capacity == capacity, index
         assert layout == bloom_layout(capacity, nth_error(error_rate, index))
 
@@ -158,7 +158,7 @@ def test_series_stops_before_the_first_capped_filter(
         index = len(layouts)
         base = shard_base(capacity, shards)
         following = bloom_layout(
-            math.ceil(base * 2.0 ** (index - 3)), nth_error(error_rate, index)
+            math.ceil(base * 2.0 ** (index - 4)), nth_error(error_rate, index)
         )
         assert following.bits == MAX_BITS
 
