@@ -15,6 +15,7 @@ back at the head of its queue.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from redis.exceptions import NoScriptError, ResponseError
@@ -322,8 +323,10 @@ class ScriptRunner:
         return list(pipe.execute(raise_on_error=False))
 
 
-def _shard_keys(keys: Keys) -> list[str]:
-    return [
+@lru_cache(maxsize=4096)
+def _shard_keys(keys: Keys) -> tuple[str, ...]:
+    """The KEYS of a shard's scripts, built once per shard: every call passes them."""
+    return (
         keys.ready,
         keys.waiting,
         keys.ready_at,
@@ -335,4 +338,4 @@ def _shard_keys(keys: Keys) -> list[str]:
         keys.seen,
         keys.delays,
         keys.outstanding,
-    ]
+    )
