@@ -93,6 +93,10 @@ def _own_settings(name: str, spec: CrawlSpec) -> dict[str, Any]:
             "FRONTIER_RESET": True,
             "FRONTIER_PERSIST": True,
             "FRONTIER_DEDUP_CAPACITY": spec.total_pages,
+            # The throughput benchmark has no politeness delay: DOWNLOAD_DELAY=0 above.
+            "POLITENESS_DAY_DELAY": 0,
+            "POLITENESS_NIGHT_DELAY": 0,
+            "POLITENESS_JITTER": 0,
         }
     if name == "plain":
         return {

@@ -22,16 +22,16 @@ COMMANDS_MODULE = "crawler.commands"
 SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
 # The Web's diameter: nothing deeper is fetched. 0 means no limit.
 DEPTH_LIMIT = 17
-# Per-host delay in seconds between two fetches of one host, applied by the frontier
-# (from the moment the previous response of that host was handled).
+# A floor under every host's politeness delay (see POLITENESS_*), in seconds; the
+# frontier applies it, counted from the moment the host's previous response was handled.
 DOWNLOAD_DELAY = 0.0
 # Total requests in flight in this process.
 CONCURRENT_REQUESTS = 16
 # Backstop only: the frontier decides per-host concurrency (FRONTIER_HOST_CONCURRENCY).
 CONCURRENT_REQUESTS_PER_DOMAIN = 8
-# Polite by default; the project's robots middleware arrives with the politeness work.
+# Polite by default: crawler.middlewares.robots.RobotsMiddleware obeys robots.txt.
 ROBOTSTXT_OBEY = True
-# The product token robots.txt rules are matched against.
+# The product token robots.txt rules are matched against (never the rotated User-Agent).
 ROBOTSTXT_USER_AGENT = "crawler"
 # Sent with every request: who we are and where to read about the crawler.
 USER_AGENT = "crawler (+https://github.com/crawler/crawler)"
@@ -51,6 +51,15 @@ SPIDER_MIDDLEWARES = {
 DOWNLOADER_MIDDLEWARES = {
     # Closest to the engine: acknowledges the lease of a request that failed for good.
     "crawler.frontier.acks.LeaseAckDownloaderMiddleware": 1,
+    # Scrapy's robots middleware ignores Crawl-delay and allows all when robots.txt
+    # fails; ours follows RFC 9309 and shares one fetch per host across the cluster.
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "crawler.middlewares.robots.RobotsMiddleware": 100,
+    # Rotating User-Agent and Referer, in place of Scrapy's fixed USER_AGENT.
+    "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware": None,
+    "crawler.middlewares.useragent.UserAgentMiddleware": 500,
+    # Per-host traffic counters in Redis (`scrapy frontier hosts`).
+    "crawler.middlewares.traffic.TrafficMiddleware": 950,
 }
 # The asyncio reactor: redis.asyncio clients and Scrapy's asyncio helpers need it.
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
@@ -105,6 +114,55 @@ FRONTIER_CLOSE_WHEN_DRAINED = True
 # Data directory of the private Redis server started when REDIS_URL is empty
 # (crawler/frontier/embedded.py); a later run in the same directory resumes from it.
 FRONTIER_EMBEDDED_REDIS_DIR = ".crawl/redis"
+
+# --- Politeness (crawler/policy/politeness.py, applied by the frontier) --------------
+
+# Seconds between two fetches of one host during its daytime, in its local time.
+POLITENESS_DAY_DELAY = 10.0
+# Seconds between two fetches of one host during its night.
+POLITENESS_NIGHT_DELAY = 1.0
+# The day, in the host's local time, as "HH:MM-HH:MM" (may wrap past midnight).
+POLITENESS_DAY_HOURS = "08:00-22:00"
+# Domain suffix -> IANA time zone; the most specific suffix wins over the ccTLD table.
+POLITENESS_TIMEZONES: dict[str, str] = {}
+# Zone of hosts neither POLITENESS_TIMEZONES nor the ccTLD table place; empty means
+# the crawler machine's own zone.
+POLITENESS_DEFAULT_TIMEZONE = ""
+# Each delay is drawn from [delay, delay x (1 + jitter)], so the rhythm is not regular.
+POLITENESS_JITTER = 0.5
+# Domain suffix -> seconds; raises the delay of matching hosts (most specific wins).
+POLITENESS_OVERRIDES: dict[str, float] = {}
+# Most pages of one host per hour (spread evenly over the hour); empty means no cap.
+POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR = None
+
+# --- robots.txt (crawler/middlewares/robots.py) ---------------------------------------
+
+# Seconds a fetched robots.txt is shared by every node before it is fetched again.
+ROBOTS_CACHE_TTL = 86400
+# Seconds before a robots.txt that failed (5xx, timeout, network error) is tried again;
+# until then its host is treated as disallowed.
+ROBOTS_ERROR_RETRY_DELAY = 600
+# Days a robots.txt may stay unreachable before its last good copy (or, without one,
+# no restrictions) is used, as RFC 9309 allows.
+ROBOTS_ERROR_GIVE_UP_DAYS = 30
+# Longest Crawl-delay (seconds) a robots.txt may impose on the frontier.
+ROBOTS_MAX_CRAWL_DELAY = 60.0
+
+# --- User-Agent and Referer (crawler/middlewares/useragent.py) ------------------------
+
+# User-Agent headers to rotate: a list, or a path to a file with one per line (an empty
+# list is a start-up error). By default, current browsers plus the bot's own token.
+USERAGENT_LIST: list[str] | str = [
+    "Mozilla/5.0 (compatible; crawler/1.0; +https://github.com/crawler/crawler)",
+]
+# "per-request" draws a User-Agent for every request; "per-host" keeps one per host.
+USERAGENT_MODE = "per-request"
+# Seconds a host keeps its User-Agent in "per-host" mode.
+USERAGENT_STICKY_TTL = 3600
+# "parent" (the page that linked here), "rotate" (from REFERER_LIST) or "none".
+REFERER_MODE = "parent"
+# Referer headers to rotate in "rotate" mode: a list or a path to a file.
+REFERER_LIST: list[str] | str = []
 
 # --- The bfs spider (crawler/spiders/bfs.py) -----------------------------------------
 

@@ -23,6 +23,10 @@ TEST_OVERRIDES: dict[str, Any] = {
     "FRONTIER_LEASE_TIMEOUT": 5.0,
     "FRONTIER_SHARDS": 8,
     "ROBOTSTXT_OBEY": False,
+    # Politeness tests set their own delays; the rest crawl as fast as the site allows.
+    "POLITENESS_DAY_DELAY": 0.0,
+    "POLITENESS_NIGHT_DELAY": 0.0,
+    "POLITENESS_JITTER": 0.0,
     "FRONTIER_EMBEDDED_REDIS_DIR": "",
 }
 

@@ -260,6 +260,7 @@ class Site:
             "method": request.method,
             "status": status,
             "ua": request.headers.get("user-agent"),
+            "referer": request.headers.get("referer"),
             "node": request.headers.get("x-crawler-node"),
         }
         self.log.write(json.dumps(entry) + "\n")

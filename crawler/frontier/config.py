@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from crawler.frontier.dedup import DedupConfig
+from crawler.frontier.keys import CrawlKeys
 from crawler.policy.hosts import SHARD_BY_CHOICES, ShardBy
 from crawler.policy.sharding import check_shards
 from crawler.policy.typedsettings import get_float, get_int
@@ -42,7 +43,7 @@ class FrontierConfig:
                 f"got {shard_by!r}"
             )
         config = cls(
-            prefix=settings.get("FRONTIER_KEY_PREFIX") or spider_name,
+            prefix=CrawlKeys.of(settings, spider_name).prefix,
             shards=check_shards(get_int(settings, "FRONTIER_SHARDS")),
             shard_by=shard_by,
             host_concurrency=get_int(settings, "FRONTIER_HOST_CONCURRENCY"),

@@ -7,6 +7,10 @@ that a Lua script touching one shard's keys runs on one Cluster node.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
 
 SCHEMA_VERSION = "2"
 
@@ -17,6 +21,11 @@ class CrawlKeys:
 
     prefix: str
 
+    @classmethod
+    def of(cls, settings: BaseSettings, spider_name: str) -> CrawlKeys:
+        """The keys of the crawl a spider runs: ``FRONTIER_KEY_PREFIX`` or its name."""
+        return cls(settings.get("FRONTIER_KEY_PREFIX") or spider_name)
+
     @property
     def meta(self) -> str:
         """HASH: ``schema_version`` and crawl-wide facts."""
@@ -26,6 +35,23 @@ class CrawlKeys:
     def seeds(self) -> str:
         """LIST of seed URLs any client may push for a running crawl."""
         return f"{self.prefix}:seeds"
+
+    def robots(self, origin: str) -> str:
+        """STRING: the JSON record of *origin*'s robots.txt (``http://host:port``),
+        shared by every node until it expires."""
+        return f"{self.prefix}:robots:{origin}"
+
+    def robots_lock(self, origin: str) -> str:
+        """STRING with a TTL: the node fetching *origin*'s robots.txt right now."""
+        return f"{self.prefix}:robots-lock:{origin}"
+
+    def traffic(self, host: str) -> str:
+        """HASH of *host*'s traffic counters (``scrapy frontier hosts``)."""
+        return f"{self.prefix}:traffic:{host}"
+
+    def traffic_rank(self, metric: str) -> str:
+        """ZSET host -> *metric* (``requests``, ``bytes``, ``errors``), for top-N tables."""
+        return f"{self.prefix}:traffic-by:{metric}"
 
     @property
     def pattern(self) -> str:

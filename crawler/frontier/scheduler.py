@@ -40,7 +40,7 @@ from crawler.frontier.store import (
     SchemaMismatchError,
 )
 from crawler.policy.order import deepest_level_allowed
-from crawler.policy.politeness import DelayPolicy, FixedDelayPolicy
+from crawler.politeness import HostDelays
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -65,7 +65,7 @@ REFRESH_INTERVAL = 0.25
 
 class FrontierScheduler(BaseScheduler):
     def __init__(
-        self, crawler: Crawler, config: FrontierConfig, delays: DelayPolicy
+        self, crawler: Crawler, config: FrontierConfig, delays: HostDelays
     ) -> None:
         assert crawler.spider is not None
         assert crawler.stats is not None
@@ -95,7 +95,7 @@ class FrontierScheduler(BaseScheduler):
         assert crawler.spider is not None
         try:
             config = FrontierConfig.from_settings(crawler.settings, crawler.spider.name)
-            delays = FixedDelayPolicy.from_settings(crawler.settings)
+            delays = HostDelays.of(crawler)
         except ValueError as exc:
             return FailedScheduler(crawler, f"Bad setting: {exc}")
         return cls(crawler, config, delays)
@@ -223,7 +223,7 @@ class FrontierScheduler(BaseScheduler):
         shard = self._store.best_shard(deepest)
         if shard is None:
             return None
-        return PopOrder(shard, self._delays.delay_for("", now=now), deepest)
+        return PopOrder(shard, self._delays.shortest(), deepest)
 
     def _refresh(self, now: float) -> bool:
         """Re-read every shard's summary, at most every REFRESH_INTERVAL; whether it

@@ -30,6 +30,8 @@ CRAWL_TIMEOUT = 120
 def scrapy_crawl(*settings: str, seeds: str = "") -> list[str]:
     command = [sys.executable, "-m", "scrapy", "crawl", "bfs", "-s", "LOG_LEVEL=INFO"]
     command += ["-s", "TELNETCONSOLE_ENABLED=False"]
+    for name in ("POLITENESS_DAY_DELAY", "POLITENESS_NIGHT_DELAY", "POLITENESS_JITTER"):
+        command += ["-s", f"{name}=0"]  # DOWNLOAD_DELAY alone sets the pace
     for setting in settings:
         command += ["-s", setting]
     if seeds:
