@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,8 @@ class CrawlSpec:
     timeout: float
     stats_file: Path
     profile_file: Path | None = None
+    # Settings of this benchmark only, over the common and per-crawler ones.
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,7 @@ def command(name: str, spec: CrawlSpec) -> Command:
         "CLOSESPIDER_TIMEOUT": max(60, int(spec.timeout) - 60),
         "BENCH_STATS_FILE": str(spec.stats_file),
         **_own_settings(name, spec),
+        **spec.extra,
     }
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
     if name == "frontier":

@@ -51,13 +51,20 @@ class ProcessResult:
 
 @contextlib.contextmanager
 def running_site(
-    root: Path, hosts: int, pages: int, links: int, cross: float
+    root: Path,
+    hosts: int,
+    pages: int,
+    links: int,
+    cross: float,
+    log: Path | None = None,
 ) -> Iterator[Site]:
-    """``python -m tests.site`` (no request log) until the block ends."""
+    """``python -m tests.site`` until the block ends; a request log only if asked."""
     argv = [
         sys.executable, "-m", "tests.site", "--hosts", str(hosts),
         "--pages", str(pages), "--links", str(links), "--cross", str(cross),
     ]  # fmt: skip
+    if log is not None:
+        argv += ["--log", str(log)]
     process = subprocess.Popen(argv, cwd=root, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None

@@ -79,10 +79,12 @@ FRONTIER_KEY_PREFIX = ""
 FRONTIER_SHARDS = 64
 # What a shard is chosen by: "host" (the URL's host) or "domain" (registered domain).
 FRONTIER_SHARD_BY = "host"
-# Depths beyond the shallowest unfinished one that may be fetched: 0 is strict BFS
-# (each page reached first by a shortest path, so its depth is exact); -1 lets hosts
-# run ahead of slower ones without limit (fastest, depths only approximate).
-FRONTIER_BFS_LOOKAHEAD = 0
+# Depths beyond the shallowest unfinished one that may be fetched. -1 (no barrier): the
+# shallowest ready request always goes first, and a host waiting out its politeness
+# delay never holds the others back (needed to reach H/D pages/s, bench/RESULTS.md);
+# a page first found through a longer path keeps that depth. 0 is strict BFS: exact
+# depths and BFS order within every host, but hosts idle at the end of each depth.
+FRONTIER_BFS_LOOKAHEAD = -1
 # Requests of one host in flight at once (1 is the polite norm).
 FRONTIER_HOST_CONCURRENCY = 1
 # Seconds before a handed-out request that was never acknowledged goes back to its

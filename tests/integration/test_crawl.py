@@ -67,7 +67,7 @@ def late_shallow_pages(site: RunningSite) -> int:
 @deferred_f_from_coro_f
 async def test_each_host_is_crawled_in_breadth_first_order(settings):
     with running_site(hosts=6, pages=60, links=5, cross=0.3) as site:
-        await crawl(settings(), seeds=site.seeds[0])
+        await crawl(settings(FRONTIER_BFS_LOOKAHEAD=0), seeds=site.seeds[0])
         assert late_shallow_pages(site) == 0
         assert len(fetched(site)) == len(bfs_depths(site.spec, [(0, 0)]))
 
@@ -83,7 +83,7 @@ async def test_without_the_bfs_barrier_fast_hosts_run_ahead(settings):
 @deferred_f_from_coro_f
 async def test_one_host_is_crawled_in_breadth_first_order(settings):
     with running_site(hosts=1, pages=60, links=4) as site:
-        await crawl(settings(), seeds=site.seeds[0])
+        await crawl(settings(FRONTIER_BFS_LOOKAHEAD=0), seeds=site.seeds[0])
         depths = bfs_depths(site.spec, [(0, 0)])
         order = [depths[page] for page in fetched(site)]
     assert len(order) == len(depths)
@@ -94,7 +94,9 @@ async def test_one_host_is_crawled_in_breadth_first_order(settings):
 @deferred_f_from_coro_f
 async def test_every_page_within_the_depth_limit_and_none_deeper(settings):
     with running_site(hosts=6, pages=60, links=5, cross=0.3) as site:
-        crawler = await crawl(settings(DEPTH_LIMIT=3), seeds=site.seeds[0])
+        crawler = await crawl(
+            settings(DEPTH_LIMIT=3, FRONTIER_BFS_LOOKAHEAD=0), seeds=site.seeds[0]
+        )
         depths = bfs_depths(site.spec, [(0, 0)])
         pages = fetched(site)
     assert sorted(pages) == sorted(p for p, d in depths.items() if d <= 3)
