@@ -37,6 +37,16 @@ TARGET = 0.9
 
 
 @dataclass(frozen=True)
+class Around:
+    """What every crawl of the benchmark shares: Redis and the logged site."""
+
+    client: redis.Redis
+    redis_url: str
+    site: procs.Site
+    log: Path
+
+
+@dataclass(frozen=True)
 class Variant:
     """One crawl configuration: a crawler and the settings that make it polite."""
 
@@ -101,20 +111,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Site: {args.hosts} hosts x {args.pages} pages, D = {args.delay} s: "
           f"H/D = {ideal:.1f} pages/s, target {TARGET * ideal:.1f}")  # fmt: skip
     code = code_fingerprint()
-    rows = []
     with tempfile.TemporaryDirectory(prefix="bench-polite-") as tmp:
         server = EmbeddedRedis(Path(tmp), persist=False).start()
         client = redis.Redis.from_url(server.url)
         log = Path(tmp) / "requests.jsonl"
         try:
-            with procs.running_site(
-                ROOT, args.hosts, args.pages, args.links, args.cross, log
-            ) as site:
-                for index in range(args.runs):
-                    for variant in variants(args):
-                        rows.append(
-                            crawl(args, variant, index, client, server.url, site, log)
-                        )
+            shape = procs.SiteShape(args.hosts, args.pages, args.links, args.cross)
+            with procs.running_site(ROOT, shape, log) as site:
+                around = Around(client, server.url, site, log)
+                rows = [
+                    crawl(args, variant, index, around)
+                    for index in range(args.runs)
+                    for variant in variants(args)
+                ]
             facts = machine_facts(client)
         finally:
             client.close()
@@ -124,20 +133,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def crawl(
-    args: argparse.Namespace,
-    variant: Variant,
-    index: int,
-    client: redis.Redis,
-    redis_url: str,
-    site: procs.Site,
-    log: Path,
+    args: argparse.Namespace, variant: Variant, index: int, around: Around
 ) -> dict[str, Any]:
     """One crawl of the whole site, measured from the site's request log."""
-    client.flushall()
+    around.client.flushall()
+    log = around.log
     seen = len(read_log(log)) if log.exists() else 0
     tag = f"{variant.label.replace(' ', '_').replace('=', '')}-{index + 1}"
     spec = CrawlSpec(
-        site.seeds[0], redis_url, args.hosts * args.pages, args.timeout,
+        around.site.seeds[0], around.redis_url, args.hosts * args.pages, args.timeout,
         args.out / "stats" / f"polite-{tag}.json", extra=variant.settings,
     )  # fmt: skip
     print(f"Crawl {variant.label} #{index + 1} ...", flush=True)

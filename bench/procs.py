@@ -49,19 +49,25 @@ class ProcessResult:
     peak_rss_bytes: int
 
 
+@dataclass(frozen=True)
+class SiteShape:
+    """The test site's size: hosts, pages a host, links a page, share of cross links."""
+
+    hosts: int
+    pages: int
+    links: int
+    cross: float
+
+
 @contextlib.contextmanager
 def running_site(
-    root: Path,
-    hosts: int,
-    pages: int,
-    links: int,
-    cross: float,
-    log: Path | None = None,
+    root: Path, shape: SiteShape, log: Path | None = None
 ) -> Iterator[Site]:
     """``python -m tests.site`` until the block ends; a request log only if asked."""
     argv = [
-        sys.executable, "-m", "tests.site", "--hosts", str(hosts),
-        "--pages", str(pages), "--links", str(links), "--cross", str(cross),
+        sys.executable, "-m", "tests.site", "--hosts", str(shape.hosts),
+        "--pages", str(shape.pages), "--links", str(shape.links),
+        "--cross", str(shape.cross),
     ]  # fmt: skip
     if log is not None:
         argv += ["--log", str(log)]

@@ -118,9 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         server = EmbeddedRedis(Path(tmp), persist=False).start()
         client = redis.Redis.from_url(server.url)
         try:
-            with procs.running_site(
-                ROOT, args.hosts, args.pages, args.links, args.cross
-            ) as site:
+            shape = procs.SiteShape(args.hosts, args.pages, args.links, args.cross)
+            with procs.running_site(ROOT, shape) as site:
                 bench = Bench(args, client, server, site, total)
                 runs = [
                     run_crawl(bench, name, index)
