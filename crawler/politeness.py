@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import os
 import random
-from pathlib import Path
+import re
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
 from crawler.policy.politeness import Delay, PolitenessConfig
+from crawler.policy.timezones import is_known_zone
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
@@ -71,15 +75,80 @@ class HostDelays:
         return self.config.shortest()
 
 
-def machine_zone() -> str:
-    """The IANA name of this machine's time zone (``TZ``, ``/etc/localtime``), or UTC."""
-    if name := os.environ.get("TZ", "").lstrip(":"):
-        return name
-    try:
-        target = Path("/etc/localtime").resolve(strict=True)
-    except OSError:
-        return "UTC"
-    parts = target.parts
+_LOCALTIME = Path("/etc/localtime")
+_TIMEZONE_FILE = Path("/etc/timezone")
+_POSIX_FIXED_OFFSET = re.compile(r"[A-Za-z]{3,}([+-]?)(\d{1,2})")
+_TZIF_TREES = frozenset({"posix", "right"})
+
+
+def machine_zone(
+    *,
+    environ: Mapping[str, str] = os.environ,
+    localtime: Path = _LOCALTIME,
+    timezone_file: Path = _TIMEZONE_FILE,
+) -> str:
+    """The IANA name of this machine's zone: the default zone of unplaced hosts.
+
+    Tried in turn: ``TZ`` (``Europe/Berlin``, ``:Europe/Berlin``, a path into a
+    zoneinfo tree, or a fixed POSIX offset such as ``JST-9``), the ``/etc/localtime``
+    symlink, Debian's ``/etc/timezone``, then UTC. A name ``zoneinfo`` cannot load
+    (a POSIX DST rule like ``CET-1CEST,M3.5.0,M10.5.0/3``) is skipped: a guess at
+    the operator's zone is better than a crawler that will not start.
+    """
+    candidates = _zone_candidates(environ, localtime, timezone_file)
+    return next((name for name in candidates if name and is_known_zone(name)), "UTC")
+
+
+def _zone_candidates(
+    environ: Mapping[str, str], localtime: Path, timezone_file: Path
+) -> Iterator[str]:
+    """Possible zone names, best first, computed only as far as they are needed."""
+    tz = environ.get("TZ", "").strip().removeprefix(":")
+    yield _zone_key(tz)
+    yield _posix_fixed_offset(tz)
+    yield from (_zone_key(str(target)) for target in _symlink_chain(localtime))
+    yield _first_line(timezone_file)
+
+
+def _zone_key(text: str) -> str:
+    """The zone key in a name or zoneinfo path (``.../zoneinfo/posix/Asia/Tokyo``).
+
+    The ``posix/`` and ``right/`` trees hold the same zones (``right/`` counting
+    leap seconds); the plain name is the one every machine has.
+    """
+    parts = PurePosixPath(text).parts
     if "zoneinfo" in parts:
-        return "/".join(parts[parts.index("zoneinfo") + 1 :]) or "UTC"
-    return "UTC"
+        parts = parts[len(parts) - parts[::-1].index("zoneinfo") :]
+    elif parts[:1] == ("/",):
+        return ""
+    if parts[:1] and parts[0] in _TZIF_TREES:
+        parts = parts[1:]
+    return "/".join(parts)
+
+
+def _posix_fixed_offset(tz: str) -> str:
+    """``JST-9`` -> ``Etc/GMT-9`` (POSIX and ``Etc/GMT`` share the inverted sign)."""
+    if not (match := _POSIX_FIXED_OFFSET.fullmatch(tz)):
+        return ""
+    sign, hours = match[1] or "+", int(match[2])
+    return f"Etc/GMT{sign}{hours}" if hours else "UTC"
+
+
+def _symlink_chain(path: Path) -> Iterator[Path]:
+    """Each path *path* links to in turn; the first is the name the admin chose."""
+    for _ in range(8):  # a loop of links ends here, not in a RecursionError
+        try:
+            target = path.readlink()
+        except (OSError, ValueError):  # not a link, missing, or unreadable
+            return
+        path = path.parent / target
+        yield path
+
+
+def _first_line(path: Path) -> str:
+    """The first line of *path* stripped, or ``""`` if it cannot be read."""
+    try:
+        with path.open(encoding="utf-8") as file:
+            return file.readline(256).strip()
+    except (OSError, ValueError):
+        return ""

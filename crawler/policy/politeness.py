@@ -9,11 +9,14 @@ the delay in force.
 
 from __future__ import annotations
 
+import contextlib
+import math
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from crawler.policy.timezones import ZoneResolver
+from crawler.policy.timezones import ZoneResolver, suffix_table, suffixes_of
 from crawler.policy.typedsettings import get_float
 
 if TYPE_CHECKING:
@@ -25,6 +28,9 @@ DelayReason = Literal[
     "day", "night", "crawl-delay", "override", "download-delay", "hourly-cap"
 ]
 MINUTES_A_DAY = 24 * 60
+SECONDS_AN_HOUR = 3600.0
+_CLOCK = re.compile(r"\s*([0-9]{1,2}):([0-9]{2})\s*")  # ASCII digits only
+_HOURLY_CAP = "POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,34 +41,39 @@ class Delay:
     reason: DelayReason
 
 
-def parse_day_hours(text: str) -> tuple[int, int]:
-    """``"08:00-22:00"`` -> minutes after midnight (start, end); start > end wraps."""
-    try:
-        start, end = (_minutes(part) for part in text.split("-"))
-    except ValueError:
+def parse_day_hours(text: object) -> tuple[int, int]:
+    """``"08:00-22:00"`` -> minutes after midnight (start, end); start > end wraps.
+
+    ``24:00`` may end the day (``"00:00-24:00"`` is all day); a day that starts
+    and ends at the same minute is ambiguous (none or all?) and so refused.
+    """
+    parts = text.split("-") if isinstance(text, str) else []
+    clocks = [match for part in parts if (match := _CLOCK.fullmatch(part))]
+    if len(parts) != 2 or len(clocks) != 2:
         raise ValueError(
             f'POLITENESS_DAY_HOURS must look like "08:00-22:00", got {text!r}'
-        ) from None
+        )
+    start, end = (int(clock[1]) * 60 + int(clock[2]) for clock in clocks)
+    if any(int(clock[2]) >= 60 for clock in clocks) or not (
+        start < MINUTES_A_DAY and end <= MINUTES_A_DAY
+    ):
+        raise ValueError(
+            f"POLITENESS_DAY_HOURS has a time outside 00:00-24:00, got {text!r}"
+        )
     if start == end:
-        raise ValueError(f"POLITENESS_DAY_HOURS must not be empty, got {text!r}")
+        raise ValueError(
+            f"POLITENESS_DAY_HOURS must not start and end alike, got {text!r}"
+        )
     return start, end
 
 
-def _minutes(clock: str) -> int:
-    hours, minutes = clock.strip().split(":")
-    value = int(hours) * 60 + int(minutes)
-    if not (0 <= int(minutes) < 60 and 0 <= value <= MINUTES_A_DAY):
-        raise ValueError(clock)
-    return value
-
-
 def most_specific(host: str, suffixes: Mapping[str, float]) -> float | None:
-    """The value of the longest domain suffix of *host* in *suffixes*."""
-    labels = host.lower().rstrip(".").split(".")
-    for i in range(len(labels)):
-        if (value := suffixes.get(".".join(labels[i:]))) is not None:
-            return value
-    return None
+    """The value of the longest domain suffix of *host* in *suffixes*.
+
+    *suffixes* keys are lower case without outer dots (as ``suffix_table`` makes
+    them); *host* may be in any case and end with a dot.
+    """
+    return next((suffixes[s] for s in suffixes_of(host) if s in suffixes), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,36 +94,30 @@ class PolitenessConfig:
     def from_settings(
         cls, settings: BaseSettings, *, machine_zone: str
     ) -> PolitenessConfig:
-        """The policy; raises ``ValueError`` naming the first bad setting."""
-        durations = {
-            "POLITENESS_DAY_DELAY": get_float(settings, "POLITENESS_DAY_DELAY"),
-            "POLITENESS_NIGHT_DELAY": get_float(settings, "POLITENESS_NIGHT_DELAY"),
-            "POLITENESS_JITTER": get_float(settings, "POLITENESS_JITTER"),
-            "DOWNLOAD_DELAY": get_float(settings, "DOWNLOAD_DELAY"),
-            "ROBOTS_MAX_CRAWL_DELAY": get_float(settings, "ROBOTS_MAX_CRAWL_DELAY"),
-        }
-        for name, value in durations.items():
-            if value < 0:
-                raise ValueError(f"{name} must be >= 0, got {value!r}")
-        overrides = {
-            str(k).lower().strip("."): float(v)
-            for k, v in settings.getdict("POLITENESS_OVERRIDES").items()
-        }
-        cap = settings.get("POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR")
+        """The policy; raises a one-line ``ValueError`` naming the first bad setting.
+
+        Every check happens here, at start-up: a typo in ``-s`` must stop the crawl
+        before the first fetch, not surface hours later as a crash or a hammering.
+        """
+        durations = _durations(settings)
         return cls(
             day_delay=durations["POLITENESS_DAY_DELAY"],
             night_delay=durations["POLITENESS_NIGHT_DELAY"],
             day_hours=parse_day_hours(settings.get("POLITENESS_DAY_HOURS")),
             zones=ZoneResolver.from_settings(settings, machine_zone=machine_zone),
             jitter=durations["POLITENESS_JITTER"],
-            overrides=overrides,
+            overrides=_overrides(settings),
             floor=durations["DOWNLOAD_DELAY"],
             max_crawl_delay=durations["ROBOTS_MAX_CRAWL_DELAY"],
-            max_pages_per_hour=int(cap) if cap not in (None, "") else None,
+            max_pages_per_hour=_hourly_cap(settings),
         )
 
     def is_day(self, host: str, *, now: float) -> bool:
-        """Whether *now* falls in the day hours of *host*'s local time."""
+        """Whether *now* falls in the day hours of *host*'s local wall clock.
+
+        ``fromtimestamp`` with the zone gives the wall time, DST included, so a
+        host's day starts at its 08:00 on both sides of a clock change.
+        """
         local = datetime.fromtimestamp(now, self.zones.zone_of(host))
         minute = local.hour * 60 + local.minute
         start, end = self.day_hours
@@ -123,29 +128,97 @@ class PolitenessConfig:
     def in_force(
         self, host: str, *, now: float, crawl_delay: float | None = None
     ) -> Delay:
-        """The delay in force for *host* at *now*: the largest rule wins."""
+        """The delay in force for *host* at *now*: the largest rule wins.
+
+        On a tie the earlier rule names the reason (day/night, crawl-delay,
+        override, download-delay, hourly-cap). A NaN crawl-delay is ignored.
+        """
         day = self.is_day(host, now=now)
         candidates = [
             Delay(self.day_delay, "day") if day else Delay(self.night_delay, "night")
         ]
-        if crawl_delay is not None:
-            candidates.append(
-                Delay(min(crawl_delay, self.max_crawl_delay), "crawl-delay")
-            )
-        if (
-            self.overrides
-            and (override := most_specific(host, self.overrides)) is not None
-        ):
+        if crawl_delay is not None and not math.isnan(crawl_delay):
+            capped = min(crawl_delay, self.max_crawl_delay)
+            candidates.append(Delay(capped, "crawl-delay"))
+        override = most_specific(host, self.overrides) if self.overrides else None
+        if override is not None:
             candidates.append(Delay(override, "override"))
         candidates.append(Delay(self.floor, "download-delay"))
         if self.max_pages_per_hour:
-            candidates.append(Delay(3600.0 / self.max_pages_per_hour, "hourly-cap"))
+            spacing = SECONDS_AN_HOUR / self.max_pages_per_hour
+            candidates.append(Delay(spacing, "hourly-cap"))
         return max(candidates, key=lambda delay: delay.seconds)
 
     def jittered(self, seconds: float, draw: float) -> float:
-        """*seconds* stretched by *draw* (in [0, 1]) of the jitter: never below it."""
-        return seconds * (1.0 + self.jitter * min(max(draw, 0.0), 1.0))
+        """*seconds* stretched by *draw* (in [0, 1]) of the jitter: never below it.
+
+        The draw is clamped, NaN as 0, so a faulty RNG can at worst slow a host to
+        the top of the range and never speed it past the delay in force.
+        """
+        share = 0.0 if math.isnan(draw) else min(max(draw, 0.0), 1.0)
+        return seconds * (1.0 + self.jitter * share)
 
     def shortest(self) -> float:
         """The least delay any host can get: for hosts not yet seen."""
-        return max(min(self.day_delay, self.night_delay), self.floor)
+        least = max(min(self.day_delay, self.night_delay), self.floor)
+        if self.max_pages_per_hour:
+            least = max(least, SECONDS_AN_HOUR / self.max_pages_per_hour)
+        return least
+
+
+def _durations(settings: BaseSettings) -> dict[str, float]:
+    """The numeric settings, each finite and >= 0.
+
+    Each name is a literal so tests/unit/test_settings.py sees it is read.
+    """
+    durations = {
+        "POLITENESS_DAY_DELAY": get_float(settings, "POLITENESS_DAY_DELAY"),
+        "POLITENESS_NIGHT_DELAY": get_float(settings, "POLITENESS_NIGHT_DELAY"),
+        "POLITENESS_JITTER": get_float(settings, "POLITENESS_JITTER"),
+        "DOWNLOAD_DELAY": get_float(settings, "DOWNLOAD_DELAY"),
+        "ROBOTS_MAX_CRAWL_DELAY": get_float(settings, "ROBOTS_MAX_CRAWL_DELAY"),
+    }
+    for name, value in durations.items():
+        if value < 0:
+            raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return durations
+
+
+def _overrides(settings: BaseSettings) -> dict[str, float]:
+    """``POLITENESS_OVERRIDES``: domain suffix -> seconds, each finite and >= 0."""
+    return {
+        suffix: _seconds(value, f"POLITENESS_OVERRIDES[{suffix!r}]")
+        for suffix, value in suffix_table(settings, "POLITENESS_OVERRIDES").items()
+    }
+
+
+def _seconds(value: object, where: str) -> float:
+    """*value* as seconds; JSON ``true`` or ``"10s"`` is a mistake, not 1.0 or 10."""
+    seconds = math.nan
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
+        with contextlib.suppress(ValueError, OverflowError):
+            seconds = float(value)
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise ValueError(f"{where} must be a number of seconds >= 0, got {value!r}")
+    return seconds
+
+
+def _hourly_cap(settings: BaseSettings) -> int | None:
+    """The hourly page cap of a host: a positive integer, or ``None`` for none.
+
+    ``-s`` gives strings, so ``""`` and ``"None"`` mean no cap; ``int()`` alone
+    would take ``"1_0"`` or ``12.7`` silently, and fail unnamed on 5000 digits.
+    """
+    raw = settings.get("POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR")
+    text = str(raw).strip()
+    if raw is None or text.lower() in ("", "none"):
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        text = ""
+    elif isinstance(raw, float):
+        text = str(int(raw)) if raw.is_integer() else ""
+    if not (text.isascii() and text.isdigit() and len(text) < 16 and int(text) > 0):
+        raise ValueError(
+            f"{_HOURLY_CAP} must be a positive integer or empty (no cap), got {raw!r}"
+        )
+    return int(text)

@@ -1,7 +1,14 @@
-"""Which time zone a host lives in: configured suffixes, then its country code."""
+"""Which time zone a host lives in: configured suffixes, then its country code.
+
+The politeness policy needs the host's own wall clock to tell its day from its
+night; a crawler in Berlin must not hammer a Tokyo site at Tokyo's noon because it
+is night in Berlin. The zone comes from the most specific configured domain suffix,
+else the host's country-code TLD, else a default zone.
+"""
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -12,26 +19,166 @@ if TYPE_CHECKING:
 
     from scrapy.settings import BaseSettings
 
-# Country-code TLD -> its one main IANA zone (countries spanning zones are left out).
+MAX_NAME_LENGTH = 253  # the longest DNS name (RFC 1035): see suffixes_of
+
+# tzdata 2026f zone.tab: each country with one zone (or one clearly dominant); uk = GB.
+# fmt: off
 CCTLD_ZONES: dict[str, str] = {
-    "cn": "Asia/Shanghai",
-    "de": "Europe/Berlin",
-    "fr": "Europe/Paris",
-    "jp": "Asia/Tokyo",
-    "uk": "Europe/London",
+    "ad": "Europe/Andorra", "ae": "Asia/Dubai", "af": "Asia/Kabul",
+    "ag": "America/Antigua", "ai": "America/Anguilla", "al": "Europe/Tirane",
+    "am": "Asia/Yerevan", "ao": "Africa/Luanda", "ar": "America/Argentina/Buenos_Aires",
+    "as": "Pacific/Pago_Pago", "at": "Europe/Vienna", "aw": "America/Aruba",
+    "ax": "Europe/Mariehamn", "az": "Asia/Baku", "ba": "Europe/Sarajevo",
+    "bb": "America/Barbados", "bd": "Asia/Dhaka", "be": "Europe/Brussels",
+    "bf": "Africa/Ouagadougou", "bg": "Europe/Sofia", "bh": "Asia/Bahrain",
+    "bi": "Africa/Bujumbura", "bj": "Africa/Porto-Novo", "bl": "America/St_Barthelemy",
+    "bm": "Atlantic/Bermuda", "bn": "Asia/Brunei", "bo": "America/La_Paz",
+    "bq": "America/Kralendijk", "bs": "America/Nassau", "bt": "Asia/Thimphu",
+    "bw": "Africa/Gaborone", "by": "Europe/Minsk", "bz": "America/Belize",
+    "cc": "Indian/Cocos", "cf": "Africa/Bangui", "cg": "Africa/Brazzaville",
+    "ch": "Europe/Zurich", "ci": "Africa/Abidjan", "ck": "Pacific/Rarotonga",
+    "cl": "America/Santiago", "cm": "Africa/Douala", "cn": "Asia/Shanghai",
+    "co": "America/Bogota", "cr": "America/Costa_Rica", "cu": "America/Havana",
+    "cv": "Atlantic/Cape_Verde", "cw": "America/Curacao", "cx": "Indian/Christmas",
+    "cy": "Asia/Nicosia", "cz": "Europe/Prague", "de": "Europe/Berlin",
+    "dj": "Africa/Djibouti", "dk": "Europe/Copenhagen", "dm": "America/Dominica",
+    "do": "America/Santo_Domingo", "dz": "Africa/Algiers", "ec": "America/Guayaquil",
+    "ee": "Europe/Tallinn", "eg": "Africa/Cairo", "eh": "Africa/El_Aaiun",
+    "er": "Africa/Asmara", "es": "Europe/Madrid", "et": "Africa/Addis_Ababa",
+    "fi": "Europe/Helsinki", "fj": "Pacific/Fiji", "fk": "Atlantic/Stanley",
+    "fo": "Atlantic/Faroe", "fr": "Europe/Paris", "ga": "Africa/Libreville",
+    "gb": "Europe/London", "gd": "America/Grenada", "ge": "Asia/Tbilisi",
+    "gf": "America/Cayenne", "gg": "Europe/Guernsey", "gh": "Africa/Accra",
+    "gi": "Europe/Gibraltar", "gl": "America/Nuuk", "gm": "Africa/Banjul",
+    "gn": "Africa/Conakry", "gp": "America/Guadeloupe", "gq": "Africa/Malabo",
+    "gr": "Europe/Athens", "gs": "Atlantic/South_Georgia", "gt": "America/Guatemala",
+    "gu": "Pacific/Guam", "gw": "Africa/Bissau", "gy": "America/Guyana",
+    "hk": "Asia/Hong_Kong", "hn": "America/Tegucigalpa", "hr": "Europe/Zagreb",
+    "ht": "America/Port-au-Prince", "hu": "Europe/Budapest", "ie": "Europe/Dublin",
+    "il": "Asia/Jerusalem", "im": "Europe/Isle_of_Man", "in": "Asia/Kolkata",
+    "io": "Indian/Chagos", "iq": "Asia/Baghdad", "ir": "Asia/Tehran",
+    "is": "Atlantic/Reykjavik", "it": "Europe/Rome", "je": "Europe/Jersey",
+    "jm": "America/Jamaica", "jo": "Asia/Amman", "jp": "Asia/Tokyo",
+    "ke": "Africa/Nairobi", "kg": "Asia/Bishkek", "kh": "Asia/Phnom_Penh",
+    "km": "Indian/Comoro", "kn": "America/St_Kitts", "kp": "Asia/Pyongyang",
+    "kr": "Asia/Seoul", "kw": "Asia/Kuwait", "ky": "America/Cayman",
+    "la": "Asia/Vientiane", "lb": "Asia/Beirut", "lc": "America/St_Lucia",
+    "li": "Europe/Vaduz", "lk": "Asia/Colombo", "lr": "Africa/Monrovia",
+    "ls": "Africa/Maseru", "lt": "Europe/Vilnius", "lu": "Europe/Luxembourg",
+    "lv": "Europe/Riga", "ly": "Africa/Tripoli", "ma": "Africa/Casablanca",
+    "mc": "Europe/Monaco", "md": "Europe/Chisinau", "me": "Europe/Podgorica",
+    "mf": "America/Marigot", "mg": "Indian/Antananarivo", "mh": "Pacific/Majuro",
+    "mk": "Europe/Skopje", "ml": "Africa/Bamako", "mm": "Asia/Yangon",
+    "mn": "Asia/Ulaanbaatar", "mo": "Asia/Macau", "mp": "Pacific/Saipan",
+    "mq": "America/Martinique", "mr": "Africa/Nouakchott", "ms": "America/Montserrat",
+    "mt": "Europe/Malta", "mu": "Indian/Mauritius", "mv": "Indian/Maldives",
+    "mw": "Africa/Blantyre", "my": "Asia/Kuala_Lumpur", "mz": "Africa/Maputo",
+    "na": "Africa/Windhoek", "nc": "Pacific/Noumea", "ne": "Africa/Niamey",
+    "nf": "Pacific/Norfolk", "ng": "Africa/Lagos", "ni": "America/Managua",
+    "nl": "Europe/Amsterdam", "no": "Europe/Oslo", "np": "Asia/Kathmandu",
+    "nr": "Pacific/Nauru", "nu": "Pacific/Niue", "nz": "Pacific/Auckland",
+    "om": "Asia/Muscat", "pa": "America/Panama", "pe": "America/Lima",
+    "pf": "Pacific/Tahiti", "pg": "Pacific/Port_Moresby", "ph": "Asia/Manila",
+    "pk": "Asia/Karachi", "pl": "Europe/Warsaw", "pm": "America/Miquelon",
+    "pn": "Pacific/Pitcairn", "pr": "America/Puerto_Rico", "ps": "Asia/Hebron",
+    "pt": "Europe/Lisbon", "pw": "Pacific/Palau", "py": "America/Asuncion",
+    "qa": "Asia/Qatar", "re": "Indian/Reunion", "ro": "Europe/Bucharest",
+    "rs": "Europe/Belgrade", "rw": "Africa/Kigali", "sa": "Asia/Riyadh",
+    "sb": "Pacific/Guadalcanal", "sc": "Indian/Mahe", "sd": "Africa/Khartoum",
+    "se": "Europe/Stockholm", "sg": "Asia/Singapore", "sh": "Atlantic/St_Helena",
+    "si": "Europe/Ljubljana", "sj": "Arctic/Longyearbyen", "sk": "Europe/Bratislava",
+    "sl": "Africa/Freetown", "sm": "Europe/San_Marino", "sn": "Africa/Dakar",
+    "so": "Africa/Mogadishu", "sr": "America/Paramaribo", "ss": "Africa/Juba",
+    "st": "Africa/Sao_Tome", "sv": "America/El_Salvador", "sx": "America/Lower_Princes",
+    "sy": "Asia/Damascus", "sz": "Africa/Mbabane", "tc": "America/Grand_Turk",
+    "td": "Africa/Ndjamena", "tf": "Indian/Kerguelen", "tg": "Africa/Lome",
+    "th": "Asia/Bangkok", "tj": "Asia/Dushanbe", "tk": "Pacific/Fakaofo",
+    "tl": "Asia/Dili", "tm": "Asia/Ashgabat", "tn": "Africa/Tunis",
+    "to": "Pacific/Tongatapu", "tr": "Europe/Istanbul", "tt": "America/Port_of_Spain",
+    "tv": "Pacific/Funafuti", "tw": "Asia/Taipei", "tz": "Africa/Dar_es_Salaam",
+    "ua": "Europe/Kyiv", "ug": "Africa/Kampala", "uk": "Europe/London",
+    "uy": "America/Montevideo", "uz": "Asia/Tashkent", "va": "Europe/Vatican",
+    "vc": "America/St_Vincent", "ve": "America/Caracas", "vg": "America/Tortola",
+    "vi": "America/St_Thomas", "vn": "Asia/Ho_Chi_Minh", "vu": "Pacific/Efate",
+    "wf": "Pacific/Wallis", "ws": "Pacific/Apia", "ye": "Asia/Aden",
+    "yt": "Indian/Mayotte", "za": "Africa/Johannesburg", "zm": "Africa/Lusaka",
+    "zw": "Africa/Harare",
 }
+# fmt: on
 
 
-def _zone(name: str, setting: str) -> ZoneInfo:
+def is_known_zone(name: str) -> bool:
+    """Whether ``zoneinfo`` can load *name* here: checked once, at start-up.
+
+    ``ZoneInfo`` fails in many ways on a bad key (``KeyError`` for an unknown name,
+    ``ValueError`` for a path or a non-TZif file, ``OSError`` for a directory), and
+    callers only need to know whether the name is usable.
+    """
     try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+        _cached_zone(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError, TypeError):
+        return False
+    return True
+
+
+def load_zone(name: object, setting: str) -> ZoneInfo:
+    """The zone *name*; else a one-line ``ValueError`` naming *setting*."""
+    if isinstance(name, str) and is_known_zone(name):
+        return _cached_zone(name)
+    raise ValueError(f"{setting} names an unknown IANA time zone: {name!r}")
+
+
+def normalize_host(host: str) -> str:
+    """*host* as table keys are written: lower case, no outer dots, IPs compressed.
+
+    Hosts and configured suffixes both pass through here, so ``WWW.Example.DE.``
+    matches ``example.de`` and ``[::0001]`` matches ``::1``.
+    """
+    name = host.strip().lower().strip(".")
+    ip = _ip_address(name.removeprefix("[").removesuffix("]"))
+    return ip if ip is not None else name
+
+
+def suffixes_of(host: str) -> list[str]:
+    """*host* and each parent domain of it, most specific first.
+
+    An IP address is only itself: ``0.2`` is not a domain ``127.0.0.2`` belongs to.
+    A DNS name has at most 253 characters; of a longer (hostile) one only the last
+    253 are used, so a lookup costs the same whatever a page put in a URL.
+    """
+    name = normalize_host(host)
+    if _ip_address(name) is not None:
+        return [name]
+    name = name[-MAX_NAME_LENGTH:]
+    labels = name.split(".")
+    return [".".join(labels[i:]) for i in range(len(labels))]
+
+
+def suffix_table(settings: BaseSettings, name: str) -> dict[str, object]:
+    """The dict setting *name* keyed by normalized domain suffix; one-line errors.
+
+    ``-s NAME='{"de": ...}'`` arrives as a JSON string. Scrapy's ``getdict`` parses
+    it, but fails with ``json``'s own message, which does not name the setting.
+    """
+    raw = settings.get(name)
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}
+    try:
+        table = settings.getdict(name)
+    except (TypeError, ValueError):
         raise ValueError(
-            f"{setting} names an unknown IANA time zone: {name!r}"
+            f"{name} must be a JSON object of domain suffix -> value, got {raw!r}"
         ) from None
+    normalized: dict[str, object] = {}
+    for key, value in table.items():
+        suffix = normalize_host(str(key))
+        if not suffix or suffix in normalized:
+            raise ValueError(f"{name} has an empty or repeated domain suffix: {key!r}")
+        normalized[suffix] = value
+    return normalized
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ZoneResolver:
     """Most specific configured suffix, else the ccTLD table, else the default."""
 
@@ -42,25 +189,40 @@ class ZoneResolver:
     def from_settings(
         cls, settings: BaseSettings, *, machine_zone: str
     ) -> ZoneResolver:
-        suffixes = {
-            str(k).lower().strip("."): str(v)
-            for k, v in settings.getdict("POLITENESS_TIMEZONES").items()
-        }
-        for name in suffixes.values():
-            _zone(name, "POLITENESS_TIMEZONES")
-        default = settings.get("POLITENESS_DEFAULT_TIMEZONE") or machine_zone
-        _zone(default, "POLITENESS_DEFAULT_TIMEZONE")
-        return cls(suffixes, default)
+        """The resolver; an unknown zone name stops start-up, not the crawl."""
+        suffixes: dict[str, str] = {}
+        for suffix, zone in suffix_table(settings, "POLITENESS_TIMEZONES").items():
+            load_zone(zone, f"POLITENESS_TIMEZONES[{suffix!r}]")
+            suffixes[suffix] = str(zone)
+        default = str(settings.get("POLITENESS_DEFAULT_TIMEZONE") or "").strip()
+        if default:
+            load_zone(default, "POLITENESS_DEFAULT_TIMEZONE")
+        elif not is_known_zone(machine_zone):
+            raise ValueError(
+                "POLITENESS_DEFAULT_TIMEZONE is empty and this machine's zone "
+                f"{machine_zone!r} is not a known IANA zone: set it"
+            )
+        return cls(suffixes, default or machine_zone)
 
     def zone_name(self, host: str) -> str:
-        labels = host.lower().rstrip(".").split(".")
-        for i in range(len(labels)):
-            if (name := self.suffixes.get(".".join(labels[i:]))) is not None:
+        """The IANA zone name of *host*; any text is a host, none raises."""
+        suffixes = suffixes_of(host)
+        for suffix in suffixes:
+            if (name := self.suffixes.get(suffix)) is not None:
                 return name
-        return CCTLD_ZONES.get(labels[-1], self.default)
+        return CCTLD_ZONES.get(suffixes[-1], self.default)
 
     def zone_of(self, host: str) -> ZoneInfo:
+        """The zone of *host*, loaded once per name."""
         return _cached_zone(self.zone_name(host))
+
+
+def _ip_address(text: str) -> str | None:
+    """*text* in the canonical form of an IP address, or ``None`` if it is not one."""
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        return None
 
 
 @lru_cache(maxsize=512)
