@@ -80,6 +80,9 @@ class EmbeddedRedis:
                 preexec_fn=_die_with_parent,  # noqa: PLW1509 (runs before exec only)
             )
             if self._wait_until_up():
+                assert self._lock is not None
+                self._lock.write(self.url)  # for running_url(): other tools find us
+                self._lock.flush()
                 logger.info(
                     "Started a private Redis server at %(url)s (data in %(dir)s)",
                     {"url": self.url, "dir": self.directory},
@@ -147,6 +150,21 @@ class EmbeddedRedis:
         if self._lock is not None:
             self._lock.close()
             self._lock = None
+
+
+def running_url(directory: Path) -> str | None:
+    """The URL of the server a running crawl holds *directory* with, or None when
+    no crawl holds it (``scrapy frontier`` commands use it to join a running crawl)."""
+    lock = directory / "lock"
+    if not lock.exists():
+        return None
+    with lock.open("r") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle.read().strip() or None
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return None
 
 
 def _lock_directory(directory: Path) -> IO[str]:

@@ -1,5 +1,300 @@
-"""Placeholder: being written."""
+"""Per-host traffic counters in Redis, read by ``scrapy frontier hosts``.
+
+Closest to the downloader, so every download is seen, robots.txt fetches included:
+requests sent, response bytes (the body as downloaded, before decompression),
+responses by status class, download errors, the last fetch time, and the delay in
+force for the host with its reason. Counts are buffered in memory and written every
+``FLUSH_INTERVAL`` seconds with one pipeline, never one round trip per response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from weakref import WeakSet
+
+import redis
+import redis.asyncio
+from scrapy import signals
+from scrapy.utils.asyncio import create_looping_call
+
+from crawler.connection import async_client
+from crawler.frontier.embedded import EmbeddedRedisError
+from crawler.frontier.keys import CrawlKeys
+from crawler.policy.hosts import BadURLError, host_of
+from crawler.politeness import HostDelays
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Self
+
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+    from scrapy.utils.asyncio import AsyncioLoopingCall
+    from twisted.internet.task import LoopingCall
+
+logger = logging.getLogger(__name__)
+
+# Seconds between two writes of the buffered counts to Redis.
+FLUSH_INTERVAL = 1.0
+# Hash fields of a host's counters, in table order; statuses are counted by class.
+STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx")
+COUNTERS = ("requests", "bytes", *STATUS_CLASSES, "other", "errors")
+# Counters kept in a ZSET each (host -> value), so a top-N table is cheap.
+RANK_METRICS = ("requests", "bytes", "errors")
+# Errors a flush may meet: its counts are kept for the next one.
+_UNREACHABLE = (redis.ConnectionError, redis.TimeoutError, OSError, EmbeddedRedisError)
+
+
+def status_class(status: int) -> str:
+    """``"2xx"``... ``"5xx"`` for an HTTP status, ``"other"`` for anything else."""
+    if 200 <= status < 600:
+        return f"{status // 100}xx"
+    return "other"
+
+
+@dataclass(slots=True)
+class HostTraffic:
+    """What one host's downloads added since the last flush."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    last_fetch: float | None = None
+
+    def merge(self, other: HostTraffic) -> None:
+        self.counts.update(other.counts)
+        if other.last_fetch is not None:
+            self.last_fetch = max(self.last_fetch or 0.0, other.last_fetch)
+
+
+class TrafficBuffer:
+    """Counts by host, taken whole by each flush (and put back if it failed)."""
+
+    def __init__(self) -> None:
+        self._hosts: dict[str, HostTraffic] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._hosts)
+
+    def _host(self, host: str) -> HostTraffic:
+        if (found := self._hosts.get(host)) is None:
+            found = self._hosts[host] = HostTraffic()
+        return found
+
+    def request(self, host: str) -> None:
+        self._host(host).counts["requests"] += 1
+
+    def response(self, host: str, *, status: int, size: int, now: float) -> None:
+        traffic = self._host(host)
+        traffic.counts["bytes"] += size
+        traffic.counts[status_class(status)] += 1
+        traffic.last_fetch = now
+
+    def error(self, host: str, *, now: float) -> None:
+        traffic = self._host(host)
+        traffic.counts["errors"] += 1
+        traffic.last_fetch = now
+
+    def take(self) -> dict[str, HostTraffic]:
+        taken, self._hosts = self._hosts, {}
+        return taken
+
+    def put_back(self, taken: dict[str, HostTraffic]) -> None:
+        for host, traffic in taken.items():
+            self._host(host).merge(traffic)
 
 
 class TrafficMiddleware:
-    pass
+    """Counts each host's downloads and writes them to Redis in batches."""
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        keys: CrawlKeys,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        assert crawler.stats is not None
+        self._crawler = crawler
+        self._keys = keys
+        self._stats = crawler.stats
+        self._clock = clock
+        self.buffer = TrafficBuffer()
+        # Requests this middleware passed to the downloader: an exception raised by
+        # an earlier middleware's process_request (robots) is not a download error.
+        self._sent: WeakSet[Request] = WeakSet()
+        self._client: redis.asyncio.Redis | None = None
+        self._delays: HostDelays | None = None
+        self._loop: AsyncioLoopingCall | LoopingCall | None = None
+        self._flushing: asyncio.Task[None] | None = None
+        self._failure_logged = False
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler, CrawlKeys.of(crawler.settings, crawler.spidercls.name))
+
+    # --- counting ------------------------------------------------------------------
+
+    def process_request(self, request: Request) -> None:
+        if (host := _host_key(request.url)) is not None:
+            self._sent.add(request)
+            self.buffer.request(host)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        if request in self._sent:
+            self._sent.discard(request)
+            self.buffer.response(
+                _host_key(request.url) or "",
+                status=response.status,
+                size=len(response.body),
+                now=self._clock(),
+            )
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        if request in self._sent:
+            self._sent.discard(request)
+            self.buffer.error(_host_key(request.url) or "", now=self._clock())
+
+    # --- writing -------------------------------------------------------------------
+
+    def _spider_opened(self) -> None:
+        self._loop = create_looping_call(self._tick)
+        self._loop.start(FLUSH_INTERVAL, now=False)
+
+    def _tick(self) -> None:
+        """Start a flush unless one is running, nothing is buffered, or the spider
+        is closing (the scheduler may be deleting the crawl: see _spider_closed)."""
+        if self._flushing is not None or not self.buffer or self._closing():
+            return
+        self._flushing = asyncio.ensure_future(self.flush())
+        self._flushing.add_done_callback(self._flushed)
+
+    def _flushed(self, task: asyncio.Task[None]) -> None:
+        self._flushing = None
+        if not task.cancelled() and (error := task.exception()) is not None:
+            logger.error(
+                "Writing traffic counters failed",
+                exc_info=error,
+                extra={"spider": self._crawler.spider},
+            )
+
+    def _closing(self) -> bool:
+        engine = self._crawler.engine
+        slot = engine._slot if engine is not None else None  # no public way to ask
+        return slot is None or slot.closing is not None
+
+    async def flush(self) -> None:
+        """Write the buffered counts in one pipeline; if Redis cannot be reached
+        they are kept for the next flush (counted and logged once)."""
+        taken = self.buffer.take()
+        if not taken:
+            return
+        try:
+            rejected = await self._write(taken, self._clock())
+        except _UNREACHABLE as exc:
+            self.buffer.put_back(taken)
+            self._stats.inc_value("traffic/flush_errors")
+            self._log_failure_once("could not write traffic counters to Redis", exc)
+            return
+        if rejected:
+            self._stats.inc_value("traffic/rejected_writes", len(rejected))
+            self._log_failure_once("Redis refused traffic counters", rejected[0])
+
+    async def _write(
+        self, taken: dict[str, HostTraffic], now: float
+    ) -> list[Exception]:
+        """One round trip; the errors of commands Redis refused (a hostile field)."""
+        pipe = self._redis().pipeline(transaction=False)
+        for host, traffic in taken.items():
+            self._queue_host(pipe, host, traffic, now)
+        results = await pipe.execute(raise_on_error=False)
+        return [result for result in results if isinstance(result, Exception)]
+
+    def _redis(self) -> redis.asyncio.Redis:
+        """The client, made on first use: the crawl's Redis may be a private server
+        the scheduler starts when it opens."""
+        if self._client is None:
+            self._client = async_client(self._crawler)
+        return self._client
+
+    def _queue_host(
+        self,
+        pipe: redis.asyncio.client.Pipeline,
+        host: str,
+        traffic: HostTraffic,
+        now: float,
+    ) -> None:
+        key = self._keys.traffic(host)
+        for name, count in traffic.counts.items():
+            if count:
+                pipe.hincrby(key, name, count)
+        fields: dict[str, str] = {}
+        if traffic.last_fetch is not None:
+            fields["last_fetch"] = f"{traffic.last_fetch:.3f}"
+        if (delays := self._host_delays()) is not None:
+            delay = delays.in_force(host, now=now)
+            fields |= {"delay": f"{delay.seconds:g}", "reason": delay.reason}
+        if fields:
+            pipe.hset(key, mapping=fields)  # type: ignore[arg-type]
+        for metric in RANK_METRICS:
+            if count := traffic.counts[metric]:
+                pipe.zincrby(self._keys.traffic_rank(metric), count, host)
+
+    def _host_delays(self) -> HostDelays | None:
+        """The crawl's delays; None if a politeness setting is bad (the scheduler
+        has said so and is closing the spider)."""
+        if self._delays is None:
+            try:
+                self._delays = HostDelays.of(self._crawler)
+            except ValueError:
+                return None
+        return self._delays
+
+    def _log_failure_once(self, what: str, error: Exception) -> None:
+        if self._failure_logged:
+            return
+        self._failure_logged = True
+        logger.warning(
+            "%(what)s (%(error)s); further failures are only counted in "
+            "traffic/flush_errors and traffic/rejected_writes",
+            {"what": what, "error": error},
+            extra={"spider": self._crawler.spider},
+        )
+
+    async def _spider_closed(self) -> None:
+        """The last flush, unless the scheduler deleted the crawl (not persisted):
+        its counters would come back alone. Then the client is closed."""
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        if self._flushing is not None:
+            await asyncio.wait([self._flushing])
+        try:
+            if self.buffer and await self._crawl_exists():
+                await self.flush()
+        finally:
+            if self._client is not None:
+                await self._client.aclose()
+                self._client = None
+
+    async def _crawl_exists(self) -> bool:
+        try:
+            return bool(await self._redis().exists(self._keys.meta))
+        except _UNREACHABLE as exc:
+            self._stats.inc_value("traffic/flush_errors")
+            self._log_failure_once("could not write traffic counters to Redis", exc)
+            return False
+
+
+def _host_key(url: str) -> str | None:
+    """The host counters are kept under; None for URLs without one (``data:``)."""
+    try:
+        return host_of(url)
+    except BadURLError:
+        return None

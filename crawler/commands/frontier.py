@@ -1,0 +1,260 @@
+"""``scrapy frontier <subcommand>``: look into a crawl's frontier in Redis.
+
+Subcommands live in ``SUBCOMMANDS`` (name -> function); for now ``hosts`` prints the
+per-host traffic table the traffic middleware keeps. The crawl is
+``--prefix`` (default ``FRONTIER_KEY_PREFIX``, else the ``bfs`` spider's name) in
+``REDIS_URL``; with no ``REDIS_URL`` the command opens the private Redis of
+``FRONTIER_EMBEDDED_REDIS_DIR`` that ``scrapy crawl`` used (attaching to it while a
+crawl runs, starting it from its data otherwise).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+import redis
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from crawler.connection import RedisUnreachableError, check_reachable
+from crawler.frontier.embedded import EmbeddedRedis, EmbeddedRedisError, running_url
+from crawler.frontier.keys import CrawlKeys
+from crawler.middlewares.traffic import RANK_METRICS
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Iterator, Sequence
+
+    from scrapy.settings import BaseSettings
+
+# The spider whose name is the default key prefix.
+DEFAULT_SPIDER = "bfs"
+# Hosts `frontier hosts` shows unless --top says otherwise.
+DEFAULT_TOP = 20
+# Longest text a table cell shows; longer (hostile) values are cut.
+CELL_WIDTH = 40
+# (header, hash field) of each column after the host, in order.
+HOST_COLUMNS = (
+    ("requests", "requests"),
+    ("bytes", "bytes"),
+    ("2xx", "2xx"),
+    ("3xx", "3xx"),
+    ("4xx", "4xx"),
+    ("5xx", "5xx"),
+    ("errors", "errors"),
+    ("last fetch (UTC)", "last_fetch"),
+    ("delay", "delay"),
+    ("reason", "reason"),
+)
+_LEFT_ALIGNED = frozenset({"host", "last fetch (UTC)", "reason"})
+
+
+class FrontierCommandError(RuntimeError):
+    """What the operator must fix, said in one line."""
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+    default_settings = {"LOG_ENABLED": False}  # noqa: RUF012 (ScrapyCommand's type)
+
+    def syntax(self) -> str:
+        return f"{{{'|'.join(SUBCOMMANDS)}}} [options]"
+
+    def short_desc(self) -> str:
+        return f"Look into a crawl's frontier in Redis ({', '.join(SUBCOMMANDS)})"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument(
+            "--prefix",
+            help="the crawl's key prefix (default: FRONTIER_KEY_PREFIX, else "
+            f"{DEFAULT_SPIDER!r})",
+        )
+        parser.add_argument(
+            "--top",
+            type=int,
+            default=DEFAULT_TOP,
+            help=f"hosts: how many to show (default {DEFAULT_TOP})",
+        )
+        parser.add_argument(
+            "--sort",
+            choices=RANK_METRICS,
+            default="requests",
+            help="hosts: the counter that ranks them (default requests)",
+        )
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        if len(args) != 1 or args[0] not in SUBCOMMANDS:
+            raise UsageError(
+                f"give one subcommand of {', '.join(SUBCOMMANDS)}, got {args!r}"
+            )
+        if opts.top < 1:
+            raise UsageError(f"--top must be >= 1, got {opts.top}")
+        keys = (
+            CrawlKeys(opts.prefix)
+            if opts.prefix
+            else CrawlKeys.of(self.settings, DEFAULT_SPIDER)
+        )
+        try:
+            with connected(self.settings) as client:
+                self.exitcode = SUBCOMMANDS[args[0]](client, keys, opts, sys.stdout)
+        except (
+            FrontierCommandError,
+            RedisUnreachableError,
+            EmbeddedRedisError,
+            redis.RedisError,
+        ) as exc:
+            print(f"scrapy frontier: {exc}", file=sys.stderr)
+            self.exitcode = 1
+
+
+# --- subcommands ---------------------------------------------------------------------
+
+
+def hosts(
+    client: redis.Redis, keys: CrawlKeys, opts: argparse.Namespace, out: IO[str]
+) -> int:
+    """The busiest hosts: requests, bytes, statuses, errors, delay in force."""
+    rows = read_hosts(client, keys, sort=opts.sort, top=opts.top)
+    if not rows:
+        out.write(f"No {opts.sort} recorded for crawl {keys.prefix!r}\n")
+    else:
+        out.write(host_table(rows))
+    return 0
+
+
+SUBCOMMANDS: dict[
+    str, Callable[[redis.Redis, CrawlKeys, argparse.Namespace, IO[str]], int]
+] = {"hosts": hosts}
+
+
+def read_hosts(
+    client: redis.Redis, keys: CrawlKeys, *, sort: str, top: int
+) -> list[tuple[str, dict[str, str]]]:
+    """The *top* hosts by *sort*, with their counters: two round trips. A host
+    whose key is not a hash (hostile data) is listed without counters."""
+    rank = keys.traffic_rank(sort)
+    ranked: list[bytes] = client.zrevrange(rank, 0, top - 1)  # type: ignore[assignment]
+    names = [host.decode("utf-8", "surrogateescape") for host in ranked]
+    pipe = client.pipeline(transaction=False)
+    for name in names:
+        pipe.hgetall(keys.traffic(name))
+    return [
+        (name, {} if isinstance(fields, Exception) else _texts(fields))
+        for name, fields in zip(names, pipe.execute(raise_on_error=False), strict=True)
+    ]
+
+
+# --- the table -----------------------------------------------------------------------
+
+
+def host_table(rows: Sequence[tuple[str, dict[str, str]]]) -> str:
+    """The aligned text table of *rows* (host, hash fields); never raises on what
+    Redis held: values that are not numbers are shown as they are."""
+    headers = ["host", *(header for header, _field in HOST_COLUMNS)]
+    lines = [headers]
+    for host, fields in rows:
+        lines.append(
+            [cell(host)]
+            + [cell(_shown(name, fields.get(name, ""))) for _h, name in HOST_COLUMNS]
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
+    return "".join(
+        "  ".join(
+            text.ljust(width) if header in _LEFT_ALIGNED else text.rjust(width)
+            for header, text, width in zip(headers, line, widths, strict=True)
+        ).rstrip()
+        + "\n"
+        for line in lines
+    )
+
+
+def _shown(name: str, value: str) -> str:
+    if name == "last_fetch":
+        return utc_time(value)
+    if name == "delay" and value:
+        return f"{value}s" if _is_number(value) else value
+    if name in {"requests", "bytes", "2xx", "3xx", "4xx", "5xx", "errors"}:
+        return value or "0"
+    return value
+
+
+def utc_time(value: str) -> str:
+    """``1795000000.5`` -> ``2026-11-18T11:06:40Z``; anything else as it is."""
+    try:
+        moment = datetime.fromtimestamp(float(value), UTC)
+    except (ValueError, OverflowError, OSError):
+        return value
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def cell(text: str) -> str:
+    """*text* fit for a terminal: control characters escaped, cut to CELL_WIDTH."""
+    shown = "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+        for c in text
+    )
+    if len(shown) > CELL_WIDTH:
+        shown = shown[: CELL_WIDTH - 1] + "…"
+    return shown
+
+
+def _texts(fields: dict[bytes, bytes]) -> dict[str, str]:
+    return {
+        key.decode("utf-8", "replace"): value.decode("utf-8", "replace")
+        for key, value in fields.items()
+    }
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+# --- reaching the crawl's Redis ------------------------------------------------------
+
+
+@contextlib.contextmanager
+def connected(settings: BaseSettings) -> Iterator[redis.Redis]:
+    """A client of the crawl's Redis (``REDIS_URL``, else its private server)."""
+    url: str = settings.get("REDIS_URL") or ""
+    with contextlib.ExitStack() as stack:
+        if not url:
+            url = stack.enter_context(private_server(settings))
+        # Host names are kept byte for byte, even those that are not UTF-8.
+        client = redis.Redis.from_url(
+            url, socket_connect_timeout=5, encoding_errors="surrogateescape"
+        )
+        stack.callback(client.close)
+        check_reachable(client, url)
+        yield client
+
+
+@contextlib.contextmanager
+def private_server(settings: BaseSettings) -> Iterator[str]:
+    """The URL of the private Redis ``scrapy crawl`` used when REDIS_URL is empty:
+    the running one, or one started on its data for as long as the block runs."""
+    name = settings.get("FRONTIER_EMBEDDED_REDIS_DIR") or ""
+    directory = Path(name)
+    if not name or not directory.is_dir():
+        raise FrontierCommandError(
+            "REDIS_URL is empty and no crawl has kept its data in "
+            f"FRONTIER_EMBEDDED_REDIS_DIR={name!r}: pass -s REDIS_URL=redis://..."
+        )
+    if url := running_url(directory):
+        yield url
+        return
+    server = EmbeddedRedis(directory).start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
