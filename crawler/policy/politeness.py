@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from crawler.policy.timezones import ZoneResolver, suffix_table, suffixes_of
+from crawler.policy.suffixes import most_specific, suffix_table
+from crawler.policy.timezones import ZoneResolver
 from crawler.policy.typedsettings import get_float
 
 if TYPE_CHECKING:
@@ -65,15 +66,6 @@ def parse_day_hours(text: object) -> tuple[int, int]:
             f"POLITENESS_DAY_HOURS must not start and end alike, got {text!r}"
         )
     return start, end
-
-
-def most_specific(host: str, suffixes: Mapping[str, float]) -> float | None:
-    """The value of the longest domain suffix of *host* in *suffixes*.
-
-    *suffixes* keys are lower case without outer dots (as ``suffix_table`` makes
-    them); *host* may be in any case and end with a dot.
-    """
-    return next((suffixes[s] for s in suffixes_of(host) if s in suffixes), None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,18 +8,17 @@ else the host's country-code TLD, else a default zone.
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from crawler.policy.suffixes import suffix_table, suffixes_of
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from scrapy.settings import BaseSettings
-
-MAX_NAME_LENGTH = 253  # the longest DNS name (RFC 1035): see suffixes_of
 
 # tzdata 2026f zone.tab: each country with one zone (or one clearly dominant); uk = GB.
 # fmt: off
@@ -128,56 +127,6 @@ def load_zone(name: object, setting: str) -> ZoneInfo:
     raise ValueError(f"{setting} names an unknown IANA time zone: {name!r}")
 
 
-def normalize_host(host: str) -> str:
-    """*host* as table keys are written: lower case, no outer dots, IPs compressed.
-
-    Hosts and configured suffixes both pass through here, so ``WWW.Example.DE.``
-    matches ``example.de`` and ``[::0001]`` matches ``::1``.
-    """
-    name = host.strip().lower().strip(".")
-    ip = _ip_address(name.removeprefix("[").removesuffix("]"))
-    return ip if ip is not None else name
-
-
-def suffixes_of(host: str) -> list[str]:
-    """*host* and each parent domain of it, most specific first.
-
-    An IP address is only itself: ``0.2`` is not a domain ``127.0.0.2`` belongs to.
-    A DNS name has at most 253 characters; of a longer (hostile) one only the last
-    253 are used, so a lookup costs the same whatever a page put in a URL.
-    """
-    name = normalize_host(host)
-    if _ip_address(name) is not None:
-        return [name]
-    name = name[-MAX_NAME_LENGTH:]
-    labels = name.split(".")
-    return [".".join(labels[i:]) for i in range(len(labels))]
-
-
-def suffix_table(settings: BaseSettings, name: str) -> dict[str, object]:
-    """The dict setting *name* keyed by normalized domain suffix; one-line errors.
-
-    ``-s NAME='{"de": ...}'`` arrives as a JSON string. Scrapy's ``getdict`` parses
-    it, but fails with ``json``'s own message, which does not name the setting.
-    """
-    raw = settings.get(name)
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return {}
-    try:
-        table = settings.getdict(name)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"{name} must be a JSON object of domain suffix -> value, got {raw!r}"
-        ) from None
-    normalized: dict[str, object] = {}
-    for key, value in table.items():
-        suffix = normalize_host(str(key))
-        if not suffix or suffix in normalized:
-            raise ValueError(f"{name} has an empty or repeated domain suffix: {key!r}")
-        normalized[suffix] = value
-    return normalized
-
-
 @dataclass(frozen=True, slots=True)
 class ZoneResolver:
     """Most specific configured suffix, else the ccTLD table, else the default."""
@@ -215,14 +164,6 @@ class ZoneResolver:
     def zone_of(self, host: str) -> ZoneInfo:
         """The zone of *host*, loaded once per name."""
         return _cached_zone(self.zone_name(host))
-
-
-def _ip_address(text: str) -> str | None:
-    """*text* in the canonical form of an IP address, or ``None`` if it is not one."""
-    try:
-        return str(ipaddress.ip_address(text))
-    except ValueError:
-        return None
 
 
 @lru_cache(maxsize=512)

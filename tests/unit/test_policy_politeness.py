@@ -17,12 +17,8 @@ from hypothesis import strategies as st
 from scrapy.settings import Settings
 
 import crawler.settings as project
-from crawler.policy.politeness import (
-    Delay,
-    PolitenessConfig,
-    most_specific,
-    parse_day_hours,
-)
+from crawler.policy.politeness import Delay, PolitenessConfig, parse_day_hours
+from crawler.policy.suffixes import most_specific
 from crawler.policy.timezones import ZoneResolver
 from tests.unit.properties import PROPERTY
 

@@ -16,13 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy.settings import Settings
 
-from crawler.policy.timezones import (
-    CCTLD_ZONES,
-    ZoneResolver,
-    is_known_zone,
-    normalize_host,
-    suffixes_of,
-)
+from crawler.policy.suffixes import normalize_host, suffixes_of
+from crawler.policy.timezones import CCTLD_ZONES, ZoneResolver, is_known_zone
 from crawler.politeness import machine_zone
 from tests.unit.properties import PROPERTY
 
