@@ -2,8 +2,9 @@
 middlewares.
 
 The frontier asks it for each host's delay when a fetch of that host is done; the
-robots middleware tells it each host's ``Crawl-delay``; the traffic monitor reads
-the delay in force and its reason. The formula itself is pure, in
+robots middleware tells it each host's ``Crawl-delay``; the timeouts middleware holds
+hosts back (``Retry-After``, a dead host's pause); the traffic monitor reads the
+delay in force and its reason. The formula itself is pure, in
 ``crawler.policy.politeness``.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from crawler.policy.politeness import Delay, PolitenessConfig
+from crawler.policy.politeness import Delay, DelayReason, PolitenessConfig
 from crawler.policy.timezones import is_known_zone
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ class HostDelays:
         self._stats = stats
         self._rng = rng or random.Random()  # noqa: S311 (jitter, not secrets)
         self._crawl_delays: dict[str, float] = {}
+        self._holds: dict[str, tuple[float, DelayReason]] = {}  # host -> until, why
 
     @classmethod
     def of(cls, crawler: Crawler) -> HostDelays:
@@ -59,17 +61,40 @@ class HostDelays:
         else:
             self._crawl_delays[host] = seconds
 
+    def hold(self, host: str, until: float, reason: DelayReason) -> None:
+        """Fetch *host* again no sooner than *until* (a ``Retry-After``, a pause)."""
+        current = self._holds.get(host)
+        if current is None or current[0] < until:
+            self._holds[host] = (until, reason)
+
     def in_force(self, host: str, *, now: float) -> Delay:
-        return self.config.in_force(
+        delay = self.config.in_force(
             host, now=now, crawl_delay=self._crawl_delays.get(host)
         )
+        held = self._held(host, now)
+        return held if held is not None and held.seconds > delay.seconds else delay
 
     def delay_for(self, host: str, *, now: float) -> float:
-        """Seconds *host* waits after this fetch: the delay in force plus jitter."""
-        delay = self.in_force(host, now=now)
+        """Seconds *host* waits after this fetch: the delay in force plus jitter,
+        or longer while the host is held back."""
+        delay = self.config.in_force(
+            host, now=now, crawl_delay=self._crawl_delays.get(host)
+        )
         if self._stats is not None and delay.reason == "hourly-cap":
             self._stats.inc_value("politeness/hourly_cap")
-        return self.config.jittered(delay.seconds, self._rng.random())
+        seconds = self.config.jittered(delay.seconds, self._rng.random())
+        held = self._held(host, now)
+        return max(seconds, held.seconds) if held is not None else seconds
+
+    def _held(self, host: str, now: float) -> Delay | None:
+        """How much longer *host* is held back, and why; forgets ended holds."""
+        if (hold := self._holds.get(host)) is None:
+            return None
+        until, reason = hold
+        if until <= now:
+            del self._holds[host]
+            return None
+        return Delay(until - now, reason)
 
     def shortest(self) -> float:
         return self.config.shortest()

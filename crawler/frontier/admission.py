@@ -14,7 +14,7 @@ from crawler.frontier.dedup import bloom_hashes, most_hashes, shard_layouts
 from crawler.frontier.seencache import SeenCache
 from crawler.frontier.store import Pending
 from crawler.policy.hosts import BadURLError, host_of, shard_key
-from crawler.policy.order import depth_allowed, level_of
+from crawler.policy.order import TIERS_PER_DEPTH, depth_allowed, level_of
 from crawler.policy.sharding import shard_of
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class Admission:
             return None
         shard = shard_of(shard_key(host, self._config.shard_by), self._config.shards)
         entry = codec.encode(request, self._spider)
-        return Pending(shard, host, level_of(depth), dedup, entry)
+        return Pending(shard, host, level_of(depth, tier_of(request)), dedup, entry)
 
     def count_duplicates(self, count: int) -> None:
         """Count *count* duplicates found in Redis, and those found here since."""
@@ -75,3 +75,11 @@ class Admission:
         if self._config.dedup.mode == "exact":
             return fingerprint
         return bloom_hashes(fingerprint, self._hashes)
+
+
+def tier_of(request: Request) -> int:
+    """The timeout tier a request is queued at (``meta["tier"]``, set on timeouts)."""
+    tier = request.meta.get("tier", 0)
+    if not isinstance(tier, int) or isinstance(tier, bool):
+        return 0
+    return min(max(tier, 0), TIERS_PER_DEPTH - 1)

@@ -26,7 +26,10 @@ if TYPE_CHECKING:
 
 VERSION = 1
 # Meta keys that describe one attempt, not the request: never stored.
-TRANSIENT_META = frozenset({"download_latency", "frontier_lease", "_frontier_host"})
+# Meta of one attempt only: the timeouts middleware sets download_timeout per tier.
+TRANSIENT_META = frozenset(
+    {"download_latency", "download_timeout", "frontier_lease", "_frontier_host"}
+)
 _CLASSES: dict[str, type[Request]] = {
     "FormRequest": FormRequest,
     "JsonRequest": JsonRequest,

@@ -45,6 +45,11 @@ class CrawlKeys:
         """STRING with a TTL: the node fetching *origin*'s robots.txt right now."""
         return f"{self.prefix}:robots-lock:{origin}"
 
+    @property
+    def health(self) -> str:
+        """HASH host -> JSON timeout record (slow mark, escalations, pause)."""
+        return f"{self.prefix}:health"
+
     def traffic(self, host: str) -> str:
         """HASH of *host*'s traffic counters (``scrapy frontier hosts``)."""
         return f"{self.prefix}:traffic:{host}"

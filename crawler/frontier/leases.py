@@ -22,6 +22,7 @@ class Held:
     host: str
     retry_times: int = 0
     redirect_times: int = 0
+    tier: int = 0
 
 
 class HeldLeases:
@@ -36,6 +37,7 @@ class HeldLeases:
             host_of(request.url),
             request.meta.get("retry_times", 0),
             request.meta.get("redirect_times", 0),
+            request.meta.get("tier", 0),
         )
 
     def done(self, request: Request) -> Held | None:
@@ -43,9 +45,10 @@ class HeldLeases:
         return self._held.pop(request.meta.get(LEASE_META_KEY, ""), None)
 
     def replaced(self, request: Request) -> Held | None:
-        """The lease *request* replaces, if it retries or redirects a leased request.
+        """The lease *request* replaces, if it retries, redirects or escalates (to a
+        looser timeout tier) a leased request.
 
-        A retry or redirect copies the meta of the leased request; its lease is
+        A retry, redirect or escalation copies the meta of the leased request; its lease is
         released once the new request is queued. A request that merely copied a
         response's meta (a child) leaves the parent's lease alone. Either way the
         lease key is taken out of the new request's meta.
@@ -56,7 +59,8 @@ class HeldLeases:
             return None
         retried = request.meta.get("retry_times", 0) > held.retry_times
         redirected = request.meta.get("redirect_times", 0) > held.redirect_times
-        if retried or redirected:
+        escalated = request.meta.get("tier", 0) > held.tier
+        if retried or redirected or escalated:
             return self._held.pop(key)
         return None
 

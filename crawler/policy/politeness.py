@@ -26,7 +26,14 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 DelayReason = Literal[
-    "day", "night", "crawl-delay", "override", "download-delay", "hourly-cap"
+    "day",
+    "night",
+    "crawl-delay",
+    "override",
+    "download-delay",
+    "hourly-cap",
+    "retry-after",
+    "paused",
 ]
 MINUTES_A_DAY = 24 * 60
 SECONDS_AN_HOUR = 3600.0

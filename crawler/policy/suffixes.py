@@ -61,7 +61,12 @@ def suffix_table(settings: BaseSettings, name: str) -> dict[str, object]:
         raise ValueError(
             f"{name} must be a JSON object of domain suffix -> value, got {raw!r}"
         ) from None
-    normalized: dict[str, object] = {}
+    return normalized_table(table, name)
+
+
+def normalized_table(table: Mapping[object, V], name: str) -> dict[str, V]:
+    """*table* keyed by normalized suffix; an empty or repeated one names *name*."""
+    normalized: dict[str, V] = {}
     for key, value in table.items():
         suffix = normalize_host(str(key))
         if not suffix or suffix in normalized:
