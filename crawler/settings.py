@@ -33,8 +33,6 @@ CONCURRENT_REQUESTS_PER_DOMAIN = 8
 ROBOTSTXT_OBEY = True
 # The product token robots.txt rules are matched against (never the rotated User-Agent).
 ROBOTSTXT_USER_AGENT = "crawler"
-# Sent with every request: who we are and where to read about the crawler.
-USER_AGENT = "crawler (+https://github.com/crawler/crawler)"
 # Measured in bench/: link-heavy pages are processed faster with fewer parallel items.
 CONCURRENT_ITEMS = 16
 # One log line a minute with pages/min is enough; the frontier logs its own progress.
@@ -52,12 +50,15 @@ DOWNLOADER_MIDDLEWARES = {
     # Closest to the engine: acknowledges the lease of a request that failed for good.
     "crawler.frontier.acks.LeaseAckDownloaderMiddleware": 1,
     # Scrapy's robots middleware ignores Crawl-delay and allows all when robots.txt
-    # fails; ours follows RFC 9309 and shares one fetch per host across the cluster.
+    # fails; ours follows RFC 9309 and shares one fetch per origin across the cluster.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.middlewares.robots.RobotsMiddleware": 100,
     # Rotating User-Agent and Referer, in place of Scrapy's fixed USER_AGENT.
     "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware": None,
     "crawler.middlewares.useragent.UserAgentMiddleware": 500,
+    # Timeout tiers: sets each request's timeout; a timeout goes back to the frontier
+    # one tier down (before Scrapy's RetryMiddleware, 550, sees it).
+    "crawler.middlewares.timeouts.TimeoutsMiddleware": 560,
     # Per-host traffic counters in Redis (`scrapy frontier hosts`).
     "crawler.middlewares.traffic.TrafficMiddleware": 950,
 }
@@ -123,12 +124,14 @@ FRONTIER_EMBEDDED_REDIS_DIR = ".crawl/redis"
 POLITENESS_DAY_DELAY = 10.0
 # Seconds between two fetches of one host during its night.
 POLITENESS_NIGHT_DELAY = 1.0
-# The day, in the host's local time, as "HH:MM-HH:MM" (may wrap past midnight).
+# The day, in the host's local time, as "HH:MM-HH:MM" (may wrap past midnight;
+# 24:00 may end the day).
 POLITENESS_DAY_HOURS = "08:00-22:00"
-# Domain suffix -> IANA time zone; the most specific suffix wins over the ccTLD table.
+# Domain suffix (case-insensitive; an exact IP address also works) -> IANA time zone;
+# the most specific suffix wins over the ccTLD table.
 POLITENESS_TIMEZONES: dict[str, str] = {}
 # Zone of hosts neither POLITENESS_TIMEZONES nor the ccTLD table place; empty means
-# the crawler machine's own zone.
+# this machine's zone (TZ, /etc/localtime, /etc/timezone, else UTC).
 POLITENESS_DEFAULT_TIMEZONE = ""
 # Each delay is drawn from [delay, delay x (1 + jitter)], so the rhythm is not regular.
 POLITENESS_JITTER = 0.5
@@ -141,8 +144,11 @@ POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR = None
 
 # Seconds a fetched robots.txt is shared by every node before it is fetched again.
 ROBOTS_CACHE_TTL = 86400
-# Seconds before a robots.txt that failed (5xx, timeout, network error) is tried again;
-# until then its host is treated as disallowed.
+# Seconds one robots.txt request (each redirect hop) may take; past it, the host counts
+# as unreachable (see ROBOTS_ERROR_RETRY_DELAY).
+ROBOTS_FETCH_TIMEOUT = 30.0
+# Seconds before a robots.txt that failed (5xx, 429, timeout, network error) is tried
+# again; until then its host is treated as disallowed.
 ROBOTS_ERROR_RETRY_DELAY = 600
 # Days a robots.txt may stay unreachable before its last good copy (or, without one,
 # no restrictions) is used, as RFC 9309 allows.
@@ -150,18 +156,63 @@ ROBOTS_ERROR_GIVE_UP_DAYS = 30
 # Longest Crawl-delay (seconds) a robots.txt may impose on the frontier.
 ROBOTS_MAX_CRAWL_DELAY = 60.0
 
+# --- Timeout tiers (crawler/policy/tiers.py, crawler/middlewares/timeouts.py) --------
+
+# download_timeout of each tier, in seconds: a request that times out on tier k goes
+# back to the frontier on tier k+1 (after tier k's requests of its depth); a timeout
+# on the last tier gives it up.
+TIMEOUTS_TIERS = [10, 30, 90]
+# Escalations of one host within TIMEOUTS_SLOW_WINDOW that mark it slow (its requests
+# then start on tier 1).
+TIMEOUTS_SLOW_AFTER = 3
+# Seconds over which a host's escalations are counted.
+TIMEOUTS_SLOW_WINDOW = 3600
+# Answers on tier 0 or 1 that make a slow host normal again.
+TIMEOUTS_SLOW_RECOVER_AFTER = 10
+# Requests of one host in a row that timed out on every tier before it is paused.
+TIMEOUTS_HOST_DEAD_AFTER = 3
+# Seconds a dead host is paused (its requests wait in the frontier, nothing is lost).
+TIMEOUTS_HOST_PAUSE = 600
+# Domain suffixes of far-away hosts, whose requests start on tier 1; or the import
+# path of a function host -> bool.
+TIMEOUTS_FAR_HOSTS: list[str] | str = []
+
 # --- User-Agent and Referer (crawler/middlewares/useragent.py) ------------------------
 
-# User-Agent headers to rotate: a list, or a path to a file with one per line (an empty
-# list is a start-up error). By default, current browsers plus the bot's own token.
+# User-Agent headers to rotate: a list (with -s: JSON, or comma-separated; commas in
+# parentheses are kept) or a path to a file with one per line (blank lines and #
+# comments skipped). An empty list is a start-up error. By default, current browsers
+# plus the bot's own token.
 USERAGENT_LIST: list[str] | str = [
+    # Chrome 142: Windows, macOS, Linux, Android, iOS
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36",
+    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36",
+    "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36",
+    "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Mobile Safari/537.36",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 18_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/142.0.7444.60 Mobile/15E148 Safari/604.1",
+    # Firefox 145: Windows, macOS, Linux, Android, iOS
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:145.0) Gecko/20100101 Firefox/145.0",
+    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10.15; rv:145.0) Gecko/20100101 Firefox/145.0",
+    "Mozilla/5.0 (X11; Linux x86_64; rv:145.0) Gecko/20100101 Firefox/145.0",
+    "Mozilla/5.0 (Android 15; Mobile; rv:145.0) Gecko/145.0 Firefox/145.0",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 18_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) FxiOS/145.0 Mobile/15E148 Safari/605.1.15",
+    # Safari 26: macOS, iPhone, iPad (the OS version in the string is frozen)
+    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/26.1 Safari/605.1.15",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 18_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/26.1 Mobile/15E148 Safari/604.1",
+    "Mozilla/5.0 (iPad; CPU OS 18_6 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/26.1 Mobile/15E148 Safari/604.1",
+    # Edge 142: Windows, macOS, Android
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36 Edg/142.0.0.0",
+    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36 Edg/142.0.0.0",
+    "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Mobile Safari/537.36 EdgA/142.0.0.0",
+    # The crawler's own token, so a site can still tell who we are
     "Mozilla/5.0 (compatible; crawler/1.0; +https://github.com/crawler/crawler)",
 ]
 # "per-request" draws a User-Agent for every request; "per-host" keeps one per host.
 USERAGENT_MODE = "per-request"
 # Seconds a host keeps its User-Agent in "per-host" mode.
 USERAGENT_STICKY_TTL = 3600
-# "parent" (the page that linked here), "rotate" (from REFERER_LIST) or "none".
+# "parent" (the page that linked here, as Scrapy's REFERRER_POLICY allows), "rotate"
+# (from REFERER_LIST) or "none".
 REFERER_MODE = "parent"
 # Referer headers to rotate in "rotate" mode: a list or a path to a file.
 REFERER_LIST: list[str] | str = []

@@ -17,7 +17,7 @@ from crawler.frontier.embedded import EmbeddedRedis
 from tests.site import SiteSpec, read_log
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Mapping
 
 ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT = 15.0
@@ -37,6 +37,18 @@ class RunningSite:
     def pages(self) -> list[dict[str, Any]]:
         """Logged fetches of pages (robots.txt left out), in arrival order."""
         return [r for r in self.log() if r["path"] != "/robots.txt"]
+
+    def robots_fetches(self) -> dict[str, int]:
+        """Fetches of /robots.txt per host (redirect hops not counted)."""
+        counts: dict[str, int] = {}
+        for row in self.log():
+            if row["path"] == "/robots.txt":
+                counts[row["host"]] = counts.get(row["host"], 0) + 1
+        return counts
+
+    def host(self, index: int) -> str:
+        """The ``host`` field of host *index* in the log (address:port)."""
+        return f"127.0.0.{2 + index}:{self.spec.port}"
 
     def gaps_by_host(self) -> dict[str, list[float]]:
         """Seconds between two page fetches in a row of each host, as the site saw them."""
@@ -58,8 +70,14 @@ def running_site(
     cross: float = 0.2,
     seed: int = 1,
     latency: float = 0.0,
+    robots: Mapping[int, str] | None = None,
 ) -> Iterator[RunningSite]:
-    """Serve the test site on 127.0.0.2... until the block ends."""
+    """Serve the test site on 127.0.0.2... until the block ends.
+
+    *robots* maps a host index to its robots.txt, in ``--robots`` syntax
+    (``{0: "disallow:/p/1.html;crawl-delay:0.5", 1: "status:503", 2: "hang"}``);
+    other hosts answer 404.
+    """
     with tempfile.TemporaryDirectory(prefix="site-") as tmp:
         log_path = Path(tmp) / "requests.jsonl"
         command = [
@@ -68,6 +86,8 @@ def running_site(
             "--cross", str(cross), "--seed", str(seed), "--log", str(log_path),
             "--latency", str(latency),
         ]  # fmt: skip
+        for index, spec in (robots or {}).items():
+            command += ["--robots", f"{index}={spec}"]
         process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
         try:
             assert process.stdout is not None

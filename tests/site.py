@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
 MAX_HEAD_BYTES = 64 * 1024
 BIND_ATTEMPTS = 20
@@ -160,6 +160,56 @@ class Response:
 
 NOT_FOUND = Response(404, b"not found\n")
 NOT_ALLOWED = Response(405, b"method not allowed\n", headers=(("Allow", "GET, HEAD"),))
+# Never answered: the connection stays open until the client gives up.
+HANG = Response(0, b"")
+SITEMAP_XMLNS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+
+
+@dataclass(frozen=True)
+class RobotsSpec:
+    """How one host answers /robots.txt (see --robots)."""
+
+    rules: str = ""
+    status: int = 200
+    hang: bool = False
+    redirects: int = 0
+    sitemap: bool = False
+    file: str = ""
+
+
+def parse_robots(text: str) -> tuple[int, RobotsSpec]:
+    """``INDEX=ITEM;ITEM;...`` -> (host index, spec); ValueError if malformed.
+
+    Items: ``agent:TOKEN`` starts a group (rules before any go to ``*``);
+    ``disallow:P,P``, ``allow:P,P`` and ``crawl-delay:S`` add to the current group;
+    ``sitemap`` lists /sitemap.xml; ``status:N`` answers N instead; ``hang`` never
+    answers; ``redirect:N`` reaches the file through N redirects; ``file:PATH``
+    serves PATH's bytes as the file.
+    """
+    index, sep, items = text.partition("=")
+    if not sep or not index.strip().isdigit():
+        raise ValueError(f"--robots wants INDEX=ITEM;ITEM..., got {text!r}")
+    lines: list[str] = []
+    fields: dict[str, Any] = {}
+    for item in filter(None, (part.strip() for part in items.split(";"))):
+        name, _, value = (part.strip() for part in item.partition(":"))
+        if name == "agent":
+            lines += [""] if lines else []
+            lines.append(f"User-agent: {value}")
+        elif name in ("disallow", "allow", "crawl-delay"):
+            if not lines:
+                lines.append("User-agent: *")
+            values = [value] if name == "crawl-delay" else value.split(",")
+            lines += [f"{name.capitalize()}: {v}" for v in values]
+        elif name in ("sitemap", "hang"):
+            fields[name] = True
+        elif name in ("status", "redirect"):
+            fields["redirects" if name == "redirect" else name] = int(value)
+        elif name == "file":
+            fields["file"] = value
+        else:
+            raise ValueError(f"unknown robots item {name!r} in {text!r}")
+    return int(index), RobotsSpec("\n".join(lines) + "\n" if lines else "", **fields)
 
 
 @dataclass(frozen=True)
@@ -216,11 +266,17 @@ class Site:
         pad_min: int,
         pad_max: int,
         log: IO[str] | None,
+        *,
         latency: float = 0.0,
+        robots: Mapping[int, RobotsSpec] | None = None,
     ) -> None:
         """Build the filler corpus once so rendering a page is just slicing."""
         self.spec = spec
         self.latency = latency
+        self.robots = dict(robots or {})
+        self.robots_bodies = {
+            i: self._robots_body(i, r) for i, r in self.robots.items()
+        }
         self.pad_min = pad_min
         self.pad_max = pad_max
         self.log = log
@@ -230,10 +286,53 @@ class Site:
 
     def route(self, host_index: int, path: str) -> Response:
         """Map a path to a response; the one place new endpoints get added."""
-        if path == "/robots.txt":
-            return NOT_FOUND
+        if path == "/robots.txt" or path.startswith("/robots-"):
+            return self._robots(host_index, path)
+        if path in ("/sitemap.xml", "/sitemap-pages.xml"):
+            return self._sitemap(host_index, path)
         j = page_index(path.partition("?")[0], self.spec.pages)
         return NOT_FOUND if j is None else self.page(host_index, j)
+
+    def _robots_body(self, host_index: int, robots: RobotsSpec) -> bytes:
+        if robots.file:
+            return Path(robots.file).read_bytes()
+        sitemap = f"http://{host_name(self.spec, host_index)}/sitemap.xml"
+        extra = f"\nSitemap: {sitemap}\n" if robots.sitemap else ""
+        return (robots.rules + extra).encode("utf-8")
+
+    def _robots(self, host_index: int, path: str) -> Response:
+        """robots.txt as --robots says: redirects (/robots-1.txt...) first, then the
+        status, silence or file; 404 for a host without a spec."""
+        robots = self.robots.get(host_index)
+        hop: int | None = 0
+        if path != "/robots.txt":
+            digits = path.removeprefix("/robots-").removesuffix(".txt")
+            hop = int(digits) if path.endswith(".txt") and digits.isdigit() else None
+        if robots is None or hop is None or hop > robots.redirects:
+            return NOT_FOUND
+        if hop < robots.redirects:
+            location = f"/robots-{hop + 1}.txt"
+            return Response(301, b"moved\n", headers=(("Location", location),))
+        if robots.hang:
+            return HANG
+        if robots.status != 200:
+            return Response(robots.status, b"robots.txt unavailable\n")
+        return Response(200, self.robots_bodies[host_index])
+
+    def _sitemap(self, host_index: int, path: str) -> Response:
+        """/sitemap.xml: an index of /sitemap-pages.xml, which lists every page."""
+        base = f"http://{host_name(self.spec, host_index)}"
+        if path == "/sitemap.xml":
+            root, item, urls = "sitemapindex", "sitemap", [f"{base}/sitemap-pages.xml"]
+        else:
+            urls = [url_of(self.spec, host_index, j) for j in range(self.spec.pages)]
+            root, item = "urlset", "url"
+        entries = "".join(f"<{item}><loc>{url}</loc></{item}>\n" for url in urls)
+        xml = (
+            f'<?xml version="1.0" encoding="UTF-8"?>\n'
+            f'<{root} xmlns="{SITEMAP_XMLNS}">\n{entries}</{root}>\n'
+        )
+        return Response(200, xml.encode("utf-8"), "application/xml")
 
     def _render(self, host_index: int, j: int) -> Response:
         """Render a page with deterministic filler of a per-page random size."""
@@ -249,8 +348,11 @@ class Site:
             return NOT_ALLOWED
         return self.route(host_index, request.target)
 
-    def record(self, t: float, host_index: int, request: Request, status: int) -> None:
-        """Append a log line and flush so tests can read it while we run."""
+    def record(
+        self, t: float, host_index: int, request: Request, status: int | None
+    ) -> None:
+        """Append a log line and flush so tests can read it while we run (status
+        None: never answered)."""
         if self.log is None:
             return
         entry = {
@@ -307,6 +409,11 @@ class Site:
         if request is None:
             return False
         response = self.respond(host_index, request)
+        if response is HANG:
+            self.record(t, host_index, request, None)
+            while await reader.read(MAX_HEAD_BYTES):
+                pass  # never answer; wait until the client gives up and closes
+            return False
         if self.latency:
             await asyncio.sleep(self.latency)
         # A request body is never read, so the stream is unusable after one.
@@ -369,7 +476,14 @@ async def serve(args: argparse.Namespace, log: IO[str] | None) -> None:
     sockets = bind_all([host_address(i) for i in range(args.hosts)], args.port)
     port: int = sockets[0].getsockname()[1]
     spec = SiteSpec(args.hosts, args.pages, args.links, args.cross, args.seed, port)
-    site = Site(spec, args.pad_min, args.pad_max, log, latency=args.latency)
+    site = Site(
+        spec,
+        args.pad_min,
+        args.pad_max,
+        log,
+        latency=args.latency,
+        robots=dict(args.robots),
+    )
     servers = [
         await asyncio.start_server(
             functools.partial(site.serve_connection, i),
@@ -416,7 +530,25 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--latency", type=float, default=0.0, help="seconds before each answer"
     )
+    parser.add_argument(
+        "--robots",
+        action="append",
+        default=[],
+        metavar="INDEX=ITEM;ITEM...",
+        help=(
+            "robots.txt of host INDEX (others answer 404), e.g. "
+            "'0=disallow:/p/1.html,/p/2.html;crawl-delay:0.5', '1=status:503', "
+            "'2=hang', '3=file:PATH', '4=redirect:2;agent:crawler;disallow:/', "
+            "'5=sitemap'"
+        ),
+    )
     args = parser.parse_args(argv)
+    try:
+        args.robots = [parse_robots(text) for text in args.robots]
+    except ValueError as exc:
+        parser.error(str(exc))
+    if any(index >= args.hosts for index, _ in args.robots):
+        parser.error("--robots INDEX must name one of the --hosts")
     if not 1 <= args.hosts <= 253:
         parser.error("--hosts must be between 1 and 253")
     if args.pages < 1 or args.links < 0 or not 0.0 <= args.cross <= 1.0:

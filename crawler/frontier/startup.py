@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING
+from weakref import WeakSet
 
 from scrapy import signals
 from scrapy.core.scheduler import BaseScheduler
@@ -24,11 +25,23 @@ logger = logging.getLogger(__name__)
 STARTUP_FAILED = "frontier_unavailable"
 
 
+# Crawlers whose start-up failed already: a bad setting read by several components
+# is reported once.
+_FAILED: WeakSet[Crawler] = WeakSet()
+
+
 class StartupFailure:
-    """Logs why the frontier cannot run, then closes the spider once it is open."""
+    """Logs why the crawl cannot run, then closes the spider once it is open.
+
+    Any component may stand one in for itself (a scheduler, a middleware); only the
+    first failure of a crawler is logged, so the operator reads one line.
+    """
 
     def __init__(self, crawler: Crawler, message: str) -> None:
         self._crawler = crawler
+        if crawler in _FAILED:
+            return
+        _FAILED.add(crawler)
         logger.error("%(message)s", {"message": message})
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
 

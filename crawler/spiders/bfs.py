@@ -9,13 +9,18 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, Spider
 from scrapy.http import TextResponse
 from scrapy.linkextractors import LinkExtractor
+from scrapy.utils.gz import gunzip, gzip_magic_number
+from scrapy.utils.sitemap import Sitemap
 
 from crawler.items import PageRecord
+from crawler.middlewares.robots import robots_sitemaps
 from crawler.policy.scope import Scope, parse_seed
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from collections.abc import AsyncIterator, Iterator, Sequence
+    from typing import Self
 
+    from scrapy.crawler import Crawler
     from scrapy.http import Response
 
 
@@ -23,7 +28,9 @@ class BfsSpider(Spider):
     """Crawls breadth-first from ``-a seeds=URL,URL`` and/or ``-a seeds_file=PATH``.
 
     ``-a scope=any|seed-hosts|seed-domains`` limits which links are followed
-    (default: the ``BFS_SCOPE`` setting).
+    (default: the ``BFS_SCOPE`` setting). ``-a sitemaps=1`` also follows the sitemaps
+    robots.txt files list: a sitemap gets the depth of the request that led to its
+    robots.txt, and the URLs it lists are followed as links of it.
     """
 
     name = "bfs"
@@ -33,13 +40,25 @@ class BfsSpider(Spider):
         seeds: str = "",
         seeds_file: str = "",
         scope: str = "",
+        sitemaps: str = "",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self._seed_arg = seeds
         self._seeds_file = seeds_file
         self._scope_arg = scope
+        self._follow_sitemaps = sitemaps.strip().lower() in ("1", "true", "yes")
         self._link_extractor = LinkExtractor()
+        self._bad_sitemap_logged = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        if spider._follow_sitemaps:
+            crawler.signals.connect(
+                spider.follow_robots_sitemaps, signal=robots_sitemaps
+            )
+        return spider
 
     async def start(self) -> AsyncIterator[Any]:
         seeds = self._seeds()
@@ -60,6 +79,52 @@ class BfsSpider(Spider):
         yield self._record(response, len(links))
         for url in links:
             yield Request(url, callback=self.parse)
+
+    def follow_robots_sitemaps(self, sitemaps: Sequence[str], request: Request) -> None:
+        """Queue the sitemaps a robots.txt lists, at the depth of *request*."""
+        depth = request.meta.get("depth", 0)
+        for url in sitemaps:
+            if self._scope.allows(url):
+                sitemap = Request(
+                    url, callback=self.parse_sitemap, meta={"depth": depth}
+                )
+                self.crawler.engine.crawl(sitemap)
+
+    def parse_sitemap(self, response: Response) -> Iterator[Request]:
+        """Follow a sitemap's pages, or a sitemap index's sitemaps, in scope."""
+        try:
+            sitemap = Sitemap(self._sitemap_body(response))
+            entries = [entry["loc"] for entry in sitemap]
+        except (SyntaxError, ValueError, OSError, EOFError, StopIteration) as exc:
+            self._bad_sitemap(response, exc)  # XMLSyntaxError is a SyntaxError
+            return
+        if sitemap.type not in ("urlset", "sitemapindex"):
+            self._bad_sitemap(response, ValueError(f"root element {sitemap.type!r}"))
+            return
+        callback = self.parse if sitemap.type == "urlset" else self.parse_sitemap
+        for loc in entries:
+            try:
+                url = response.urljoin(loc)
+            except ValueError:  # e.g. an unbalanced "[" in the host
+                continue
+            if url.startswith(("http://", "https://")) and self._scope.allows(url):
+                yield Request(url, callback=callback)
+
+    def _sitemap_body(self, response: Response) -> bytes:
+        if not gzip_magic_number(response):
+            return response.body
+        return gunzip(response.body, max_size=self.settings.getint("DOWNLOAD_MAXSIZE"))
+
+    def _bad_sitemap(self, response: Response, error: Exception) -> None:
+        self.crawler.stats.inc_value("bfs/bad_sitemaps")
+        if not self._bad_sitemap_logged:
+            self._bad_sitemap_logged = True
+            self.logger.warning(
+                "Skipped %s, not a sitemap (%s); further ones are only counted in "
+                "bfs/bad_sitemaps",
+                response.url,
+                error,
+            )
 
     def _record(self, response: Response, links: int) -> PageRecord:
         title = None
