@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
+# Hosts whose Crawl-delay (or hold) this process remembers at most.
+MAX_REMEMBERED_HOSTS = 65536
 _BY_CRAWLER: WeakKeyDictionary[Crawler, HostDelays] = WeakKeyDictionary()
 
 
@@ -55,17 +57,24 @@ class HostDelays:
         return found
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> None:
-        """What *host*'s robots.txt asks for our token (``None``: nothing)."""
+        """What *host*'s robots.txt asks for our token (``None``: nothing).
+
+        Bounded: the oldest entries go first. The robots middleware keeps fewer
+        origins than this and sets the delay again whenever it loads a record."""
+        self._crawl_delays.pop(host, None)
         if seconds is None:
-            self._crawl_delays.pop(host, None)
-        else:
-            self._crawl_delays[host] = seconds
+            return
+        self._crawl_delays[host] = seconds
+        if len(self._crawl_delays) > MAX_REMEMBERED_HOSTS:
+            del self._crawl_delays[next(iter(self._crawl_delays))]
 
     def hold(self, host: str, until: float, reason: DelayReason) -> None:
         """Fetch *host* again no sooner than *until* (a ``Retry-After``, a pause)."""
         current = self._holds.get(host)
         if current is None or current[0] < until:
             self._holds[host] = (until, reason)
+        if len(self._holds) > MAX_REMEMBERED_HOSTS:  # the oldest hold goes first
+            del self._holds[next(iter(self._holds))]
 
     def in_force(self, host: str, *, now: float) -> Delay:
         delay = self.config.in_force(
