@@ -46,6 +46,22 @@ class CrawlKeys:
         return f"{self.prefix}:robots-lock:{origin}"
 
     @property
+    def nodes(self) -> str:
+        """HASH node id -> JSON of the node (host, pid, start, version, last
+        heartbeat, shards owned, pages fetched); entries of dead nodes are pruned."""
+        return f"{self.prefix}:nodes"
+
+    def heartbeat(self, node_id: str) -> str:
+        """STRING with a TTL of FRONTIER_NODE_TTL: exists while the node is alive."""
+        return f"{self.prefix}:node:{node_id}"
+
+    @property
+    def control(self) -> str:
+        """HASH of run-time controls: ``paused`` ("1" pauses every node) and
+        ``set:<SETTING>`` (a new value nodes apply within one heartbeat)."""
+        return f"{self.prefix}:control"
+
+    @property
     def health(self) -> str:
         """HASH host -> JSON timeout record (slow mark, escalations, pause)."""
         return f"{self.prefix}:health"
@@ -83,6 +99,12 @@ class Keys:
     def ready(self) -> str:
         """ZSET host -> BFS score of its head request, for hosts that may go now."""
         return self.tag + "ready"
+
+    @property
+    def owner(self) -> str:
+        """STRING with a TTL: the id of the node that owns the shard (and alone may
+        pop from it); only the owner renews it."""
+        return self.tag + "owner"
 
     @property
     def waiting(self) -> str:
