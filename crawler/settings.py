@@ -91,7 +91,12 @@ FRONTIER_HOST_CONCURRENCY = 1
 # Seconds before a handed-out request that was never acknowledged goes back to its
 # queue; a live node renews its leases, so this is how long a dead node's work waits.
 FRONTIER_LEASE_TIMEOUT = 60.0
-# How often (seconds) this node returns expired leases to their queues and logs progress.
+# Seconds a node stays registered (and keeps its shards) without a heartbeat; a dead
+# node's shards go to the others after this. Heartbeats come every
+# FRONTIER_MAINTENANCE_INTERVAL.
+FRONTIER_NODE_TTL = 30.0
+# How often (seconds) this node beats its heartbeat, renews its shards and leases,
+# returns expired leases to their queues and logs progress.
 FRONTIER_MAINTENANCE_INTERVAL = 5.0
 # Seconds between two progress log lines.
 FRONTIER_LOG_INTERVAL = 60.0

@@ -23,6 +23,7 @@ class FrontierConfig:
     host_concurrency: int
     lease_timeout: float
     maintenance_interval: float
+    node_ttl: float
     log_interval: float
     depth_limit: int
     bfs_lookahead: int
@@ -49,6 +50,7 @@ class FrontierConfig:
             host_concurrency=get_int(settings, "FRONTIER_HOST_CONCURRENCY"),
             lease_timeout=get_float(settings, "FRONTIER_LEASE_TIMEOUT"),
             maintenance_interval=get_float(settings, "FRONTIER_MAINTENANCE_INTERVAL"),
+            node_ttl=get_float(settings, "FRONTIER_NODE_TTL"),
             log_interval=get_float(settings, "FRONTIER_LOG_INTERVAL"),
             depth_limit=get_int(settings, "DEPTH_LIMIT"),
             bfs_lookahead=get_int(settings, "FRONTIER_BFS_LOOKAHEAD"),
@@ -81,6 +83,11 @@ class FrontierConfig:
             raise ValueError(
                 "FRONTIER_LEASE_TIMEOUT must be more than twice "
                 "FRONTIER_MAINTENANCE_INTERVAL, which renews the leases of this node"
+            )
+        if self.node_ttl <= 2 * self.maintenance_interval:
+            raise ValueError(
+                "FRONTIER_NODE_TTL must be more than twice "
+                "FRONTIER_MAINTENANCE_INTERVAL, which is this node's heartbeat"
             )
         per_domain = get_int(settings, "CONCURRENT_REQUESTS_PER_DOMAIN")
         if 0 < per_domain < self.host_concurrency:

@@ -29,6 +29,7 @@ from crawler.frontier.admission import Admission
 from crawler.frontier.config import FrontierConfig
 from crawler.frontier.embedded import EmbeddedRedisError
 from crawler.frontier.leases import Held, HeldLeases
+from crawler.frontier.nodes import Membership
 from crawler.frontier.progress import Progress
 from crawler.frontier.startup import FailedScheduler, StartupFailure
 from crawler.frontier.store import (
@@ -78,6 +79,7 @@ class FrontierScheduler(BaseScheduler):
         self._held = HeldLeases()
         self._progress = Progress(crawler, config.log_interval)
         self._store: FrontierStore | None = None
+        self._membership: Membership | None = None
         self._buffer: list[Pending] = []
         self._done: list[Held] = []
         self._flush_timer: CallLaterResult | None = None
@@ -127,6 +129,8 @@ class FrontierScheduler(BaseScheduler):
             check_reachable(client, redis_url(self._crawler))
             store = FrontierStore(client, self._config)
             store.prepare(now)
+            self._membership = Membership(client, store.crawl_keys, self._config)
+            self._membership.beat(now, pages=0)
         except Exception:
             client.close()
             raise
@@ -147,6 +151,8 @@ class FrontierScheduler(BaseScheduler):
             released = self._store.requeue(now, leases)
             self._stats.inc_value("frontier/leases_released", released)
             self._held.clear()
+        if self._membership is not None:
+            self._membership.leave()
         if not self._config.persist:
             self._forget_crawl()
         self._store.client.close()
@@ -220,10 +226,13 @@ class FrontierScheduler(BaseScheduler):
         deepest = deepest_level_allowed(
             self._store.lowest_level(), self._config.bfs_lookahead
         )
-        shard = self._store.best_shard(deepest)
+        assert self._membership is not None
+        shard = self._store.best_shard(self._membership.owned, deepest)
         if shard is None:
             return None
-        return PopOrder(shard, self._delays.shortest(), deepest)
+        return PopOrder(
+            shard, self._membership.node_id, self._delays.shortest(), deepest
+        )
 
     def _refresh(self, now: float) -> bool:
         """Re-read every shard's summary, at most every REFRESH_INTERVAL; whether it
@@ -259,6 +268,8 @@ class FrontierScheduler(BaseScheduler):
             self._buffer, self._done = batch + self._buffer, done + self._done
             raise
         self._count_flush(flushed)
+        if flushed.fenced and pop is not None and self._membership is not None:
+            self._membership.lost(pop.shard)  # another node took it: stop asking
         return flushed.popped
 
     def _count_flush(self, flushed: Flushed) -> None:
@@ -342,7 +353,12 @@ class FrontierScheduler(BaseScheduler):
 
     def _maintain(self) -> None:
         assert self._store is not None
+        assert self._membership is not None
         now = time.time()
+        owned = self._membership.owned
+        pages = self._stats.get_value("response_received_count", 0)
+        if self._membership.beat(now, pages) - owned:
+            self._wake_engine()  # shards gained: there may be work in them
         self._store.renew(self._held.leases(), now)
         if recovered := self._store.requeue(now):
             self._stats.inc_value("frontier/leases_recovered", recovered)

@@ -113,7 +113,7 @@ end
 
 # KEYS of every script, in this order (the helpers index them):
 # 1 ready, 2 waiting, 3 ready_at, 4 inflight, 5 leases, 6 leased, 7 seq, 8 counters,
-# 9 seen, 10 delays, 11 outstanding
+# 9 seen, 10 delays, 11 outstanding, 12 owner (the node id that alone may pop)
 
 PUSH = """
 -- KEYS: the shard's keys (see above); KEYS[9] is the seen filter
@@ -180,10 +180,15 @@ return {table.concat(flags), unpack(summary())}
 POP = """
 -- KEYS: the shard's keys (see above)
 -- ARGV: tag, weight, now, host_concurrency, lease expiry time, default delay,
---       most waiting hosts to promote, highest score allowed (the BFS barrier)
+--       most waiting hosts to promote, highest score allowed (the BFS barrier),
+--       the popping node's id (it must own the shard: fencing)
 -- returns: {lease id, entry json, summary...}; id and entry false if no host is
---          ready below the barrier
+--          ready below the barrier; id false and entry 'fenced' if the node does
+--          not own the shard
 local concurrency, expiry, default_delay = tonumber(ARGV[4]), ARGV[5], ARGV[6]
+if redis.call('GET', KEYS[12]) ~= ARGV[9] then
+  return {false, 'fenced', unpack(summary())}
+end
 promote(tonumber(ARGV[7]))
 local hosts = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[8], 'LIMIT', 0, 1)
 if #hosts == 0 then return {false, false, unpack(summary())} end
@@ -338,4 +343,5 @@ def _shard_keys(keys: Keys) -> tuple[str, ...]:
         keys.seen,
         keys.delays,
         keys.outstanding,
+        keys.owner,
     )

@@ -17,7 +17,7 @@ from crawler.frontier.scripts import Call, ScriptRunner
 from crawler.policy.order import LEVEL_WEIGHT
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Collection, Iterable, Sequence
 
     from redis import Redis
 
@@ -56,9 +56,10 @@ class Pending:
 
 @dataclass(frozen=True, slots=True)
 class PopOrder:
-    """Which shard to lease a request from, and under which limits."""
+    """Which shard to lease a request from, for which node, under which limits."""
 
     shard: int
+    node_id: str
     default_delay: float
     deepest_level: int | None = None
 
@@ -66,11 +67,13 @@ class PopOrder:
 @dataclass(frozen=True, slots=True)
 class Flushed:
     """What a flush did: whether each pushed request was new, how many leases were
-    still held when acked, and the request popped, if one was asked for."""
+    still held when acked, the request popped, if one was asked for, and whether
+    the pop was refused because another node owns the shard now (fencing)."""
 
     new: list[bool]
     acked: int
     popped: tuple[Lease, bytes] | None = None
+    fenced: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +133,7 @@ class FrontierStore:
         calls += [self._ack_call(lease, delay, now) for lease, delay in leases]
         pop_calls = [self._pop_call(pop, now)] if pop is not None else []
         replies = self._scripts.run(calls + pop_calls)
-        popped = self._popped(pop, replies.pop()) if pop is not None else None
+        popped, fenced = self._popped(pop, replies.pop()) if pop else (None, False)
         for call, reply in zip(calls, replies, strict=True):
             self._remember(call.keys.shard, reply[1:])
         pushes = len(by_shard)
@@ -139,7 +142,8 @@ class FrontierStore:
             for call, reply in zip(calls[:pushes], replies[:pushes], strict=True)
         }
         new = [next(flags[pending.shard]) == ord("1") for pending in batch]
-        return Flushed(new, sum(reply[0] for reply in replies[pushes:]), popped)
+        acked = sum(reply[0] for reply in replies[pushes:])
+        return Flushed(new, acked, popped, fenced)
 
     def pop(self, order: PopOrder, now: float) -> tuple[Lease, bytes] | None:
         """Lease the best ready request of a shard: its lease and entry, or None."""
@@ -175,14 +179,18 @@ class FrontierStore:
             _ms(order.default_delay),
             PROMOTE_LIMIT,
             _score_limit(order.deepest_level),
+            order.node_id,
         ]
         return Call("pop", self.keys[order.shard], args)
 
-    def _popped(self, order: PopOrder, reply: list[Any]) -> tuple[Lease, bytes] | None:
+    def _popped(
+        self, order: PopOrder, reply: list[Any]
+    ) -> tuple[tuple[Lease, bytes] | None, bool]:
+        """The lease and entry popped, if any, and whether the pop was fenced."""
         self._remember(order.shard, reply[2:])
         if reply[0] is None:
-            return None
-        return Lease(order.shard, str(reply[0])), reply[1]
+            return None, reply[1] == b"fenced"
+        return (Lease(order.shard, str(reply[0])), reply[1]), False
 
     def requeue(self, now: float, leases: Iterable[Lease] = ()) -> int:
         """Put back *leases*, or every expired lease of every shard; how many."""
@@ -208,13 +216,16 @@ class FrontierStore:
         for shard, reply in zip(shards, self._scripts.run(calls), strict=True):
             self._remember(shard, reply)
 
-    def best_shard(self, deepest_level: int | None = None) -> int | None:
-        """The shard whose best ready host has the lowest BFS score, if any is no
-        deeper than *deepest_level*."""
+    def best_shard(
+        self, among: Collection[int], deepest_level: int | None = None
+    ) -> int | None:
+        """The shard of *among* whose best ready host has the lowest BFS score, if
+        any is no deeper than *deepest_level*."""
         scored = [
             (s.best, i)
             for i, s in enumerate(self.summaries)
             if s.best is not None
+            and i in among
             and (deepest_level is None or s.best // LEVEL_WEIGHT <= deepest_level)
         ]
         return min(scored)[1] if scored else None

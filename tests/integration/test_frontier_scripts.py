@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 
 T0 = 1_000_000.0  # an arbitrary "now", in seconds
+NODE = "test-node"
 
 
 def make_store(redis: redis_py.Redis, **overrides: Any) -> FrontierStore:
@@ -26,6 +27,8 @@ def make_store(redis: redis_py.Redis, **overrides: Any) -> FrontierStore:
     settings.update({"FRONTIER_SHARDS": 1, **overrides})
     store = FrontierStore(redis, FrontierConfig.from_settings(settings, "test"))
     store.prepare(T0)
+    for keys in store.keys:  # this test's node owns every shard
+        redis.set(keys.owner, NODE)
     return store
 
 
@@ -37,7 +40,7 @@ def drain(store: FrontierStore, now: float) -> list[str]:
     """Pop and ack every ready request, in order (bounded)."""
     names = []
     for _ in range(1000):
-        popped = store.pop(PopOrder(0, 0.0), now)
+        popped = store.pop(PopOrder(0, NODE, 0.0), now)
         if popped is None:
             break
         lease, entry = popped
@@ -64,18 +67,18 @@ def test_a_shallower_request_of_any_ready_host_goes_first(redis):
 def test_a_host_is_busy_until_its_lease_is_acked(redis):
     store = make_store(redis)
     store.flush([pending("a", 0, "a0"), pending("a", 0, "a1")], [], T0)
-    first = store.pop(PopOrder(0, 0.0), T0)
+    first = store.pop(PopOrder(0, NODE, 0.0), T0)
     assert first is not None
-    assert store.pop(PopOrder(0, 0.0), T0) is None  # host concurrency 1
+    assert store.pop(PopOrder(0, NODE, 0.0), T0) is None  # host concurrency 1
     store.flush([], [(first[0], 0.0)], T0)
-    assert store.pop(PopOrder(0, 0.0), T0) is not None
+    assert store.pop(PopOrder(0, NODE, 0.0), T0) is not None
 
 
 def test_a_host_waits_its_delay_after_the_ack_and_others_do_not(redis):
     store = make_store(redis)
     store.flush([pending("a", 0, "a0"), pending("a", 0, "a1")], [], T0)
     store.flush([pending("b", 1, "b1")], [], T0)
-    lease, _ = store.pop(PopOrder(0, 0.0), T0)  # a0
+    lease, _ = store.pop(PopOrder(0, NODE, 0.0), T0)  # a0
     store.flush([], [(lease, 10.0)], T0)  # host a must wait 10 s
     assert drain(store, T0 + 1) == ["b1"]  # the deeper host b is not blocked
     assert store.summaries[0].wake == pytest.approx(T0 + 10)
@@ -86,7 +89,7 @@ def test_a_host_waits_its_delay_after_the_ack_and_others_do_not(redis):
 def test_an_expired_lease_goes_back_to_the_head_of_its_queue(redis):
     store = make_store(redis, FRONTIER_LEASE_TIMEOUT=30)
     store.flush([pending("a", 0, "a0"), pending("a", 0, "a1")], [], T0)
-    store.pop(PopOrder(0, 0.0), T0)  # a0 leased, never acked
+    store.pop(PopOrder(0, NODE, 0.0), T0)  # a0 leased, never acked
     assert store.requeue(T0 + 29) == 0
     assert store.requeue(T0 + 31) == 1
     assert drain(store, T0 + 31) == ["a0", "a1"]
@@ -96,7 +99,7 @@ def test_an_expired_lease_goes_back_to_the_head_of_its_queue(redis):
 def test_acking_an_expired_and_requeued_lease_changes_nothing(redis):
     store = make_store(redis, FRONTIER_LEASE_TIMEOUT=30)
     store.flush([pending("a", 0, "a0")], [], T0)
-    lease, _ = store.pop(PopOrder(0, 0.0), T0)
+    lease, _ = store.pop(PopOrder(0, NODE, 0.0), T0)
     store.requeue(T0 + 31)
     held = store.flush([], [(lease, 0.0)], T0 + 32).acked
     assert held == 0
@@ -107,7 +110,7 @@ def test_acking_an_expired_and_requeued_lease_changes_nothing(redis):
 def test_renewed_leases_do_not_expire(redis):
     store = make_store(redis, FRONTIER_LEASE_TIMEOUT=30)
     store.flush([pending("a", 0, "a0")], [], T0)
-    lease, _ = store.pop(PopOrder(0, 0.0), T0)
+    lease, _ = store.pop(PopOrder(0, NODE, 0.0), T0)
     store.renew([lease], T0 + 20)
     assert store.requeue(T0 + 40) == 0
     assert store.requeue(T0 + 51) == 1
@@ -116,8 +119,8 @@ def test_renewed_leases_do_not_expire(redis):
 def test_releasing_named_leases_requeues_only_those(redis):
     store = make_store(redis)
     store.flush([pending("a", 0, "a0"), pending("b", 0, "b0")], [], T0)
-    lease_a, _ = store.pop(PopOrder(0, 0.0), T0)
-    store.pop(PopOrder(0, 0.0), T0)
+    lease_a, _ = store.pop(PopOrder(0, NODE, 0.0), T0)
+    store.pop(PopOrder(0, NODE, 0.0), T0)
     assert store.requeue(T0, [lease_a]) == 1
     assert store.totals() == (1, 1)
 
@@ -164,9 +167,9 @@ def test_an_unknown_lease_is_not_held(redis):
 def test_one_round_trip_pushes_acks_then_pops(redis):
     store = make_store(redis)
     store.flush([pending("a", 0, "a0")], [], T0)
-    lease, _ = store.pop(PopOrder(0, 0.0), T0)
+    lease, _ = store.pop(PopOrder(0, NODE, 0.0), T0)
     # a0's link a1 and a0's ack go with the next pop, which must see host a free.
-    flushed = store.flush([pending("a", 1, "a1")], [(lease, 0.0)], T0, PopOrder(0, 0.0))
+    flushed = store.flush([pending("a", 1, "a1")], [(lease, 0.0)], T0, PopOrder(0, NODE, 0.0))
     assert flushed.new == [True]
     assert flushed.acked == 1
     assert flushed.popped is not None
@@ -176,9 +179,21 @@ def test_one_round_trip_pushes_acks_then_pops(redis):
 def test_the_barrier_holds_back_deeper_requests(redis):
     store = make_store(redis)
     store.flush([pending("a", 0, "a0"), pending("b", 1, "b1")], [], T0)
-    lease, _ = store.pop(PopOrder(0, 0.0, deepest_level=level_of(0)), T0)
-    assert store.pop(PopOrder(0, 0.0, deepest_level=level_of(0)), T0) is None
+    lease, _ = store.pop(PopOrder(0, NODE, 0.0, deepest_level=level_of(0)), T0)
+    assert store.pop(PopOrder(0, NODE, 0.0, deepest_level=level_of(0)), T0) is None
     assert store.summaries[0].lowest_level == level_of(0)  # a0 is still leased
     store.flush([], [(lease, 0.0)], T0)
     assert store.summaries[0].lowest_level == level_of(1)
-    assert store.pop(PopOrder(0, 0.0, deepest_level=level_of(1)), T0) is not None
+    assert store.pop(PopOrder(0, NODE, 0.0, deepest_level=level_of(1)), T0) is not None
+
+
+def test_a_node_that_does_not_own_the_shard_cannot_pop_from_it(redis):
+    store = make_store(redis)
+    store.flush([pending("a", 0, "a0")], [], T0)
+    redis.set(store.keys[0].owner, "another-node")
+    refused = store.flush([], [], T0, PopOrder(0, NODE, 0.0))
+    assert refused.fenced
+    assert refused.popped is None
+    assert drain(store, T0) == []  # still queued, for its owner
+    redis.set(store.keys[0].owner, NODE)
+    assert drain(store, T0) == ["a0"]

@@ -23,9 +23,15 @@ pytestmark = pytest.mark.integration
 
 
 def test_two_nodes_share_a_crawl_without_fetching_a_page_twice(redis_url):
-    delay = 0.1
-    with running_site(hosts=4, pages=25, links=4) as site:
-        settings = [f"REDIS_URL={redis_url}", f"DOWNLOAD_DELAY={delay}"]
+    delay = 0.2
+    # 12 hosts: rendezvous hashing leaves the joining node no host 1 time in 2000.
+    with running_site(hosts=12, pages=10, links=4) as site:
+        settings = [
+            f"REDIS_URL={redis_url}",
+            f"DOWNLOAD_DELAY={delay}",
+            "FRONTIER_MAINTENANCE_INTERVAL=0.3",
+            "FRONTIER_NODE_TTL=2",
+        ]
         nodes = []
         for seeds in (site.seeds[0], ""):  # the second node joins a running crawl
             nodes.append(

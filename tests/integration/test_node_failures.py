@@ -68,6 +68,7 @@ def test_a_crawl_killed_with_sigkill_resumes_and_loses_nothing(redis, redis_url)
             f"REDIS_URL={redis_url}",
             "FRONTIER_LEASE_TIMEOUT=3",
             "FRONTIER_MAINTENANCE_INTERVAL=0.5",
+            "FRONTIER_NODE_TTL=2",  # the killed node's shards free up soon
         ]
         first = subprocess.Popen(
             scrapy_crawl(*settings, seeds=site.seeds[0]),

@@ -1,0 +1,178 @@
+"""This node's membership in the crawl: its registration, heartbeat and shards.
+
+Every heartbeat (each maintenance round) the node renews its heartbeat key, rewrites
+its entry in the registry, reads which nodes are alive, and claims the shards that
+rendezvous hashing gives it among them. A shard's owner key is a lease only its
+holder renews; a node takes a shard only when the key is free (released by its old
+owner, or expired with a dead one), and the pop script refuses a node that does not
+hold the key, so two nodes never serve one shard at once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import TYPE_CHECKING
+
+from crawler.policy.ownership import shards_of
+
+if TYPE_CHECKING:
+    from redis import Redis
+
+    from crawler.frontier.config import FrontierConfig
+    from crawler.frontier.keys import CrawlKeys
+
+logger = logging.getLogger(__name__)
+
+# KEYS[1]: a shard's owner key. ARGV: node id, lease in ms.
+# Renews the key if this node holds it, takes it if it is free; 1 if held after.
+CLAIM = """
+local owner = redis.call('GET', KEYS[1])
+if owner == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+if not owner then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0
+"""
+# KEYS[1]: a shard's owner key. ARGV: node id. Frees the key only if this node holds it.
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def new_node_id() -> str:
+    """Unique per process: host name, pid and a random part (pids are reused)."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+@dataclass
+class Membership:
+    """This node's registration and the shards it holds."""
+
+    client: Redis
+    keys: CrawlKeys
+    config: FrontierConfig
+    node_id: str = field(default_factory=new_node_id)
+    owned: frozenset[int] = frozenset()
+    started: float = 0.0
+    _last_beat: tuple[float, int] = (0.0, 0)
+
+    def __post_init__(self) -> None:
+        self._claim = self.client.register_script(CLAIM)
+        self._release = self.client.register_script(RELEASE)
+        self._owner_keys = [self.keys.shard(s).owner for s in range(self.config.shards)]
+
+    def beat(self, now: float, pages: int) -> frozenset[int]:
+        """Renew this node's heartbeat and shards; the shards it holds now."""
+        if not self.started:
+            self.started = now
+        ttl = int(self.config.node_ttl * 1000)
+        self.client.set(self.keys.heartbeat(self.node_id), "1", px=ttl)
+        wanted = shards_of(self.node_id, self.live_nodes(now), self.config.shards)
+        held = self._claim_all(wanted, ttl)
+        self._release_all(self.owned - wanted)
+        if held != self.owned:
+            logger.info(
+                "Node %(node)s now owns %(count)d of %(shards)d shards",
+                {
+                    "node": self.node_id,
+                    "count": len(held),
+                    "shards": self.config.shards,
+                },
+            )
+        self.owned = held
+        self._register(now, pages)
+        return held
+
+    def live_nodes(self, now: float) -> list[str]:
+        """Ids of the registered nodes whose heartbeat is alive; forgets dead ones
+        (a node's entry outlives its heartbeat by one TTL, for `frontier status`)."""
+        entries: dict[bytes, bytes] = self.client.hgetall(self.keys.nodes)  # type: ignore[assignment]
+        ids = [key.decode("utf-8", "replace") for key in entries]
+        pipe = self.client.pipeline(transaction=False)
+        for node in ids:
+            pipe.exists(self.keys.heartbeat(node))
+        alive = pipe.execute() if ids else []
+        live, dead = [], []
+        for node, exists in zip(ids, alive, strict=True):
+            if exists:
+                live.append(node)
+            elif _age(entries, node, now) > 2 * self.config.node_ttl:
+                dead.append(node)
+        if dead:
+            self.client.hdel(self.keys.nodes, *dead)
+        return live
+
+    def leave(self) -> None:
+        """Clean close: free the shards and deregister, so others take over now."""
+        self._release_all(self.owned)
+        self.owned = frozenset()
+        self.client.delete(self.keys.heartbeat(self.node_id))
+        self.client.hdel(self.keys.nodes, self.node_id)
+
+    def lost(self, shard: int) -> None:
+        """The pop script found *shard* owned by another node (this one was late)."""
+        self.owned -= {shard}
+
+    def _claim_all(self, shards: frozenset[int], ttl: int) -> frozenset[int]:
+        ordered = sorted(shards)
+        pipe = self.client.pipeline(transaction=False)
+        for shard in ordered:
+            self._claim(
+                keys=[self._owner_keys[shard]], args=[self.node_id, ttl], client=pipe
+            )
+        replies = pipe.execute() if ordered else []
+        return frozenset(s for s, ok in zip(ordered, replies, strict=True) if ok)
+
+    def _release_all(self, shards: frozenset[int]) -> None:
+        if not shards:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for shard in shards:
+            self._release(
+                keys=[self._owner_keys[shard]], args=[self.node_id], client=pipe
+            )
+        pipe.execute()
+
+    def _register(self, now: float, pages: int) -> None:
+        """Rewrite this node's registry entry (read by `scrapy frontier status`)."""
+        last_time, last_pages = self._last_beat
+        rate = (pages - last_pages) * 60 / (now - last_time) if last_time else 0.0
+        self._last_beat = (now, pages)
+        entry = {
+            "id": self.node_id,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started": self.started,
+            "version": _version(),
+            "heartbeat": now,
+            "shards": sorted(self.owned),
+            "pages": pages,
+            "pages_per_min": round(rate, 1),
+        }
+        self.client.hset(self.keys.nodes, self.node_id, json.dumps(entry))
+
+
+def _age(entries: dict[bytes, bytes], node: str, now: float) -> float:
+    """Seconds since *node*'s last heartbeat by its registry entry (inf if unreadable)."""
+    try:
+        return now - float(json.loads(entries[node.encode()])["heartbeat"])
+    except (KeyError, ValueError, TypeError):
+        return float("inf")
+
+
+def _version() -> str:
+    try:
+        return metadata.version("crawler")
+    except metadata.PackageNotFoundError:
+        return "unknown"
