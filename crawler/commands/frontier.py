@@ -1,7 +1,8 @@
 """``scrapy frontier <subcommand>``: look into a crawl's frontier in Redis.
 
 Subcommands live in ``SUBCOMMANDS`` (name -> function); for now ``hosts`` prints the
-per-host traffic table the traffic middleware keeps. The crawl is
+per-host traffic table the traffic middleware keeps, with each host's timeout record
+(slow, paused) from the timeouts middleware. The crawl is
 ``--prefix`` (default ``FRONTIER_KEY_PREFIX``, else the ``bfs`` spider's name) in
 ``REDIS_URL``; with no ``REDIS_URL`` the command opens the private Redis of
 ``FRONTIER_EMBEDDED_REDIS_DIR`` that ``scrapy crawl`` used (attaching to it while a
@@ -12,22 +13,30 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, cast
 
 import redis
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from crawler.commands.control import (
+    CONTROL_SUBCOMMANDS,
+    ControlError,
+    add_control_options,
+    bind_arguments,
+)
 from crawler.connection import RedisUnreachableError, check_reachable
 from crawler.frontier.embedded import EmbeddedRedis, EmbeddedRedisError, running_url
 from crawler.frontier.keys import CrawlKeys
 from crawler.middlewares.traffic import RANK_METRICS
+from crawler.policy.tiers import BadHealthRecordError, HostHealth
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
     from scrapy.settings import BaseSettings
 
@@ -50,7 +59,12 @@ HOST_COLUMNS = (
     ("delay", "delay"),
     ("reason", "reason"),
 )
-_LEFT_ALIGNED = frozenset({"host", "last fetch (UTC)", "reason"})
+# The column of each host's timeout record: "slow", "paused until ...", both, or
+# "?" for a record this crawler did not write.
+HEALTH_COLUMN = "slow"
+_LEFT_ALIGNED = frozenset({"host", "last fetch (UTC)", "reason", HEALTH_COLUMN})
+# A pause ending within this many seconds shows only its time of day.
+_SAME_DAY = 86400.0
 
 
 class FrontierCommandError(RuntimeError):
@@ -66,7 +80,7 @@ class Command(ScrapyCommand):
         return f"{{{'|'.join(SUBCOMMANDS)}}} [options]"
 
     def short_desc(self) -> str:
-        return f"Look into a crawl's frontier in Redis ({', '.join(SUBCOMMANDS)})"
+        return f"Watch and steer a crawl's frontier in Redis ({', '.join(SUBCOMMANDS)})"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
@@ -87,15 +101,17 @@ class Command(ScrapyCommand):
             default="requests",
             help="hosts: the counter that ranks them (default requests)",
         )
+        add_control_options(parser)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
-        if len(args) != 1 or args[0] not in SUBCOMMANDS:
+        if not args or args[0] not in SUBCOMMANDS:
             raise UsageError(
                 f"give one subcommand of {', '.join(SUBCOMMANDS)}, got {args!r}"
             )
         if opts.top < 1:
             raise UsageError(f"--top must be >= 1, got {opts.top}")
+        bind_arguments(opts, args[0], args[1:], self.settings)
         keys = (
             CrawlKeys(opts.prefix)
             if opts.prefix
@@ -106,6 +122,7 @@ class Command(ScrapyCommand):
                 self.exitcode = SUBCOMMANDS[args[0]](client, keys, opts, sys.stdout)
         except (
             FrontierCommandError,
+            ControlError,
             RedisUnreachableError,
             EmbeddedRedisError,
             redis.RedisError,
@@ -120,18 +137,20 @@ class Command(ScrapyCommand):
 def hosts(
     client: redis.Redis, keys: CrawlKeys, opts: argparse.Namespace, out: IO[str]
 ) -> int:
-    """The busiest hosts: requests, bytes, statuses, errors, delay in force."""
+    """The busiest hosts: requests, bytes, statuses, errors, delay in force, and
+    whether they are slow or paused."""
     rows = read_hosts(client, keys, sort=opts.sort, top=opts.top)
     if not rows:
         out.write(f"No {opts.sort} recorded for crawl {keys.prefix!r}\n")
     else:
-        out.write(host_table(rows))
+        names = [host for host, _fields in rows]
+        out.write(host_table(rows, read_health(client, keys, names, now=time.time())))
     return 0
 
 
 SUBCOMMANDS: dict[
     str, Callable[[redis.Redis, CrawlKeys, argparse.Namespace, IO[str]], int]
-] = {"hosts": hosts}
+] = {"hosts": hosts, **CONTROL_SUBCOMMANDS}
 
 
 def read_hosts(
@@ -151,19 +170,68 @@ def read_hosts(
     ]
 
 
+def read_health(
+    client: redis.Redis, keys: CrawlKeys, names: Sequence[str], *, now: float
+) -> dict[str, str]:
+    """What the ``slow`` column shows for each of *names*: one HMGET of the crawl's
+    host records. A record that is not ours, or a health key that is not a hash,
+    shows as ``?``."""
+    if not names:
+        return {}
+    try:
+        records = cast("list[bytes | None]", client.hmget(keys.health, names))
+    except redis.ResponseError:  # WRONGTYPE: someone else's key
+        return dict.fromkeys(names, "?")
+    return {
+        name: health_text(raw, now=now)
+        for name, raw in zip(names, records, strict=True)
+    }
+
+
+def health_text(raw: bytes | None, *, now: float) -> str:
+    """``slow``, ``paused until 12:34:56Z``, both, ``""`` (no record, or nothing to
+    say), or ``?`` for a record this crawler did not write."""
+    if raw is None:
+        return ""
+    try:
+        health = HostHealth.from_json(raw)
+    except BadHealthRecordError:
+        return "?"
+    parts = ["slow"] if health.slow else []
+    if health.paused_until > now:
+        try:
+            moment = datetime.fromtimestamp(health.paused_until, UTC)
+        except (ValueError, OverflowError, OSError):
+            return "?"
+        shape = (
+            "%H:%M:%SZ"
+            if health.paused_until - now < _SAME_DAY
+            else "%Y-%m-%dT%H:%M:%SZ"
+        )
+        parts.append(f"paused until {moment.strftime(shape)}")
+    return ", ".join(parts)
+
+
 # --- the table -----------------------------------------------------------------------
 
 
-def host_table(rows: Sequence[tuple[str, dict[str, str]]]) -> str:
-    """The aligned text table of *rows* (host, hash fields); never raises on what
-    Redis held: values that are not numbers are shown as they are."""
+def host_table(
+    rows: Sequence[tuple[str, dict[str, str]]],
+    health: Mapping[str, str] | None = None,
+) -> str:
+    """The aligned text table of *rows* (host, hash fields), with a ``slow`` column
+    from *health* (host -> text) when given; never raises on what Redis held:
+    values that are not numbers are shown as they are."""
     headers = ["host", *(header for header, _field in HOST_COLUMNS)]
+    if health is not None:
+        headers.append(HEALTH_COLUMN)
     lines = [headers]
     for host, fields in rows:
-        lines.append(
-            [cell(host)]
-            + [cell(_shown(name, fields.get(name, ""))) for _h, name in HOST_COLUMNS]
-        )
+        line = [cell(host)]
+        line += [cell(_shown(name, fields.get(name, ""))) for _h, name in HOST_COLUMNS]
+        if health is not None:
+            line.append(cell(health.get(host, "")))
+        lines.append(line)
     widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
     return "".join(
         "  ".join(

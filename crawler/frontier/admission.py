@@ -32,7 +32,7 @@ class Admission:
         self._stats = crawler.stats
         self._fingerprinter = crawler.request_fingerprinter
         self._spider = spider
-        self._config = config
+        self.config = config
         self._seen = SeenCache(config.local_seen_cache)
         self._duplicates = 0
         # Enough hashes for the filter of a shard that needs the most.
@@ -44,7 +44,7 @@ class Admission:
         Raises ``codec.UnencodableRequestError`` for a request that cannot be stored.
         """
         depth = request.meta.get("depth", 0)
-        if not depth_allowed(depth, self._config.depth_limit):
+        if not depth_allowed(depth, self.config.depth_limit):
             self._stats.inc_value("frontier/depth_limited")
             return None
         dedup: str | bytes = ""
@@ -59,7 +59,7 @@ class Admission:
         except BadURLError:
             self._stats.inc_value("frontier/bad_urls")
             return None
-        shard = shard_of(shard_key(host, self._config.shard_by), self._config.shards)
+        shard = shard_of(shard_key(host, self.config.shard_by), self.config.shards)
         entry = codec.encode(request, self._spider)
         return Pending(shard, host, level_of(depth, tier_of(request)), dedup, entry)
 
@@ -72,7 +72,7 @@ class Admission:
 
     def _dedup_argument(self, fingerprint: bytes) -> str | bytes:
         """What the push script's seen check takes: the fingerprint, or its hashes."""
-        if self._config.dedup.mode == "exact":
+        if self.config.dedup.mode == "exact":
             return fingerprint
         return bloom_hashes(fingerprint, self._hashes)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
@@ -27,6 +28,7 @@ from crawler.frontier import codec
 from crawler.frontier.acks import lease_done
 from crawler.frontier.admission import Admission
 from crawler.frontier.config import FrontierConfig
+from crawler.frontier.control import Control, read_control, with_runtime_settings
 from crawler.frontier.embedded import EmbeddedRedisError
 from crawler.frontier.leases import Held, HeldLeases
 from crawler.frontier.nodes import Membership
@@ -41,7 +43,9 @@ from crawler.frontier.store import (
     SchemaMismatchError,
 )
 from crawler.policy.order import deepest_level_allowed
-from crawler.politeness import HostDelays
+from crawler.policy.politeness import PolitenessConfig
+from crawler.policy.typedsettings import get_int
+from crawler.politeness import HostDelays, machine_zone
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -89,6 +93,7 @@ class FrontierScheduler(BaseScheduler):
         self._refreshed_at = 0.0
         self._bad_entry_logged = False
         self._failure: StartupFailure | None = None
+        self._control = Control()
         crawler.signals.connect(self._lease_done, signal=lease_done)
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
 
@@ -174,7 +179,7 @@ class FrontierScheduler(BaseScheduler):
     # --- Scrapy's scheduler interface ----------------------------------------------
 
     def has_pending_requests(self) -> bool:
-        if self._buffer or self._done:
+        if self._buffer or self._done or self._control.paused:
             return True
         if self._store is None:
             return False
@@ -194,7 +199,7 @@ class FrontierScheduler(BaseScheduler):
         return pending is not None
 
     def next_request(self) -> Request | None:
-        if self._store is None:
+        if self._store is None or self._control.paused:
             return None
         now = time.time()
         if due := self._store.due_shards(now):
@@ -360,6 +365,7 @@ class FrontierScheduler(BaseScheduler):
         if self._membership.beat(now, pages) - owned:
             self._wake_engine()  # shards gained: there may be work in them
         self._store.renew(self._held.leases(), now)
+        self._follow_control()
         if recovered := self._store.requeue(now):
             self._stats.inc_value("frontier/leases_recovered", recovered)
             logger.info(
@@ -370,6 +376,52 @@ class FrontierScheduler(BaseScheduler):
             self._wake_engine()
         self._take_seeds()
         self._progress.maybe_log(self._store, now)
+
+    def _follow_control(self) -> None:
+        """Apply `scrapy frontier pause|resume|set`, read once a heartbeat."""
+        assert self._store is not None
+        fields = self._store.client.hgetall(self._store.crawl_keys.control)
+        control = read_control(fields)  # type: ignore[arg-type]
+        previous, self._control = self._control, control
+        if control.paused != previous.paused:
+            logger.info(
+                "Crawl %(what)s by `scrapy frontier %(command)s`",
+                {
+                    "what": "paused" if control.paused else "resumed",
+                    "command": "pause" if control.paused else "resume",
+                },
+                extra={"spider": self._spider},
+            )
+            if not control.paused:
+                self._wake_engine()
+        if control.settings != previous.settings:
+            self._apply_settings(control.settings)
+
+    def _apply_settings(self, overrides: dict[str, str]) -> None:
+        """Run-time settings, over the ones the crawl started with; a bad value
+        (written by hand) is logged and the settings in force are kept."""
+        try:
+            settings = with_runtime_settings(self._crawler.settings, overrides)
+            politeness = PolitenessConfig.from_settings(
+                settings, machine_zone=machine_zone()
+            )
+        except ValueError as exc:
+            logger.error(
+                "Ignored run-time settings %(overrides)r: %(error)s",
+                {"overrides": overrides, "error": exc},
+                extra={"spider": self._spider},
+            )
+            return
+        self._delays.config = politeness
+        self._config = replace(
+            self._config, depth_limit=get_int(settings, "DEPTH_LIMIT")
+        )
+        self._admission.config = self._config
+        logger.info(
+            "Run-time settings in force: %(overrides)r",
+            {"overrides": overrides},
+            extra={"spider": self._spider},
+        )
 
     def _take_seeds(self) -> None:
         """Enqueue URLs any client pushed to the crawl's seed list in Redis."""

@@ -1,0 +1,298 @@
+"""``scrapy frontier status|seed|pause|resume|set|reset``: watch and steer a crawl.
+
+Each subcommand takes the crawl's Redis client and keys, the parsed options and the
+output stream, and returns the exit status. ``bind_arguments`` puts on the options
+what the subcommand needs besides them: ``words`` (the words after its name) and
+``settings`` (the project's, with ``-s``). What the operator must fix raises
+``ControlError``, which ``scrapy frontier`` prints as one line before exiting with 1.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from scrapy.exceptions import UsageError
+
+from crawler.commands.report import live_nodes, read_status, render_status
+from crawler.frontier.control import (
+    PAUSED_FIELD,
+    PAUSED_VALUE,
+    check_runtime_name,
+    read_control,
+    setting_field,
+    with_runtime_settings,
+)
+from crawler.policy.scope import parse_seed
+from crawler.policy.sharding import check_shards
+from crawler.policy.typedsettings import get_int
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Iterator, Sequence
+
+    import redis
+    from scrapy.settings import BaseSettings
+
+    from crawler.frontier.keys import CrawlKeys
+
+# Seeds pushed by one RPUSH; keys a SCAN step asks for, and unlinked by one pipeline.
+SEED_BATCH = 1000
+SCAN_BATCH = 1000
+# Characters SCAN would read as a glob in a prefix: reset refuses such a prefix.
+_GLOB = frozenset("*?[]\\")
+_HEARTBEAT = "within one heartbeat (FRONTIER_MAINTENANCE_INTERVAL)"
+
+
+class ControlError(RuntimeError):
+    """What the operator must fix, said in one line."""
+
+
+def add_control_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--file", metavar="PATH", help="seed: URLs from PATH, one a line (-: stdin)"
+    )
+    parser.add_argument(
+        "--unset", action="store_true", help="set: drop KEY's run-time value"
+    )
+    parser.add_argument(
+        "--yes", action="store_true", help="reset: delete without asking"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="reset: even while nodes are alive"
+    )
+
+
+def bind_arguments(
+    opts: argparse.Namespace,
+    name: str,
+    words: Sequence[str],
+    settings: BaseSettings,
+) -> None:
+    """Check the words after subcommand *name* (raises ``UsageError``) and put
+    them, with *settings*, on *opts*. Only ``seed`` and ``set`` take words."""
+    fewest: int = 0
+    most: int | None = 0
+    if name == "seed":
+        fewest, most = (0 if opts.file else 1), None
+    elif name == "set":
+        fewest = most = 1 if opts.unset else 2
+    if len(words) < fewest or (most is not None and len(words) > most):
+        usage = {
+            "set": "set KEY VALUE | set KEY --unset",
+            "seed": "seed URL... | seed --file PATH",
+        }
+        raise UsageError(
+            f"usage: scrapy frontier {usage.get(name, name)}; got {[name, *words]!r}"
+        )
+    opts.words = list(words)
+    opts.settings = settings
+
+
+# --- subcommands ---------------------------------------------------------------------
+
+
+def status(
+    client: redis.Redis, keys: CrawlKeys, opts: argparse.Namespace, out: IO[str]
+) -> int:
+    """Nodes, queues by depth, hosts ready and waiting, shards without an owner."""
+    try:
+        shards = check_shards(get_int(opts.settings, "FRONTIER_SHARDS"))
+    except ValueError as exc:
+        raise ControlError(str(exc)) from None
+    out.write(render_status(read_status(client, keys, shards), now=time.time()))
+    return 0
+
+
+def seed(
+    client: redis.Redis, keys: CrawlKeys, opts: argparse.Namespace, out: IO[str]
+) -> int:
+    """Push seed URLs for the crawl's nodes; 1 if none was pushed."""
+    pushed = skipped = 0
+    batch: list[str] = []
+    for where, raw in _seed_lines(opts.words, opts.file):
+        try:
+            url = _seed_of(raw)
+        except ValueError as exc:
+            print(f"scrapy frontier: {where}: {exc}; skipped", file=sys.stderr)
+            skipped += 1
+            continue
+        if url is not None:
+            batch.append(url)
+        if len(batch) >= SEED_BATCH:
+            pushed += _push(client, keys, batch)
+    pushed += _push(client, keys, batch)
+    out.write(
+        f"Pushed {pushed} seeds to {keys.seeds!r}, skipped {skipped}: running nodes "
+        f"take them {_HEARTBEAT}, a crawl started later at its start\n"
+    )
+    return 0 if pushed else 1
+
+
+def pause(
+    client: redis.Redis, keys: CrawlKeys, opts: argparse.Namespace, out: IO[str]
+) -> int:
+    """Stop every node handing out requests (in-flight ones finish)."""
+    client.hset(keys.control, PAUSED_FIELD, PAUSED_VALUE)
+    out.write(f"Crawl {keys.prefix!r} paused: nodes stop fetching {_HEARTBEAT}\n")
+    return 0
+
+
+def resume(
+    client: redis.Redis, keys: CrawlKeys, opts: argparse.Namespace, out: IO[str]
+) -> int:
+    """Let the nodes of a paused crawl fetch again."""
+    if client.hdel(keys.control, PAUSED_FIELD):
+        out.write(f"Crawl {keys.prefix!r} resumed: nodes fetch again {_HEARTBEAT}\n")
+    else:
+        out.write(f"Crawl {keys.prefix!r} was not paused\n")
+    return 0
+
+
+def set_setting(
+    client: redis.Redis, keys: CrawlKeys, opts: argparse.Namespace, out: IO[str]
+) -> int:
+    """Give a run-time setting a new value for every node, or drop it (--unset)."""
+    name = opts.words[0].upper()
+    try:
+        check_runtime_name(name)
+    except ValueError as exc:
+        raise ControlError(str(exc)) from None
+    if opts.unset:
+        if client.hdel(keys.control, setting_field(name)):
+            out.write(
+                f"{name} of crawl {keys.prefix!r} dropped: nodes go back to their "
+                f"own value {_HEARTBEAT}\n"
+            )
+        else:
+            out.write(f"{name} had no run-time value in crawl {keys.prefix!r}\n")
+        return 0
+    value = opts.words[1]
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ControlError(f"{name}: the value given is not UTF-8 text") from None
+    in_force = read_control(client.hgetall(keys.control)).settings  # type: ignore[arg-type]
+    try:
+        with_runtime_settings(opts.settings, {name: value})
+    except ValueError as exc:
+        raise ControlError(str(exc)) from None
+    try:
+        with_runtime_settings(opts.settings, {**in_force, name: value})
+    except ValueError as exc:
+        raise ControlError(
+            f"{exc} (a run-time value in force: `scrapy frontier set NAME --unset` "
+            "drops it)"
+        ) from None
+    client.hset(keys.control, setting_field(name), value)
+    out.write(
+        f"{name} = {value!r} in crawl {keys.prefix!r}: nodes apply it {_HEARTBEAT}\n"
+    )
+    return 0
+
+
+def reset(
+    client: redis.Redis, keys: CrawlKeys, opts: argparse.Namespace, out: IO[str]
+) -> int:
+    """Delete every key of the crawl, after asking (unless --yes); refused while a
+    node is alive (unless --force)."""
+    if _GLOB & set(keys.prefix):
+        raise ControlError(
+            f"cannot reset crawl {keys.prefix!r}: its prefix holds glob characters"
+        )
+    alive = live_nodes(client, keys)
+    if alive and not opts.force:
+        raise ControlError(
+            f"{len(alive)} node(s) of crawl {keys.prefix!r} alive ({alive[0]!r}...): "
+            "stop them first, or pass --force"
+        )
+    count = sum(1 for _key in client.scan_iter(match=keys.pattern, count=SCAN_BATCH))
+    if not count:
+        out.write(f"Crawl {keys.prefix!r} has no keys: nothing to delete\n")
+        return 0
+    if not opts.yes:
+        out.write(f"Delete crawl {keys.prefix!r} ({count} keys)? [y/N] ")
+        out.flush()
+        if sys.stdin.readline().strip().lower() not in {"y", "yes"}:
+            raise ControlError("reset not confirmed: nothing deleted")
+    out.write(f"Deleted {_delete_all(client, keys)} keys of crawl {keys.prefix!r}\n")
+    return 0
+
+
+CONTROL_SUBCOMMANDS: dict[
+    str, Callable[[redis.Redis, CrawlKeys, argparse.Namespace, IO[str]], int]
+] = {
+    "status": status,
+    "seed": seed,
+    "pause": pause,
+    "resume": resume,
+    "set": set_setting,
+    "reset": reset,
+}
+
+
+# --- helpers -------------------------------------------------------------------------
+
+
+def _seed_lines(words: Sequence[str], path: str | None) -> Iterator[tuple[str, bytes]]:
+    """(where, line) of each seed: the arguments, then the lines of *path*."""
+    for number, word in enumerate(words, start=1):
+        yield f"argument {number}", word.encode("utf-8", "surrogateescape")
+    if path is None:
+        return
+    try:
+        stream = sys.stdin.buffer if path == "-" else Path(path).open("rb")  # noqa: SIM115 (closed below unless stdin)
+    except OSError as exc:
+        raise ControlError(f"cannot read seeds file {path}: {exc.strerror}") from None
+    name = "stdin" if path == "-" else path
+    try:
+        for number, line in enumerate(stream, start=1):
+            yield f"{name} line {number}", line.rstrip(b"\r\n")
+    except OSError as exc:
+        raise ControlError(f"cannot read seeds {name}: {exc.strerror}") from None
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+
+
+def _seed_of(raw: bytes) -> str | None:
+    """The seed URL on line *raw*; None for a blank line or a comment. Raises
+    ``ValueError`` saying what is wrong otherwise."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{raw!r} is not UTF-8") from None
+    return parse_seed(text)
+
+
+def _push(client: redis.Redis, keys: CrawlKeys, batch: list[str]) -> int:
+    """RPUSH *batch* (then empty it); how many were pushed."""
+    if not batch:
+        return 0
+    client.rpush(keys.seeds, *batch)
+    pushed = len(batch)
+    batch.clear()
+    return pushed
+
+
+def _delete_all(client: redis.Redis, keys: CrawlKeys) -> int:
+    """UNLINK every key of the crawl, one key a command (Cluster-safe); how many."""
+    deleted = 0
+    batch: list[bytes] = []
+    for key in client.scan_iter(match=keys.pattern, count=SCAN_BATCH):
+        batch.append(key)
+        if len(batch) >= SCAN_BATCH:
+            deleted += _unlink(client, batch)
+    return deleted + _unlink(client, batch)
+
+
+def _unlink(client: redis.Redis, batch: list[bytes]) -> int:
+    if not batch:
+        return 0
+    pipe = client.pipeline(transaction=False)
+    for key in batch:
+        pipe.unlink(key)
+    batch.clear()
+    return sum(pipe.execute())

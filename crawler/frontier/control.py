@@ -1,0 +1,126 @@
+"""Run-time controls of a crawl: pausing it, and settings that change while it runs.
+
+The crawl's control hash (``CrawlKeys.control``) holds ``paused`` (``"1"`` pauses
+every node) and ``set:<SETTING>`` fields whose values are the text a ``-s`` option
+would give. ``scrapy frontier pause|resume|set`` write it; each node reads it at every
+heartbeat, parses it with ``read_control`` and applies the settings with
+``with_runtime_settings``, which checks them as start-up would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from scrapy.settings import BaseSettings
+
+from crawler.policy.politeness import PolitenessConfig
+from crawler.policy.typedsettings import get_int
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+# The settings that may change while a crawl runs; any other is refused.
+RUNTIME_SETTINGS = (
+    "POLITENESS_DAY_DELAY",
+    "POLITENESS_NIGHT_DELAY",
+    "POLITENESS_DAY_HOURS",
+    "POLITENESS_JITTER",
+    "POLITENESS_OVERRIDES",
+    "POLITENESS_TIMEZONES",
+    "POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR",
+    "DOWNLOAD_DELAY",
+    "DEPTH_LIMIT",
+)
+# The control hash field that pauses every node while it holds PAUSED_VALUE.
+PAUSED_FIELD = "paused"
+PAUSED_VALUE = "1"
+# Prefix of the control hash fields that hold a run-time setting.
+SETTING_PREFIX = "set:"
+# Priority of run-time values: they replace what -s gave the node at start.
+RUNTIME_PRIORITY = "cmdline"
+
+
+@dataclass(frozen=True, slots=True)
+class Control:
+    """What the control hash says: paused or not, run-time settings (name -> text),
+    and the fields it holds that mean nothing to this crawler (to log once)."""
+
+    paused: bool = False
+    settings: dict[str, str] = field(default_factory=dict)
+    ignored: tuple[str, ...] = ()
+
+
+def setting_field(name: str) -> str:
+    """The control hash field of run-time setting *name*."""
+    return SETTING_PREFIX + name
+
+
+def read_control(fields: Mapping[bytes, bytes] | Mapping[str, str]) -> Control:
+    """Parse the control hash (``HGETALL``'s reply, bytes or text); never raises.
+
+    Only ``paused`` = ``"1"`` pauses. A ``set:`` field of a setting outside
+    RUNTIME_SETTINGS, a field that is not UTF-8, or anything else is ignored and
+    named in ``ignored``. Values are not checked here: see ``with_runtime_settings``.
+    """
+    paused = False
+    settings: dict[str, str] = {}
+    ignored: list[str] = []
+    for raw_name, raw_value in fields.items():
+        name, value = _text(raw_name), _text(raw_value)
+        if name is None or value is None:
+            ignored.append(_shown(raw_name))
+        elif name == PAUSED_FIELD and value == PAUSED_VALUE:
+            paused = True
+        elif name.startswith(SETTING_PREFIX) and (
+            name.removeprefix(SETTING_PREFIX) in RUNTIME_SETTINGS
+        ):
+            settings[name.removeprefix(SETTING_PREFIX)] = value
+        else:
+            ignored.append(name)
+    return Control(paused, dict(sorted(settings.items())), tuple(sorted(ignored)))
+
+
+def with_runtime_settings(
+    settings: BaseSettings, overrides: Mapping[str, str]
+) -> BaseSettings:
+    """A copy of *settings* with *overrides* (name -> text) applied, as ``-s`` would.
+
+    Raises a one-line ``ValueError`` naming the setting when a name is not in
+    RUNTIME_SETTINGS or when the result would stop a crawl at start-up: the
+    politeness policy must build (``PolitenessConfig.from_settings``), and
+    ``DEPTH_LIMIT`` must be an integer >= 0. *settings* is not changed.
+    """
+    for name in overrides:
+        check_runtime_name(name)
+    result = BaseSettings()
+    result.update(settings)
+    for name, value in overrides.items():
+        result.set(name, value, priority=RUNTIME_PRIORITY)
+    PolitenessConfig.from_settings(result, machine_zone="UTC")
+    depth_limit = get_int(result, "DEPTH_LIMIT")
+    if depth_limit < 0:
+        raise ValueError(f"DEPTH_LIMIT must be >= 0 (0: no limit), got {depth_limit}")
+    return result
+
+
+def check_runtime_name(name: str) -> None:
+    """Raise a one-line ``ValueError`` unless *name* may change at run time."""
+    if name not in RUNTIME_SETTINGS:
+        raise ValueError(
+            f"{name} cannot change while a crawl runs; these can: "
+            + ", ".join(RUNTIME_SETTINGS)
+        )
+
+
+def _text(raw: bytes | str) -> str | None:
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _shown(raw: bytes | str) -> str:
+    return raw if isinstance(raw, str) else raw.decode("utf-8", "backslashreplace")

@@ -1,0 +1,163 @@
+"""Run-time controls: parsing the control hash, checking run-time settings, and the
+pure pieces of `scrapy frontier status` (shard ranges, ages, pages a minute)."""
+
+from __future__ import annotations
+
+import pytest
+from scrapy.settings import Settings
+
+from crawler.commands.report import NodeStatus, age, shard_ranges
+from crawler.frontier.control import (
+    RUNTIME_SETTINGS,
+    Control,
+    read_control,
+    setting_field,
+    with_runtime_settings,
+)
+
+
+def project_settings() -> Settings:
+    settings = Settings()
+    settings.setmodule("crawler.settings", priority="project")
+    return settings
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({}, Control()),
+        ({b"paused": b"1"}, Control(paused=True)),
+        ({"paused": "1"}, Control(paused=True)),
+        ({b"paused": b"0"}, Control(ignored=("paused",))),
+        (
+            {b"set:POLITENESS_DAY_DELAY": b"2.5", b"set:DEPTH_LIMIT": b"3"},
+            Control(settings={"DEPTH_LIMIT": "3", "POLITENESS_DAY_DELAY": "2.5"}),
+        ),
+        ({b"set:FRONTIER_SHARDS": b"4"}, Control(ignored=("set:FRONTIER_SHARDS",))),
+        ({b"set:depth_limit": b"4"}, Control(ignored=("set:depth_limit",))),
+        ({b"other": b"x", b"paused": b"1"}, Control(paused=True, ignored=("other",))),
+        (
+            {b"set:DEPTH_LIMIT": b"\xff", b"\xfe": b"1"},
+            Control(ignored=("\\xfe", "set:DEPTH_LIMIT")),
+        ),
+        (
+            {b"set:POLITENESS_OVERRIDES": b""},
+            Control(settings={"POLITENESS_OVERRIDES": ""}),
+        ),
+    ],
+)
+def test_read_control_parses_the_control_hash(fields, expected):
+    assert read_control(fields) == expected
+
+
+def test_setting_fields_are_what_read_control_reads():
+    fields = {setting_field(name): "1" for name in RUNTIME_SETTINGS}
+    assert read_control(fields).settings == dict.fromkeys(sorted(RUNTIME_SETTINGS), "1")
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "read"),
+    [
+        ("POLITENESS_DAY_DELAY", "2.5", 2.5),
+        ("POLITENESS_NIGHT_DELAY", "0", 0.0),
+        ("POLITENESS_DAY_HOURS", "22:00-06:00", "22:00-06:00"),
+        ("POLITENESS_JITTER", "0.1", 0.1),
+        ("POLITENESS_OVERRIDES", '{"a.example": 30}', {"a.example": 30}),
+        ("POLITENESS_TIMEZONES", '{"de": "Europe/Berlin"}', {"de": "Europe/Berlin"}),
+        ("POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR", "120", 120),
+        ("POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR", "", ""),
+        ("DOWNLOAD_DELAY", "1.5", 1.5),
+        ("DEPTH_LIMIT", "0", 0),
+        ("DEPTH_LIMIT", "3", 3),
+    ],
+)
+def test_a_good_runtime_value_applies_as_dash_s_would(name, value, read):
+    base = project_settings()
+    base.freeze()
+    result = with_runtime_settings(base, {name: value})
+    if isinstance(read, dict):
+        assert result.getdict(name) == read
+    elif isinstance(read, float):
+        assert result.getfloat(name) == read
+    elif isinstance(read, int):
+        assert result.getint(name) == read
+    else:
+        assert result.get(name) == read
+    assert base.get(name) != value  # the project's settings are left alone
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("POLITENESS_DAY_DELAY", "abc"),
+        ("POLITENESS_DAY_DELAY", "-1"),
+        ("POLITENESS_DAY_DELAY", "nan"),
+        ("POLITENESS_NIGHT_DELAY", "inf"),
+        ("POLITENESS_DAY_HOURS", "8-22"),
+        ("POLITENESS_DAY_HOURS", "08:00-08:00"),
+        ("POLITENESS_JITTER", "-0.1"),
+        ("POLITENESS_OVERRIDES", "not json"),
+        ("POLITENESS_OVERRIDES", '{"a.example": "10s"}'),
+        ("POLITENESS_TIMEZONES", '{"de": "Mars/Olympus_Mons"}'),
+        ("POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR", "0"),
+        ("POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR", "1.5"),
+        ("DOWNLOAD_DELAY", "-1"),
+        ("DEPTH_LIMIT", "-1"),
+        ("DEPTH_LIMIT", "three"),
+    ],
+)
+def test_a_bad_runtime_value_fails_in_one_line_naming_the_setting(name, value):
+    with pytest.raises(ValueError, match=name) as caught:
+        with_runtime_settings(project_settings(), {name: value})
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "name", ["FRONTIER_SHARDS", "REDIS_URL", "depth_limit", "CONCURRENT_REQUESTS"]
+)
+def test_only_runtime_settings_may_change(name):
+    with pytest.raises(ValueError, match=f"^{name} cannot change while a crawl runs"):
+        with_runtime_settings(project_settings(), {name: "1"})
+
+
+@pytest.mark.parametrize(
+    ("shards", "text"),
+    [
+        ([], ""),
+        ([5], "5"),
+        ([0, 1, 2, 3], "0-3"),
+        ([32, 0, 1, 2, 3, 15], "0-3,15,32"),
+        ([1, 1, 2, 4, 5, 7], "1-2,4-5,7"),
+    ],
+)
+def test_shard_ranges_are_compact(shards, text):
+    assert shard_ranges(shards) == text
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (-1.0, "0s ago"),
+        (4.4, "4s ago"),
+        (59.6, "1m00s ago"),
+        (125, "2m05s ago"),
+        (3700, "1h01m ago"),
+        (90000, "25h00m ago"),
+    ],
+)
+def test_ages_read_at_a_glance(seconds, text):
+    assert age(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("node", "rate"),
+    [
+        (NodeStatus("n", True, pages_per_min=12.5, pages=1, started=0), 12.5),
+        (NodeStatus("n", True, heartbeat=180.0, started=60.0, pages=100), 50.0),
+        (NodeStatus("n", True, heartbeat=60.0, started=60.0, pages=100), None),
+        (NodeStatus("n", True, heartbeat=180.0, pages=100), None),
+        (NodeStatus("n", False), None),
+    ],
+)
+def test_pages_a_minute_prefers_the_nodes_own_figure(node, rate):
+    assert node.rate() == rate
