@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
 ROOT = Path(__file__).resolve().parent.parent
-START_TIMEOUT = 15.0
+# Seconds a stopped site may take to exit before it is killed.
+STOP_TIMEOUT = 10.0
 
 
 @dataclass(frozen=True)
@@ -71,12 +72,15 @@ def running_site(
     seed: int = 1,
     latency: float = 0.0,
     robots: Mapping[int, str] | None = None,
+    behave: Mapping[int, str] | None = None,
 ) -> Iterator[RunningSite]:
     """Serve the test site on 127.0.0.2... until the block ends.
 
     *robots* maps a host index to its robots.txt, in ``--robots`` syntax
     (``{0: "disallow:/p/1.html;crawl-delay:0.5", 1: "status:503", 2: "hang"}``);
-    other hosts answer 404.
+    other hosts answer 404. *behave* maps a host index to how it answers the rest,
+    in ``--behave`` syntax (``{0: "delay:1.5", 1: "flaky", 2: "dead",
+    3: "retry-after:1"}``); other hosts answer at once.
     """
     with tempfile.TemporaryDirectory(prefix="site-") as tmp:
         log_path = Path(tmp) / "requests.jsonl"
@@ -88,6 +92,8 @@ def running_site(
         ]  # fmt: skip
         for index, spec in (robots or {}).items():
             command += ["--robots", f"{index}={spec}"]
+        for index, spec in (behave or {}).items():
+            command += ["--behave", f"{index}={spec}"]
         process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
         try:
             assert process.stdout is not None
@@ -95,10 +101,19 @@ def running_site(
             spec = SiteSpec(hosts, pages, links, cross, seed, info["port"])
             yield RunningSite(spec, info["seeds"], log_path)
         finally:
-            process.terminate()
-            process.wait(START_TIMEOUT)
-            if process.stdout is not None:
-                process.stdout.close()
+            stop(process)
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    """Terminate *process*, killing it if it outlives STOP_TIMEOUT (bounded)."""
+    process.terminate()
+    try:
+        process.wait(STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(STOP_TIMEOUT)
+    if process.stdout is not None:
+        process.stdout.close()
 
 
 @contextlib.contextmanager

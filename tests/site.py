@@ -8,6 +8,7 @@ import contextlib
 import errno
 import functools
 import json
+import math
 import random
 import signal
 import socket
@@ -17,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -26,6 +27,8 @@ MAX_HEAD_BYTES = 64 * 1024
 BIND_ATTEMPTS = 20
 PAGE_CACHE_SIZE = 4096
 LISTEN_BACKLOG = 1024
+# Seconds connection handlers get to end at shutdown before they are cancelled.
+SHUTDOWN_GRACE = 2.0
 FILLER_TEXT = (
     "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor "
     "incididunt ut labore et dolore magna aliqua enim ad minim veniam quis nostrud "
@@ -213,6 +216,51 @@ def parse_robots(text: str) -> tuple[int, RobotsSpec]:
 
 
 @dataclass(frozen=True)
+class Behaviour:
+    """How one host answers everything but its robots.txt (see --behave)."""
+
+    delay: float = 0.0
+    flaky: bool = False
+    dead: bool = False
+    retry_after: float | None = None
+
+
+def parse_behaviour(text: str) -> tuple[int, Behaviour]:
+    """``INDEX=ITEM;ITEM;...`` -> (host index, behaviour); ValueError if malformed.
+
+    Items: ``delay:S`` answers after S seconds (a client that gives up first gets
+    nothing, and the request is logged with status null); ``flaky`` never answers
+    the 1st, 3rd, 5th... request (held open until the client gives up) and answers
+    the others; ``dead`` never answers; ``retry-after:N`` answers the first request
+    of each path 503 with ``Retry-After: N``, the later ones normally.
+    """
+    index, sep, items = text.partition("=")
+    if not sep or not index.strip().isdigit():
+        raise ValueError(f"--behave wants INDEX=ITEM;ITEM..., got {text!r}")
+    fields: dict[str, Any] = {}
+    for item in filter(None, (part.strip() for part in items.split(";"))):
+        name, _, value = (part.strip() for part in item.partition(":"))
+        if name in ("flaky", "dead") and not value:
+            fields[name] = True
+        elif name in ("delay", "retry-after"):
+            try:
+                seconds = float(value)
+            except ValueError:
+                seconds = math.nan
+            if not 0 <= seconds < math.inf:
+                raise ValueError(f"{name} wants seconds >= 0, got {value!r}")
+            fields[name.replace("-", "_")] = seconds
+        else:
+            raise ValueError(f"unknown behaviour {item!r} in {text!r}")
+    return int(index), Behaviour(**fields)
+
+
+def is_robots_path(path: str) -> bool:
+    """robots.txt and its redirect hops, which follow --robots, never --behave."""
+    return path == "/robots.txt" or path.startswith("/robots-")
+
+
+@dataclass(frozen=True)
 class Request:
     """The parts of a request the site cares about."""
 
@@ -269,11 +317,15 @@ class Site:
         *,
         latency: float = 0.0,
         robots: Mapping[int, RobotsSpec] | None = None,
+        behave: Mapping[int, Behaviour] | None = None,
     ) -> None:
         """Build the filler corpus once so rendering a page is just slicing."""
         self.spec = spec
         self.latency = latency
         self.robots = dict(robots or {})
+        self.behave = dict(behave or {})
+        self.requests_seen: dict[int, int] = {}  # host -> requests (flaky hosts)
+        self.refused: set[tuple[int, str]] = set()  # answered 503 once (retry-after)
         self.robots_bodies = {
             i: self._robots_body(i, r) for i, r in self.robots.items()
         }
@@ -286,7 +338,7 @@ class Site:
 
     def route(self, host_index: int, path: str) -> Response:
         """Map a path to a response; the one place new endpoints get added."""
-        if path == "/robots.txt" or path.startswith("/robots-"):
+        if is_robots_path(path):
             return self._robots(host_index, path)
         if path in ("/sitemap.xml", "/sitemap-pages.xml"):
             return self._sitemap(host_index, path)
@@ -348,6 +400,33 @@ class Site:
             return NOT_ALLOWED
         return self.route(host_index, request.target)
 
+    def misbehave(
+        self, host_index: int, request: Request, response: Response
+    ) -> tuple[Response, float | None]:
+        """Apply the host's --behave to *response*: what to send instead, and the
+        seconds to wait first while watching for the client to give up (None: the
+        usual --latency, not watched)."""
+        behaviour = self.behave.get(host_index)
+        if behaviour is None or is_robots_path(request.target):
+            return response, None
+        if behaviour.dead:
+            return HANG, None
+        if behaviour.flaky:
+            seen = self.requests_seen[host_index] = (
+                self.requests_seen.get(host_index, 0) + 1
+            )
+            if seen % 2 == 1:
+                return HANG, None
+        if behaviour.retry_after is not None:
+            page = (host_index, request.target)
+            if page not in self.refused:
+                self.refused.add(page)
+                header = ("Retry-After", f"{behaviour.retry_after:g}")
+                response = Response(503, b"busy, retry later\n", headers=(header,))
+        if behaviour.delay:
+            return response, self.latency + behaviour.delay
+        return response, None
+
     def record(
         self, t: float, host_index: int, request: Request, status: int | None
     ) -> None:
@@ -390,11 +469,18 @@ class Site:
             writer.close()
 
     async def shutdown(self) -> None:
-        """Abort live connections: cancelled handlers print tracebacks on 3.11."""
+        """Abort live connections (held ones included), then give their handlers
+        SHUTDOWN_GRACE seconds to end: cancelled handlers print tracebacks on 3.11,
+        so they are cancelled only if they outlive it."""
         for writer in list(self.writers):
             writer.transport.abort()
         handlers = asyncio.all_tasks() - {asyncio.current_task()}
-        await asyncio.gather(*handlers, return_exceptions=True)
+        if not handlers:
+            return
+        _done, pending = await asyncio.wait(handlers, timeout=SHUTDOWN_GRACE)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
     async def _serve_one(
         self,
@@ -408,19 +494,49 @@ class Site:
         request = parse_head(head)
         if request is None:
             return False
-        response = self.respond(host_index, request)
+        response, watched = self.misbehave(
+            host_index, request, self.respond(host_index, request)
+        )
         if response is HANG:
             self.record(t, host_index, request, None)
             while await reader.read(MAX_HEAD_BYTES):
                 pass  # never answer; wait until the client gives up and closes
             return False
-        if self.latency:
-            await asyncio.sleep(self.latency)
         # A request body is never read, so the stream is unusable after one.
         keep_alive = request.keep_alive and not _has_body(request)
+        if watched is not None:
+            client = await _wait_for_client(reader, watched)
+            if client == "gone":
+                self.record(t, host_index, request, None)
+                return False
+            keep_alive = keep_alive and client == "quiet"
+        elif self.latency:
+            await asyncio.sleep(self.latency)
         writer.write(encode(response, request, keep_alive))
         self.record(t, host_index, request, response.status)
         return keep_alive
+
+
+async def _wait_for_client(
+    reader: asyncio.StreamReader, seconds: float
+) -> Literal["quiet", "spoke", "gone"]:
+    """Wait *seconds* before an answer, watching the connection: "gone" if the
+    client hung up first, "spoke" if it sent more (a pipelined request, dropped:
+    the answer then closes the connection), else "quiet"."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    spoke = False
+    while (left := deadline - loop.time()) > 0:
+        try:
+            chunk = await asyncio.wait_for(reader.read(MAX_HEAD_BYTES), left)
+        except TimeoutError:
+            break
+        except ConnectionError:  # reset: a client that gave up may abort
+            return "gone"
+        if not chunk:
+            return "gone"
+        spoke = True
+    return "spoke" if spoke else "quiet"
 
 
 def _has_body(request: Request) -> bool:
@@ -483,6 +599,7 @@ async def serve(args: argparse.Namespace, log: IO[str] | None) -> None:
         log,
         latency=args.latency,
         robots=dict(args.robots),
+        behave=dict(args.behave),
     )
     servers = [
         await asyncio.start_server(
@@ -542,13 +659,25 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             "'5=sitemap'"
         ),
     )
+    parser.add_argument(
+        "--behave",
+        action="append",
+        default=[],
+        metavar="INDEX=ITEM;ITEM...",
+        help=(
+            "how host INDEX answers all but robots.txt (others answer at once), "
+            "e.g. '0=delay:1.5', '1=flaky', '2=dead', '3=retry-after:2'"
+        ),
+    )
     args = parser.parse_args(argv)
     try:
         args.robots = [parse_robots(text) for text in args.robots]
+        args.behave = [parse_behaviour(text) for text in args.behave]
     except ValueError as exc:
         parser.error(str(exc))
-    if any(index >= args.hosts for index, _ in args.robots):
-        parser.error("--robots INDEX must name one of the --hosts")
+    for option in ("robots", "behave"):
+        if any(index >= args.hosts for index, _ in getattr(args, option)):
+            parser.error(f"--{option} INDEX must name one of the --hosts")
     if not 1 <= args.hosts <= 253:
         parser.error("--hosts must be between 1 and 253")
     if args.pages < 1 or args.links < 0 or not 0.0 <= args.cross <= 1.0:

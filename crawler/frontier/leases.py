@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from crawler.frontier.acks import LEASE_META_KEY
 from crawler.policy.hosts import host_of
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from scrapy import Request
 
     from crawler.frontier.store import Lease
@@ -22,7 +24,14 @@ class Held:
     host: str
     retry_times: int = 0
     redirect_times: int = 0
-    tier: int = 0
+    # The leased request's own meta, not a copy: the timeouts middleware sets its
+    # tier when it is fetched, after the lease is taken (tier 1 on a slow host).
+    meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def tier(self) -> Any:
+        """The timeout tier the leased request was fetched at."""
+        return self.meta.get("tier", 0)
 
 
 class HeldLeases:
@@ -37,7 +46,7 @@ class HeldLeases:
             host_of(request.url),
             request.meta.get("retry_times", 0),
             request.meta.get("redirect_times", 0),
-            request.meta.get("tier", 0),
+            request.meta,
         )
 
     def done(self, request: Request) -> Held | None:

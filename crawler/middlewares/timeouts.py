@@ -9,6 +9,7 @@ Scrapy's RetryMiddleware, whose retries go through the frontier like these.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import OrderedDict
@@ -20,6 +21,7 @@ from twisted.internet.error import TCPTimedOutError
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
 from crawler.connection import sync_client
+from crawler.frontier.admission import tier_of
 from crawler.frontier.keys import CrawlKeys
 from crawler.frontier.startup import StartupFailure
 from crawler.middlewares.robots import SKIP_META_KEY as ROBOTS_FETCH
@@ -92,6 +94,8 @@ class TimeoutsMiddleware:
             far = host is not None and self._far(host)
             health = self._records.get(host) if host is not None else HostHealth()
             request.meta["tier"] = self._config.start_tier(health, far=far)
+        else:
+            request.meta["tier"] = tier_of(request)  # a queue entry's: maybe not an int
         request.meta["download_timeout"] = self._config.timeout_of(request.meta["tier"])
 
     def process_response(self, request: Request, response: Response) -> Response:
@@ -171,21 +175,21 @@ def _host(request: Request) -> str | None:
 
 
 def retry_after_seconds(value: bytes | None) -> float | None:
-    """Seconds a Retry-After header asks for (delta-seconds only; an HTTP date, a
-    negative or unreadable value is ignored), capped at MAX_RETRY_AFTER."""
-    if not value:
-        return None
+    """Seconds a Retry-After header asks for (delta-seconds, a fraction allowed; an
+    HTTP date or anything else is ignored), capped at MAX_RETRY_AFTER."""
     try:
-        seconds = float(value.decode("ascii").strip())
-    except (UnicodeDecodeError, ValueError):
+        text = (value or b"").decode("ascii").strip()
+    except UnicodeDecodeError:
         return None
-    if not 0 <= seconds < float("inf"):
+    if not text.replace(".", "", 1).isdigit():  # no sign, exponent, nan or inf
         return None
-    return min(seconds, MAX_RETRY_AFTER)
+    return min(float(text), MAX_RETRY_AFTER)  # a huge number is inf: capped
 
 
 def far_hosts(value: object) -> Callable[[str], bool]:
-    """TIMEOUTS_FAR_HOSTS: domain suffixes, or the import path of host -> bool."""
+    """TIMEOUTS_FAR_HOSTS: domain suffixes (a list, or a comma-separated or JSON list
+    from ``-s``), or the import path of host -> bool."""
+    setting = value
     if isinstance(value, str) and "." in value and "," not in value:
         try:
             found = load_object(value)
@@ -193,12 +197,19 @@ def far_hosts(value: object) -> Callable[[str], bool]:
             found = None
         if callable(found):
             return found  # type: ignore[no-any-return]
-    if isinstance(value, str):
+    if isinstance(value, str) and value.strip().startswith(("[", "{")):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            value = None
+    elif isinstance(value, str):
         value = [part for part in value.split(",") if part.strip()]
-    if not isinstance(value, list | tuple):
-        raise ValueError(  # noqa: TRY004 (one kind of error for every bad setting)
+    if not isinstance(value, list | tuple) or not all(
+        isinstance(suffix, str) for suffix in value
+    ):
+        raise ValueError(
             "TIMEOUTS_FAR_HOSTS must be a list of domain suffixes or the import path "
-            f"of a function host -> bool, got {value!r}"
+            f"of a function host -> bool, got {setting!r}"
         )
     table = normalized_table(dict.fromkeys(value, True), "TIMEOUTS_FAR_HOSTS")
     return lambda host: most_specific(host, table) is not None

@@ -1,4 +1,5 @@
-"""Per-host traffic counters after whole crawls, and `scrapy frontier hosts`."""
+"""Per-host traffic counters after whole crawls, and `scrapy frontier hosts` (with
+each host's timeout record)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -15,9 +17,11 @@ from scrapy import Request, signals
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
+from crawler.commands.frontier import read_health
 from crawler.frontier.embedded import EmbeddedRedis
 from crawler.frontier.keys import CrawlKeys
 from crawler.middlewares.traffic import TrafficMiddleware
+from crawler.policy.tiers import HostHealth
 from crawler.spiders.bfs import BfsSpider
 from tests.servers import ROOT
 
@@ -123,6 +127,51 @@ async def test_frontier_hosts_lists_the_top_hosts_in_order(site, settings, redis
     shown = [line.split() for line in lines[1:]]
     assert [row[0] for row in shown] == expected[:2]
     assert [int(row[1]) for row in shown] == [counts[host] for host in expected[:2]]
+
+
+def slow_column(table: str) -> dict[str, str]:
+    """Host -> its cell in the ``slow`` column of `scrapy frontier hosts`' table."""
+    header, *rows = table.splitlines()
+    start = header.index("slow")
+    return {row.split()[0]: row[start:].strip() for row in rows}
+
+
+def test_frontier_hosts_shows_which_hosts_are_slow_or_paused(redis):
+    now = time.time()
+    records = {
+        "slow.example": HostHealth(slow=True).to_json(),
+        "paused.example": HostHealth(paused_until=now + 600).to_json(),
+        "both.example": HostHealth(slow=True, paused_until=now + 3 * 86400).to_json(),
+        "was-paused.example": HostHealth(paused_until=now - 5).to_json(),
+        "huge.example": HostHealth(paused_until=1e300).to_json(),
+        "evil.example": '{"s": "\u001b[2J"}',
+    }
+    redis.hset(KEYS.health, mapping=records)
+    hosts = [*records, "fine.example"]  # no record
+    redis.zadd(KEYS.traffic_rank("requests"), dict.fromkeys(hosts, 1))
+    result = frontier("hosts", "-s", f"REDIS_URL={redis_url(redis)}")
+    assert result.returncode == 0, result.stderr
+
+    def clock(moment: float, shape: str) -> str:
+        return datetime.fromtimestamp(moment, UTC).strftime(shape)
+
+    assert slow_column(result.stdout) == {
+        "slow.example": "slow",
+        "paused.example": f"paused until {clock(now + 600, '%H:%M:%SZ')}",
+        "both.example": "slow, paused until "
+        + clock(now + 3 * 86400, "%Y-%m-%dT%H:%M:%SZ"),
+        "was-paused.example": "",
+        "huge.example": "?",
+        "evil.example": "?",
+        "fine.example": "",
+    }
+
+
+def test_a_health_key_that_is_not_a_hash_shows_every_host_as_unknown(redis):
+    redis.set(KEYS.health, "not a hash")
+    found = read_health(redis, KEYS, ["a.example", "b.example"], now=time.time())
+    assert found == {"a.example": "?", "b.example": "?"}
+    assert read_health(redis, KEYS, [], now=time.time()) == {}
 
 
 @deferred_f_from_coro_f
