@@ -90,6 +90,8 @@ class FrontierScheduler(BaseScheduler):
         self._maintenance: AsyncioLoopingCall | LoopingCall | None = None
         self._wake: CallLaterResult | None = None
         self._drained_at = (0.0, False)
+        self._opened_at = 0.0
+        self._seen_work = False
         self._refreshed_at = 0.0
         self._bad_entry_logged = False
         self._failure: StartupFailure | None = None
@@ -110,7 +112,7 @@ class FrontierScheduler(BaseScheduler):
     # --- lifecycle ---------------------------------------------------------------
 
     def open(self, spider: Spider) -> None:
-        now = time.time()
+        now = self._opened_at = time.time()
         try:
             self._store = self._open_store(now)
         except (RedisUnreachableError, EmbeddedRedisError, SchemaMismatchError) as exc:
@@ -446,8 +448,21 @@ class FrontierScheduler(BaseScheduler):
         if now - checked_at >= DRAINED_CHECK_INTERVAL:
             queued, leased = self._store.totals()
             drained = queued <= 0 and leased == 0
+            self._seen_work = self._seen_work or not drained
+            if drained and self._waiting_for_seeds(now):
+                drained = False
             self._drained_at = (now, drained)
         return drained
+
+    def _waiting_for_seeds(self, now: float) -> bool:
+        """Nodes started together: one with seeds, the others before it pushed them.
+        A node that has seen no work yet waits up to FRONTIER_NODE_TTL while other
+        nodes are alive, rather than close at once."""
+        assert self._membership is not None
+        if self._seen_work or now - self._opened_at >= self._config.node_ttl:
+            return False
+        others = set(self._membership.live_nodes(now)) - {self._membership.node_id}
+        return bool(others)
 
     def _spider_idle(self) -> None:
         if not self._config.close_when_drained:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
+import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -11,6 +13,7 @@ import pytest
 import redis as redis_py
 
 from crawler.frontier.embedded import redis_server_binary
+from crawler.frontier.keys import CrawlKeys
 from tests.integration.test_node_failures import page_fetches, run, scrapy_crawl
 from tests.servers import ROOT, running_site, wait_for
 from tests.site import bfs_depths
@@ -112,3 +115,43 @@ def test_a_wrong_password_stops_start_up_with_one_line(redis_with_password):
     assert "***" in errors[0]
     assert "wrong" not in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_node_that_finds_no_work_waits_while_another_node_is_alive(redis_url):
+    """Nodes started together: one brings the seeds, the others must not close
+    before it has pushed them."""
+    client = redis_py.Redis.from_url(redis_url)
+    keys = CrawlKeys("bfs")
+    client.set(keys.heartbeat("seeder"), "1", px=5_000)  # alive, no seeds yet
+    client.hset(keys.nodes, "seeder", json.dumps({"id": "seeder", "heartbeat": 0}))
+    with running_site(hosts=12, pages=8, links=4) as site:
+        settings = [
+            f"REDIS_URL={redis_url}",
+            "FRONTIER_MAINTENANCE_INTERVAL=0.3",
+            "FRONTIER_NODE_TTL=10",
+        ]
+        early = subprocess.Popen(
+            scrapy_crawl(*settings),  # no seeds, nothing queued
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(3)
+        assert early.poll() is None, "the node closed while another one was alive"
+        client.rpush(keys.seeds, site.seeds[0])  # what the seeding node does
+        _, log = early.communicate(timeout=120)
+        fetches = page_fetches(site)
+    client.close()
+    assert early.returncode == 0, log[-2000:]
+    assert fetches == Counter(bfs_depths(site.spec, [(0, 0)]).keys())
+
+
+def test_a_lone_node_with_nothing_to_do_closes_at_once(redis_url):
+    """The control for the test above: with no other node alive, no waiting."""
+    started = time.monotonic()
+    alone = run(
+        scrapy_crawl(f"REDIS_URL={redis_url}", "FRONTIER_NODE_TTL=30", seeds="")
+    )
+    assert alone.returncode == 0, alone.stderr[-2000:]
+    assert time.monotonic() - started < 30  # did not wait out FRONTIER_NODE_TTL
