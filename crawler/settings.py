@@ -71,6 +71,8 @@ FEED_EXPORT_ENCODING = "utf-8"
 
 # redis://[:password@]host:port/db or rediss://...; empty starts a private Redis server.
 REDIS_URL = ""
+# True: REDIS_URL is a Redis Cluster node; False: the server is asked (INFO cluster).
+REDIS_CLUSTER = False
 
 # --- The frontier (crawler/frontier/) ------------------------------------------------
 

@@ -28,7 +28,12 @@ from crawler.commands.control import (
     add_control_options,
     bind_arguments,
 )
-from crawler.connection import RedisUnreachableError, check_reachable
+from crawler.connection import (
+    RedisUnreachableError,
+    check_reachable,
+    cluster_mode,
+    connect,
+)
 from crawler.frontier.embedded import EmbeddedRedis, EmbeddedRedisError, running_url
 from crawler.frontier.keys import CrawlKeys
 from crawler.middlewares.traffic import RANK_METRICS
@@ -293,14 +298,15 @@ def _is_number(text: str) -> bool:
 
 @contextlib.contextmanager
 def connected(settings: BaseSettings) -> Iterator[redis.Redis]:
-    """A client of the crawl's Redis (``REDIS_URL``, else its private server)."""
+    """A client of the crawl's Redis (``REDIS_URL``, else its private server), a
+    Cluster's if it is one (see ``crawler.connection``)."""
     url: str = settings.get("REDIS_URL") or ""
     with contextlib.ExitStack() as stack:
         if not url:
             url = stack.enter_context(private_server(settings))
         # Host names are kept byte for byte, even those that are not UTF-8.
-        client = redis.Redis.from_url(
-            url, socket_connect_timeout=5, encoding_errors="surrogateescape"
+        client = connect(
+            url, cluster=cluster_mode(settings), encoding_errors="surrogateescape"
         )
         stack.callback(client.close)
         check_reachable(client, url)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import TYPE_CHECKING
 
+from crawler.frontier.scripts import queue_script
 from crawler.policy.ownership import shards_of
 
 if TYPE_CHECKING:
@@ -128,8 +129,8 @@ class Membership:
         ordered = sorted(shards)
         pipe = self.client.pipeline(transaction=False)
         for shard in ordered:
-            self._claim(
-                keys=[self._owner_keys[shard]], args=[self.node_id, ttl], client=pipe
+            queue_script(
+                pipe, self._claim, [self._owner_keys[shard]], [self.node_id, ttl]
             )
         replies = pipe.execute() if ordered else []
         return frozenset(s for s, ok in zip(ordered, replies, strict=True) if ok)
@@ -139,9 +140,7 @@ class Membership:
             return
         pipe = self.client.pipeline(transaction=False)
         for shard in shards:
-            self._release(
-                keys=[self._owner_keys[shard]], args=[self.node_id], client=pipe
-            )
+            queue_script(pipe, self._release, [self._owner_keys[shard]], [self.node_id])
         pipe.execute()
 
     def _register(self, now: float, pages: int) -> None:

@@ -16,14 +16,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
+from redis.cluster import ClusterPipeline, RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from redis import Redis
+    from redis.client import Pipeline
+    from redis.commands.core import Script
+    from redis.typing import EncodableT, KeyT
 
     from crawler.frontier.keys import Keys
 
@@ -326,6 +330,67 @@ class ScriptRunner:
                 *call.args,
             )
         return list(pipe.execute(raise_on_error=False))
+
+
+class ClusterScriptRunner(ScriptRunner):
+    """A ``ScriptRunner`` for a Redis Cluster: each call goes to the node that serves
+    its shard's slot. ``SCRIPT LOAD`` reaches every primary."""
+
+    def __init__(self, client: RedisCluster) -> None:
+        super().__init__(cast("Redis", client))
+        self._cluster = client
+
+    def _execute(self, calls: Sequence[Call]) -> list[Any]:
+        pipe = self._cluster.pipeline(transaction=False)  # type: ignore[no-untyped-call]
+        for call in calls:
+            keys = _shard_keys(call.keys)
+            args = (call.keys.tag, *call.args)
+            queue_on_slot(pipe, "EVALSHA", self._sha[call.script], keys, args)
+        return list(pipe.execute(raise_on_error=False))
+
+
+def script_runner(client: Redis) -> ScriptRunner:
+    """The runner of the frontier's scripts on *client*, a single server or a Cluster."""
+    if isinstance(client, RedisCluster):
+        return ClusterScriptRunner(client)
+    return ScriptRunner(client)
+
+
+def queue_script(
+    pipe: Pipeline,
+    script: Script,
+    keys: Sequence[KeyT],
+    args: Sequence[EncodableT],
+) -> None:
+    """Queue a call of *script* (``register_script``) in *pipe*, a single server's
+    pipeline or a Cluster's. On a Cluster the source goes with ``EVAL``, so no node
+    needs it loaded (for the few calls of a heartbeat, not for the frontier's)."""
+    if isinstance(pipe, ClusterPipeline):
+        queue_on_slot(pipe, "EVAL", script.script, keys, args)
+    else:
+        script(keys=keys, args=args, client=pipe)
+
+
+def queue_on_slot(
+    pipe: ClusterPipeline,
+    command: str,
+    script: str | bytes,
+    keys: Sequence[KeyT],
+    args: Sequence[EncodableT],
+) -> None:
+    """Queue ``EVAL`` or ``EVALSHA`` of *script* in a Cluster pipeline, sent to the
+    primary of its keys' slot (all of *keys* share it).
+
+    redis-py refuses ``pipe.evalsha`` in a Cluster pipeline, and sent by name an
+    EVALSHA costs a ``COMMAND GETKEYS`` round trip to find its keys; here the first
+    key names the node, as redis-py's own multi-slot commands do. A node that lost
+    the slot answers MOVED, and redis-py sends the call again where it belongs.
+    """
+    # redis-py's cluster classes are not typed.
+    node = pipe.get_node_from_key(keys[0])  # type: ignore[no-untyped-call]
+    pipe.execute_command(  # type: ignore[no-untyped-call]
+        command, script, len(keys), *keys, *args, target_nodes=node
+    )
 
 
 @lru_cache(maxsize=4096)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.frontier.dedup import shard_layouts
 from crawler.frontier.keys import SCHEMA_VERSION, CrawlKeys
-from crawler.frontier.scripts import Call, ScriptRunner
+from crawler.frontier.scripts import Call, script_runner
 from crawler.policy.order import LEVEL_WEIGHT
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class FrontierStore:
         self.crawl_keys = CrawlKeys(config.prefix)
         self.keys = [self.crawl_keys.shard(s) for s in range(config.shards)]
         self.summaries = [Summary() for _ in range(config.shards)]
-        self._scripts = ScriptRunner(client)
+        self._scripts = script_runner(client)
 
     def prepare(self, now: float) -> None:
         """Check the schema version, write Bloom layouts, load scripts and summaries."""

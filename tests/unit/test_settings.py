@@ -26,7 +26,7 @@ PREFIXES = (
     "WARC_",
     "BFS_",
 )
-UNPREFIXED = frozenset({"REDIS_URL"})
+UNPREFIXED = frozenset({"REDIS_URL", "REDIS_CLUSTER"})
 
 
 def _is_settings(node: ast.expr) -> bool:
