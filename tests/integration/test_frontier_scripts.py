@@ -169,7 +169,9 @@ def test_one_round_trip_pushes_acks_then_pops(redis):
     store.flush([pending("a", 0, "a0")], [], T0)
     lease, _ = store.pop(PopOrder(0, NODE, 0.0), T0)
     # a0's link a1 and a0's ack go with the next pop, which must see host a free.
-    flushed = store.flush([pending("a", 1, "a1")], [(lease, 0.0)], T0, PopOrder(0, NODE, 0.0))
+    flushed = store.flush(
+        [pending("a", 1, "a1")], [(lease, 0.0)], T0, PopOrder(0, NODE, 0.0)
+    )
     assert flushed.new == [True]
     assert flushed.acked == 1
     assert flushed.popped is not None
