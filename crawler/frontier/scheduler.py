@@ -64,8 +64,10 @@ SEEDS_PER_ROUND = 1000
 DRAINED_CHECK_INTERVAL = 1.0
 # Longest an acknowledgement waits for a pop to carry it to Redis.
 ACK_DELAY = 0.01
-# How often a node that finds nothing to do re-reads every shard's summary.
+# How often a node that finds nothing to do re-reads every shard's summary: at first,
+# then twice as long after each fruitless look, up to the most (idle nodes back off).
 REFRESH_INTERVAL = 0.25
+MAX_REFRESH_INTERVAL = 2.0
 
 
 class FrontierScheduler(BaseScheduler):
@@ -93,6 +95,7 @@ class FrontierScheduler(BaseScheduler):
         self._opened_at = 0.0
         self._seen_work = False
         self._refreshed_at = 0.0
+        self._refresh_every = REFRESH_INTERVAL
         self._bad_entry_logged = False
         self._failure: StartupFailure | None = None
         self._control = Control()
@@ -209,8 +212,12 @@ class FrontierScheduler(BaseScheduler):
         request = self._pop(now)
         if request is None and self._refresh(now):
             request = self._pop(now)
+            if request is None:  # nothing anywhere yet: look less often
+                self._refresh_every = min(2 * self._refresh_every, MAX_REFRESH_INTERVAL)
         if request is None:
             self._schedule_wake(now)
+        else:
+            self._refresh_every = REFRESH_INTERVAL
         return request
 
     def _pop(self, now: float) -> Request | None:
@@ -242,11 +249,11 @@ class FrontierScheduler(BaseScheduler):
         )
 
     def _refresh(self, now: float) -> bool:
-        """Re-read every shard's summary, at most every REFRESH_INTERVAL; whether it
-        did. Other nodes change shards too: they may have queued work, or finished
+        """Re-read every shard's summary, at most every ``_refresh_every`` s; whether
+        it did. Other nodes change shards too: they may have queued work, or finished
         the shallow work the BFS barrier waits for."""
         assert self._store is not None
-        if now < self._refreshed_at + REFRESH_INTERVAL:
+        if now < self._refreshed_at + self._refresh_every:
             return False
         self._refreshed_at = now
         self._store.promote(range(self._config.shards), now)
@@ -337,7 +344,7 @@ class FrontierScheduler(BaseScheduler):
         if wake is None:
             if self._drained():
                 return
-            wake = self._refreshed_at + REFRESH_INTERVAL
+            wake = self._refreshed_at + self._refresh_every
         if self._wake is not None:
             self._wake.cancel()
         self._wake = call_later(max(0.0, wake - now), self._wake_engine)
