@@ -1,8 +1,13 @@
-"""PageRecord: what the spider yields for every fetched page."""
+"""PageRecord: what the spider yields for every fetched page (or final failure).
+
+The pipelines add to it (``store_path``) and read it; ``body`` travels to the page
+store but is never exported (``FEED_EXPORT_FIELDS`` in crawler/settings.py lists every
+other field).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(slots=True)
@@ -15,3 +20,11 @@ class PageRecord:
     length: int
     links: int
     fetched_at: str
+    host: str = ""
+    last_modified: str | None = None
+    content_hash: str | None = None  # SHA-256 of the body, hex
+    tier: int = 0  # the timeout tier it was fetched on
+    node: str = ""  # the crawler node that fetched it
+    error: str | None = None  # why it failed for good (status 0), else None
+    store_path: str | None = None  # relative to PAGESTORE_DIR, set by the page store
+    body: bytes = field(default=b"", repr=False)

@@ -66,6 +66,30 @@ DOWNLOADER_MIDDLEWARES = {
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 # Feeds are written as UTF-8 text, not with JSON's \u escapes.
 FEED_EXPORT_ENCODING = "utf-8"
+# Every PageRecord field but the page body (which the page store keeps).
+FEED_EXPORT_FIELDS = [
+    "url",
+    "status",
+    "depth",
+    "title",
+    "content_type",
+    "length",
+    "links",
+    "fetched_at",
+    "host",
+    "last_modified",
+    "content_hash",
+    "tier",
+    "node",
+    "error",
+    "store_path",
+]
+# Page store, page records, then the analysis task that reads both.
+ITEM_PIPELINES = {
+    "crawler.pipelines.pagestore.PageStorePipeline": 300,
+    "crawler.pipelines.records.RecordsPipeline": 400,
+    "crawler.pipelines.analysis.AnalysisPipeline": 500,
+}
 
 # --- Redis ---------------------------------------------------------------------------
 
@@ -223,6 +247,32 @@ USERAGENT_STICKY_TTL = 3600
 REFERER_MODE = "parent"
 # Referer headers to rotate in "rotate" mode: a list or a path to a file.
 REFERER_LIST: list[str] | str = []
+
+# --- Page store, records, WARC, analysis (crawler/pipelines/, crawler/analysis/) ----
+
+# Root of the page store: one file per page at a path mirroring its URL; empty: off.
+PAGESTORE_DIR = ".crawl/pages"
+# Where page records go: sqlite:///path or postgresql://user:pass@host/db; empty: off.
+RECORDS_DATABASE_URL = "sqlite:///.crawl/pages.db"
+# Records written in one transaction (and at most this many held in memory).
+RECORDS_BATCH_SIZE = 100
+# Directory of WARC files of every request and response; empty: off.
+WARC_DIR = ""
+# Size (bytes) at which a WARC file is closed and the next one started.
+WARC_MAX_SIZE = 1_000_000_000
+# Queue an analysis task per stored page on a Redis Stream for `scrapy analyze`.
+ANALYSIS_ENABLED = False
+# Import path of the analyzer of pages no spider rule names.
+ANALYSIS_DEFAULT = "crawler.analysis.analyzers.TextAnalyzer"
+# Attempts of a task before it goes to the dead-letter stream and is alerted.
+ANALYSIS_MAX_ATTEMPTS = 3
+# Seconds after which a task claimed by a worker that stopped is taken by another.
+ANALYSIS_CLAIM_TIMEOUT = 60.0
+# Where a dead-lettered task is reported besides the ERROR log: empty, or an
+# http(s) URL that receives a JSON POST.
+ANALYSIS_ALERT = ""
+# Longest the task stream grows (approximate trimming), in tasks.
+ANALYSIS_STREAM_MAXLEN = 1_000_000
 
 # --- The bfs spider (crawler/spiders/bfs.py) -----------------------------------------
 

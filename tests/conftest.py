@@ -27,6 +27,9 @@ TEST_OVERRIDES: dict[str, Any] = {
     "POLITENESS_DAY_DELAY": 0.0,
     "POLITENESS_NIGHT_DELAY": 0.0,
     "POLITENESS_JITTER": 0.0,
+    # Storage tests set their own directories and databases (under tmp_path).
+    "PAGESTORE_DIR": "",
+    "RECORDS_DATABASE_URL": "",
     "FRONTIER_EMBEDDED_REDIS_DIR": "",
 }
 

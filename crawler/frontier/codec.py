@@ -28,7 +28,13 @@ VERSION = 1
 # Meta keys that describe one attempt, not the request: never stored.
 # Meta of one attempt only: the timeouts middleware sets download_timeout per tier.
 TRANSIENT_META = frozenset(
-    {"download_latency", "download_timeout", "frontier_lease", "_frontier_host"}
+    {
+        "download_latency",
+        "download_timeout",
+        "frontier_lease",
+        "frontier_node",
+        "_frontier_host",
+    }
 )
 _CLASSES: dict[str, type[Request]] = {
     "FormRequest": FormRequest,

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
     from crawler.frontier.store import Lease
 
+# Meta of a leased request: the node it was handed to (for page records).
+NODE_META_KEY = "frontier_node"
+
 
 @dataclass(frozen=True, slots=True)
 class Held:

@@ -30,7 +30,7 @@ from crawler.frontier.admission import Admission
 from crawler.frontier.config import FrontierConfig
 from crawler.frontier.control import Control, read_control, with_runtime_settings
 from crawler.frontier.embedded import EmbeddedRedisError
-from crawler.frontier.leases import Held, HeldLeases
+from crawler.frontier.leases import NODE_META_KEY, Held, HeldLeases
 from crawler.frontier.nodes import Membership
 from crawler.frontier.progress import Progress
 from crawler.frontier.startup import FailedScheduler, StartupFailure
@@ -311,6 +311,8 @@ class FrontierScheduler(BaseScheduler):
             self._drop_bad_entry(lease, entry, exc, now)
             return None
         self._held.hold(lease, request)
+        assert self._membership is not None
+        request.meta[NODE_META_KEY] = self._membership.node_id
         for key in (
             "scheduler/dequeued",
             "scheduler/dequeued/redis",

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import TextResponse
 from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.gz import gunzip, gzip_magic_number
 from scrapy.utils.sitemap import Sitemap
 
+from crawler.frontier.leases import NODE_META_KEY
 from crawler.items import PageRecord
 from crawler.middlewares.robots import robots_sitemaps
+from crawler.policy.hosts import BadURLError, host_of
 from crawler.policy.scope import Scope, parse_seed
 
 if TYPE_CHECKING:
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from twisted.python.failure import Failure
 
 
 class BfsSpider(Spider):
@@ -66,7 +71,7 @@ class BfsSpider(Spider):
         if not seeds:
             self.logger.info("No seeds given: crawling what the frontier holds")
         for url in seeds:
-            yield Request(url, callback=self.parse)
+            yield Request(url, callback=self.parse, errback=self.failed)
 
     def parse(self, response: Response) -> Iterator[Any]:
         links = []
@@ -78,7 +83,28 @@ class BfsSpider(Spider):
             ]
         yield self._record(response, len(links))
         for url in links:
-            yield Request(url, callback=self.parse)
+            yield Request(url, callback=self.parse, errback=self.failed)
+
+    def failed(self, failure: Failure) -> Iterator[PageRecord]:
+        """A request that failed for good (given up, refused, robots) gets a record
+        with status 0 and the error, so the record database shows every URL tried."""
+        request = failure.request  # type: ignore[attr-defined]
+        if isinstance(failure.value, IgnoreRequest):
+            return  # robots.txt or a filter dropped it: counted in stats, not a page
+        yield PageRecord(
+            url=request.url,
+            status=0,
+            depth=request.meta.get("depth", 0),
+            title=None,
+            content_type=None,
+            length=0,
+            links=0,
+            fetched_at=_now(),
+            host=_host(request.url),
+            tier=request.meta.get("tier", 0),
+            node=request.meta.get(NODE_META_KEY, ""),
+            error=f"{type(failure.value).__name__}: {failure.getErrorMessage()}"[:500],
+        )
 
     def follow_robots_sitemaps(self, sitemaps: Sequence[str], request: Request) -> None:
         """Queue the sitemaps a robots.txt lists, at the depth of *request*."""
@@ -131,6 +157,7 @@ class BfsSpider(Spider):
         if isinstance(response, TextResponse):
             title = response.css("title::text").get()
         content_type = response.headers.get("Content-Type")
+        last_modified = response.headers.get("Last-Modified")
         return PageRecord(
             url=response.url,
             status=response.status,
@@ -139,7 +166,13 @@ class BfsSpider(Spider):
             content_type=content_type.decode("latin-1") if content_type else None,
             length=len(response.body),
             links=links,
-            fetched_at=datetime.now(UTC).isoformat(timespec="milliseconds"),
+            fetched_at=_now(),
+            host=_host(response.url),
+            last_modified=last_modified.decode("latin-1") if last_modified else None,
+            content_hash=hashlib.sha256(response.body).hexdigest(),
+            tier=response.meta.get("tier", 0),
+            node=response.meta.get(NODE_META_KEY, ""),
+            body=response.body,
         )
 
     def _seeds(self) -> list[str]:
@@ -162,3 +195,14 @@ class BfsSpider(Spider):
             if url:
                 seeds.append(url)
         return seeds
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def _host(url: str) -> str:
+    try:
+        return host_of(url)
+    except BadURLError:
+        return ""
