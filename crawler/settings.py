@@ -61,6 +61,9 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.timeouts.TimeoutsMiddleware": 560,
     # Per-host traffic counters in Redis (`scrapy frontier hosts`).
     "crawler.middlewares.traffic.TrafficMiddleware": 950,
+    # WARC records of every request as sent and response as received (WARC_DIR):
+    # nearest the downloader, so bodies are still raw (compressed when served so).
+    "crawler.middlewares.warc.WarcMiddleware": 960,
 }
 # The asyncio reactor: redis.asyncio clients and Scrapy's asyncio helpers need it.
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
