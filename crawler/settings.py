@@ -255,9 +255,11 @@ REFERER_LIST: list[str] | str = []
 
 # Root of the page store: one file per page at a path mirroring its URL; empty: off.
 PAGESTORE_DIR = ".crawl/pages"
-# Where page records go: sqlite:///path or postgresql://user:pass@host/db; empty: off.
+# Where page records go: sqlite:///relative/path, sqlite:////absolute/path or
+# postgresql://user:pass@host/db; empty: off.
 RECORDS_DATABASE_URL = "sqlite:///.crawl/pages.db"
-# Records written in one transaction (and at most this many held in memory).
+# Records written in one transaction; while the database cannot be written, up to 100
+# batches are held, then the oldest are dropped (records/dropped).
 RECORDS_BATCH_SIZE = 100
 # Directory of WARC files of every request and response; empty: off.
 WARC_DIR = ""

@@ -1,0 +1,150 @@
+"""``scrapy pages``: query the page-record database a crawl wrote.
+
+Rows of ``RECORDS_DATABASE_URL`` (``-s`` overrides it), filtered by ``--host``
+(exact), ``--status`` (exact; 0 lists the pages that failed) and ``--title`` (a
+case-insensitive substring), sorted by URL, at most ``--limit``. ``--format``:
+``table`` (default: an aligned summary for a terminal), ``csv`` (a header line, then
+every column), ``json`` (one array of objects) or ``jsonl`` (one object a line).
+``-o FILE`` writes to a file instead of standard output. The database is opened
+read-only: querying never creates one.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from crawler.commands.frontier import cell
+from crawler.records import COLUMNS, RecordsDatabase, RecordsDatabaseError
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Iterable
+
+# The columns the table shows (every column goes to CSV and JSON).
+TABLE_COLUMNS = ("url", "status", "depth", "length", "title", "fetched_at")
+_RIGHT_ALIGNED = frozenset({"status", "depth", "length"})
+FORMATS = ("table", "csv", "json", "jsonl")
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+    default_settings = {"LOG_ENABLED": False}  # noqa: RUF012 (ScrapyCommand's type)
+
+    def syntax(self) -> str:
+        return "[--host H] [--status N] [--title TEXT] [--format F] [-o FILE]"
+
+    def short_desc(self) -> str:
+        return "Query the page records a crawl wrote (RECORDS_DATABASE_URL)"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--host", help="only pages of this host (exact)")
+        parser.add_argument(
+            "--status", type=int, help="only pages of this status (0: failed)"
+        )
+        parser.add_argument(
+            "--title", help="only pages whose title holds this text (any case)"
+        )
+        parser.add_argument("--limit", type=int, help="at most this many rows")
+        parser.add_argument(
+            "--format",
+            choices=FORMATS,
+            default="table",
+            help="table (default), csv, json (an array) or jsonl (one object a line)",
+        )
+        parser.add_argument(
+            "-o", "--output", metavar="FILE", help="write to FILE, not stdout"
+        )
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        if args:
+            raise UsageError(f"scrapy pages takes no arguments, got {args!r}")
+        if opts.limit is not None and opts.limit < 0:
+            raise UsageError(f"--limit must be >= 0, got {opts.limit}")
+        url = self.settings.get("RECORDS_DATABASE_URL") or ""
+        try:
+            if not url:
+                raise RecordsDatabaseError(
+                    "RECORDS_DATABASE_URL is empty: pass -s RECORDS_DATABASE_URL=..."
+                )
+            self.exitcode = write_pages(url, opts)
+        except (RecordsDatabaseError, OSError) as exc:
+            print(f"scrapy pages: {exc}", file=sys.stderr)
+            self.exitcode = 1
+
+
+def write_pages(url: str, opts: argparse.Namespace) -> int:
+    """Query the database at *url* as *opts* say and write the rows out."""
+    database = RecordsDatabase(url).open(create=False)
+    try:
+        rows = database.query(
+            host=opts.host, status=opts.status, title=opts.title, limit=opts.limit
+        )
+        writer = WRITERS[opts.format]
+        if opts.output:
+            with Path(opts.output).open("w", encoding="utf-8", newline="") as out:
+                writer(rows, out)
+        else:
+            writer(rows, sys.stdout)
+    finally:
+        database.close()
+    return 0
+
+
+def write_table(rows: Iterable[dict[str, Any]], out: IO[str]) -> None:
+    """An aligned table of TABLE_COLUMNS (every row is read first, for widths)."""
+    lines = [list(TABLE_COLUMNS)]
+    lines += [[cell(_text(row[c])) for c in TABLE_COLUMNS] for row in rows]
+    if len(lines) == 1:
+        out.write("No pages match\n")
+        return
+    widths = [max(len(line[i]) for line in lines) for i in range(len(TABLE_COLUMNS))]
+    for line in lines:
+        out.write(
+            "  ".join(
+                text.rjust(width) if column in _RIGHT_ALIGNED else text.ljust(width)
+                for column, text, width in zip(TABLE_COLUMNS, line, widths, strict=True)
+            ).rstrip()
+            + "\n"
+        )
+
+
+def write_csv(rows: Iterable[dict[str, Any]], out: IO[str]) -> None:
+    """Every column; an empty field for NULL."""
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+
+
+def write_json(rows: Iterable[dict[str, Any]], out: IO[str]) -> None:
+    """One JSON array of objects, one object a line (streamed, never held)."""
+    out.write("[")
+    for index, row in enumerate(rows):
+        out.write(("," if index else "") + "\n" + json.dumps(row, ensure_ascii=False))
+    out.write("\n]\n")
+
+
+def write_jsonl(rows: Iterable[dict[str, Any]], out: IO[str]) -> None:
+    for row in rows:
+        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _text(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+WRITERS: dict[str, Callable[[Iterable[dict[str, Any]], IO[str]], None]] = {
+    "table": write_table,
+    "csv": write_csv,
+    "json": write_json,
+    "jsonl": write_jsonl,
+}

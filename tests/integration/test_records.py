@@ -1,0 +1,278 @@
+"""The records pipeline and `scrapy pages`, on whole crawls of the local site, with
+SQLite in tmp_path (and PostgreSQL when TEST_POSTGRES_URL is set)."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import sqlite3
+import subprocess
+import sys
+import urllib.request
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import deferred_f_from_coro_f
+from scrapy.utils.test import get_crawler
+
+from crawler.frontier.startup import STARTUP_FAILED
+from crawler.pipelines.records import RecordsPipeline
+from crawler.records import RecordsDatabase, row_of
+from crawler.spiders.bfs import BfsSpider
+from tests.servers import ROOT, running_site
+from tests.site import bfs_depths, url_of
+from tests.unit.test_records import (  # noqa: F401 (fixtures)
+    database_url,
+    postgres_url,
+    record,
+)
+
+if TYPE_CHECKING:
+    from tests.servers import RunningSite
+
+pytestmark = pytest.mark.integration
+
+
+async def crawl(settings: dict[str, Any], **kwargs: Any) -> Any:
+    crawler = get_crawler(BfsSpider, settings)
+    await crawler.crawl_async(**kwargs)
+    return crawler
+
+
+def rows_of(url: str) -> dict[str, dict[str, Any]]:
+    database = RecordsDatabase(url).open(create=False)
+    try:
+        return {row["url"]: row for row in database.query()}
+    finally:
+        database.close()
+
+
+def fetched_urls(site: RunningSite) -> list[str]:
+    return [f"http://{row['host']}{row['path']}" for row in site.pages()]
+
+
+def body_of(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310 (loopback)
+        body: bytes = response.read()
+    return body
+
+
+def pages(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            *("-m", "scrapy", "pages"),
+            *("-s", f"RECORDS_DATABASE_URL={url}"),
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@deferred_f_from_coro_f
+async def test_every_fetched_page_has_one_row(site, settings, database_url):  # noqa: F811
+    crawler = await crawl(
+        settings(RECORDS_DATABASE_URL=database_url, FRONTIER_BFS_LOOKAHEAD=0),
+        seeds=site.seeds[0],
+    )
+    rows = rows_of(database_url)
+    fetched = fetched_urls(site)
+    assert sorted(rows) == sorted(fetched)  # one row per fetch, none twice
+    assert crawler.stats.get_value("records/written") == len(fetched)
+    assert crawler.stats.get_value("records/errors") is None
+    depths = bfs_depths(site.spec, [(0, 0)])
+    for (host, page), depth in depths.items():
+        row = rows[url_of(site.spec, host, page)]
+        body = body_of(row["url"])
+        assert row["status"] == 200
+        assert row["title"] == f"host {host} page {page}"
+        assert row["depth"] == depth
+        assert row["length"] == len(body)
+        assert row["content_hash"] == hashlib.sha256(body).hexdigest()
+        assert row["host"] == f"127.0.0.{2 + host}"
+        assert row["content_type"].startswith("text/html")
+        assert row["error"] is None
+        assert row["store_path"] is None  # PAGESTORE_DIR is empty
+        assert row["fetched_at"].endswith("+00:00")
+
+
+@deferred_f_from_coro_f
+async def test_a_refetch_updates_rows_in_place(site, settings, tmp_path):
+    url = f"sqlite:///{tmp_path}/pages.db"
+    await crawl(settings(RECORDS_DATABASE_URL=url, DEPTH_LIMIT=1), seeds=site.seeds[0])
+    first = rows_of(url)
+    await crawl(
+        settings(RECORDS_DATABASE_URL=url, DEPTH_LIMIT=1, FRONTIER_RESET=True),
+        seeds=site.seeds[0],
+    )
+    second = rows_of(url)
+    assert len(fetched_urls(site)) == 2 * len(first)  # every page fetched again
+    assert second.keys() == first.keys()
+    for page, row in second.items():
+        assert row["fetched_at"] > first[page]["fetched_at"]
+        assert row["length"] == first[page]["length"]
+
+
+@deferred_f_from_coro_f
+async def test_a_page_that_failed_is_recorded_with_its_error(site, settings, tmp_path):
+    url = f"sqlite:///{tmp_path}/pages.db"
+    refused = "http://127.0.0.2:1/gone.html"
+    await crawl(
+        settings(RECORDS_DATABASE_URL=url, DEPTH_LIMIT=1, RETRY_TIMES=0),
+        seeds=f"{site.seeds[1]},{refused}",
+    )
+    rows = rows_of(url)
+    assert rows.keys() == {*fetched_urls(site), refused}
+    failed = rows[refused]
+    assert failed["status"] == 0
+    assert "refused" in failed["error"].lower()
+    assert failed["length"] == 0
+    assert failed["title"] is None
+    assert failed["host"] == "127.0.0.2"
+    assert rows[site.seeds[1]]["status"] == 200
+
+
+@deferred_f_from_coro_f
+async def test_batches_are_written_at_their_size_and_at_close(site, settings, tmp_path):
+    url = f"sqlite:///{tmp_path}/pages.db"
+    crawler = await crawl(
+        settings(RECORDS_DATABASE_URL=url, RECORDS_BATCH_SIZE=7), seeds=site.seeds[0]
+    )
+    assert len(rows_of(url)) == len(fetched_urls(site))
+    assert crawler.stats.get_value("records/written") == len(fetched_urls(site))
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("mysql://db/pages", ["RECORDS_DATABASE_URL must be"]),
+        ("postgresql://postgres:s3cret@127.0.0.1:1/x", ["cannot open", "127.0.0.1"]),
+    ],
+)
+@deferred_f_from_coro_f
+async def test_a_database_that_cannot_open_stops_the_crawl_in_one_line(
+    site, settings, caplog, url, words
+):
+    crawler = await crawl(settings(RECORDS_DATABASE_URL=url), seeds=site.seeds[0])
+    assert crawler.stats.get_value("finish_reason") == STARTUP_FAILED
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1, errors
+    assert all(word in errors[0] for word in words)
+    assert "s3cret" not in caplog.text
+    assert "Traceback" not in caplog.text
+
+
+@deferred_f_from_coro_f
+async def test_a_failed_batch_is_kept_and_written_later(tmp_path, caplog):
+    """The table vanishes under the pipeline: the batch fails, is counted and kept,
+    and the next try reconnects, creates the table again and writes it."""
+    url = f"sqlite:///{tmp_path}/pages.db"
+    crawler = get_crawler(
+        BfsSpider, {"RECORDS_DATABASE_URL": url, "RECORDS_BATCH_SIZE": 2}
+    )
+    pipeline = RecordsPipeline.from_crawler(crawler)
+    assert isinstance(pipeline, RecordsPipeline)
+    await pipeline.open_spider()
+    with sqlite3.connect(tmp_path / "pages.db") as other:
+        other.execute("DROP TABLE pages")
+    other.close()
+    await pipeline.process_item(record("http://a.example/1"))
+    await pipeline.process_item(record("http://a.example/2"))  # a full batch
+    assert crawler.stats.get_value("records/errors") == 1
+    assert "2 rows kept for the next try" in caplog.text
+    await pipeline.process_item(record("http://a.example/3"))  # held, no retry
+    assert crawler.stats.get_value("records/errors") == 1
+    await pipeline.close_spider()
+    assert sorted(rows_of(url)) == [f"http://a.example/{i}" for i in (1, 2, 3)]
+    assert crawler.stats.get_value("records/written") == 3
+    assert crawler.stats.get_value("records/dropped") is None
+
+
+def test_no_database_url_means_no_pipeline():
+    crawler = get_crawler(BfsSpider, {"RECORDS_DATABASE_URL": ""})
+    with pytest.raises(NotConfigured):
+        RecordsPipeline.from_crawler(crawler)
+
+
+@deferred_f_from_coro_f
+async def test_the_pages_command_filters_and_exports(settings, database_url):  # noqa: F811
+    with running_site(hosts=2, pages=12, links=3) as site:
+        await crawl(
+            settings(RECORDS_DATABASE_URL=database_url, RETRY_TIMES=0),
+            seeds=f"{site.seeds[0]},http://127.0.0.3:1/",
+        )
+    rows = rows_of(database_url)
+    host1 = [u for u, r in rows.items() if r["host"] == "127.0.0.3" and r["status"]]
+    assert host1
+
+    result = pages(database_url, "--host", "127.0.0.3", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    exported = json.loads(result.stdout)
+    assert exported == [rows[u] for u in sorted(rows) if rows[u]["host"] == "127.0.0.3"]
+
+    result = pages(database_url, "--status", "0", "--format", "jsonl")
+    assert [json.loads(line) for line in result.stdout.splitlines()] == [
+        rows["http://127.0.0.3:1/"]
+    ]
+
+    result = pages(database_url, "--title", "PAGE 1", "--format", "csv")
+    parsed = list(csv.DictReader(io.StringIO(result.stdout)))
+    expected = sorted(u for u, r in rows.items() if "page 1" in (r["title"] or ""))
+    assert [row["url"] for row in parsed] == expected
+    assert all(row["status"] == "200" for row in parsed)
+    by_url = {row["url"]: row for row in parsed}
+    for u in expected:
+        assert by_url[u]["title"] == rows[u]["title"]
+        assert int(by_url[u]["length"]) == rows[u]["length"]
+
+    result = pages(database_url, "--host", "127.0.0.2", "--limit", "3")
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == [
+        "url",
+        "status",
+        "depth",
+        "length",
+        "title",
+        "fetched_at",
+    ]
+    assert len(lines) == 4
+    assert lines[1].startswith(site.seeds[0])
+
+
+def test_the_pages_command_writes_a_file(tmp_path):
+    url = f"sqlite:///{tmp_path}/pages.db"
+    database = RecordsDatabase(url).open()
+    database.upsert([row_of(record(f"http://a.example/{i}")) for i in range(3)])
+    database.close()
+    target = tmp_path / "out.json"
+    result = pages(url, "--format", "json", "-o", str(target))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    assert [row["url"] for row in json.loads(target.read_text())] == [
+        f"http://a.example/{i}" for i in range(3)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("", ["RECORDS_DATABASE_URL is empty"]),
+        ("sqlite:///{tmp}/missing.db", ["no records database at"]),
+        ("mysql://u:s3cret@db/x", ["RECORDS_DATABASE_URL must be"]),
+    ],
+)
+def test_the_pages_command_fails_in_one_line(tmp_path, url, words):
+    result = pages(url.format(tmp=tmp_path))
+    assert result.returncode == 1
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("scrapy pages: ")
+    assert all(word in result.stderr for word in words)
+    assert "s3cret" not in result.stderr
+    assert not (tmp_path / "missing.db").exists()

@@ -1,0 +1,252 @@
+"""The page-record database (crawler/records.py) on a real SQLite file, and on a
+real PostgreSQL when TEST_POSTGRES_URL is set: URLs, schema, upsert, queries."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import uuid
+from dataclasses import replace
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+import pytest
+
+from crawler.items import PageRecord
+from crawler.records import (
+    COLUMNS,
+    DatabaseURL,
+    RecordsDatabase,
+    RecordsDatabaseError,
+    row_of,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "")
+needs_postgres = pytest.mark.skipif(
+    not POSTGRES_URL, reason="TEST_POSTGRES_URL is not set"
+)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """TEST_POSTGRES_URL in a schema of its own, dropped after the test."""
+    import psycopg  # noqa: PLC0415 (only when PostgreSQL is tested)
+
+    schema = f"records_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+        connection.execute(f"CREATE SCHEMA {schema}")
+    separator = "&" if "?" in POSTGRES_URL else "?"
+    yield f"{POSTGRES_URL}{separator}options={quote(f'-csearch_path={schema}')}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+        connection.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(
+    params=["sqlite", pytest.param("postgresql", marks=needs_postgres)],
+)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database of each kind: a SQLite file, a PostgreSQL schema."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/records/pages.db"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+def record(url: str, **fields: object) -> PageRecord:
+    values: dict[str, object] = {
+        "status": 200,
+        "depth": 1,
+        "title": f"title of {url}",
+        "content_type": "text/html",
+        "length": 1234,
+        "links": 5,
+        "fetched_at": "2026-01-02T03:04:05.678+00:00",
+        "host": url.split("/")[2],
+        "content_hash": "ab" * 32,
+        "node": "node-1",
+    }
+    values.update(fields)
+    return PageRecord(url=url, **values)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("url", "dialect", "target"),
+    [
+        ("sqlite:///.crawl/pages.db", "sqlite", ".crawl/pages.db"),
+        ("sqlite:////var/crawl/pages.db", "sqlite", "/var/crawl/pages.db"),
+        (
+            "postgresql://u:p@db:5432/crawl",
+            "postgresql",
+            "postgresql://u:p@db:5432/crawl",
+        ),
+        ("postgres://db/crawl", "postgresql", "postgres://db/crawl"),
+    ],
+)
+def test_a_database_url_names_its_dialect(url, dialect, target):
+    assert DatabaseURL.parse(url) == DatabaseURL(dialect, target)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["sqlite://", "sqlite:///", "sqlite://pages.db", "mysql://db/x", "pages.db", ""],
+)
+def test_a_bad_database_url_is_one_line_naming_the_setting(url):
+    with pytest.raises(RecordsDatabaseError, match=r"^RECORDS_DATABASE_URL must be"):
+        DatabaseURL.parse(url)
+
+
+def test_a_password_never_shows_in_an_error():
+    with pytest.raises(RecordsDatabaseError) as caught:
+        DatabaseURL.parse("mysql://user:s3cret@db/x")
+    assert "s3cret" not in str(caught.value)
+
+
+def test_a_row_holds_only_values_every_database_takes():
+    row = row_of(record("http://a.example/", title="nul\x00 and \udcff", length=2**70))
+    values = dict(zip(COLUMNS, row, strict=True))
+    assert values["title"] == "nul and ?"
+    assert values["length"] == 2**63 - 1
+    assert values["url"] == "http://a.example/"
+    assert values["error"] is None
+
+
+def test_rows_are_written_and_read_back(database_url):
+    database = RecordsDatabase(database_url).open()
+    try:
+        records = [record(f"http://h{i % 2}.example/{i}") for i in range(5)]
+        assert database.upsert([row_of(r) for r in records]) == []
+        rows = list(database.query())
+    finally:
+        database.close()
+    assert [row["url"] for row in rows] == sorted(r.url for r in records)
+    first = rows[0]
+    assert first == dict(zip(COLUMNS, row_of(records[0]), strict=True))
+
+
+def test_a_refetched_url_replaces_its_row(database_url):
+    database = RecordsDatabase(database_url).open()
+    try:
+        database.upsert([row_of(record("http://a.example/", title="old"))])
+        newer = record(
+            "http://a.example/",
+            status=0,
+            title=None,
+            length=0,
+            error="ConnectionRefusedError: refused",
+            fetched_at="2026-02-02T00:00:00.000+00:00",
+        )
+        database.upsert([row_of(newer)])
+        rows = list(database.query())
+    finally:
+        database.close()
+    assert len(rows) == 1
+    assert rows[0]["status"] == 0
+    assert rows[0]["title"] is None
+    assert rows[0]["error"] == "ConnectionRefusedError: refused"
+    assert rows[0]["fetched_at"] == "2026-02-02T00:00:00.000+00:00"
+
+
+def test_an_older_record_never_replaces_a_newer_row(database_url):
+    database = RecordsDatabase(database_url).open()
+    try:
+        newer = record("http://a.example/", fetched_at="2026-03-01T00:00:00.000+00:00")
+        older = record(
+            "http://a.example/", status=0, fetched_at="2026-02-01T00:00:00.000+00:00"
+        )
+        database.upsert([row_of(newer)])
+        database.upsert([row_of(older)])
+        rows = list(database.query())
+    finally:
+        database.close()
+    assert [(row["status"], row["fetched_at"]) for row in rows] == [
+        (200, newer.fetched_at)
+    ]
+
+
+def test_queries_filter_by_host_status_and_title(database_url):
+    records = [
+        record("http://a.example/1", title="Hello World"),
+        record("http://a.example/2", title="50%_off!", status=404),
+        record("http://b.example/1", title="hello again"),
+        record("http://b.example/2", title=None, status=0, error="DNSLookupError"),
+    ]
+    database = RecordsDatabase(database_url).open()
+    try:
+        database.upsert([row_of(r) for r in records])
+
+        def urls(**filters: object) -> list[str]:
+            return [row["url"] for row in database.query(**filters)]  # type: ignore[arg-type]
+
+        assert urls(host="b.example") == ["http://b.example/1", "http://b.example/2"]
+        assert urls(host="B.EXAMPLE") == urls(host="b.example")
+        assert urls(status=404) == ["http://a.example/2"]
+        assert urls(status=0) == ["http://b.example/2"]
+        assert urls(title="hello") == ["http://a.example/1", "http://b.example/1"]
+        assert urls(title="%_") == ["http://a.example/2"]  # no wildcards
+        assert urls(title="_") == ["http://a.example/2"]
+        assert urls(host="a.example", title="hello") == ["http://a.example/1"]
+        assert urls(limit=3) == [r.url for r in records[:3]]
+        assert urls(host="c.example") == []
+    finally:
+        database.close()
+
+
+def test_opening_twice_keeps_the_rows(database_url):
+    database = RecordsDatabase(database_url).open()
+    database.upsert([row_of(record("http://a.example/"))])
+    database.close()
+    again = RecordsDatabase(database_url).open()
+    try:
+        assert len(list(again.query())) == 1
+    finally:
+        again.close()
+
+
+def test_sqlite_is_in_wal_mode_with_both_indexes(tmp_path):
+    path = tmp_path / "pages.db"
+    RecordsDatabase(f"sqlite:///{path}").open().close()
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        indexes = {row[1] for row in connection.execute("PRAGMA index_list(pages)")}
+    connection.close()
+    assert {"pages_host", "pages_status"} <= indexes
+
+
+def test_reading_a_missing_sqlite_file_creates_nothing(tmp_path):
+    path = tmp_path / "none.db"
+    with pytest.raises(RecordsDatabaseError, match="no records database at"):
+        RecordsDatabase(f"sqlite:///{path}").open(create=False)
+    assert not path.exists()
+
+
+def test_reading_a_database_without_the_table_is_one_line(tmp_path):
+    path = tmp_path / "other.db"
+    sqlite3.connect(path).close()
+    with pytest.raises(RecordsDatabaseError, match="no pages table") as caught:
+        RecordsDatabase(f"sqlite:///{path}").open(create=False)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_refused_row_is_returned_and_the_others_written(tmp_path):
+    database = RecordsDatabase(f"sqlite:///{tmp_path}/pages.db").open()
+    try:
+        good = row_of(record("http://a.example/"))
+        bad = row_of(replace(record("http://b.example/"), host=None))  # NOT NULL
+        assert database.upsert([good, bad]) == [bad]
+        assert [row["url"] for row in database.query()] == ["http://a.example/"]
+    finally:
+        database.close()
+
+
+@needs_postgres
+def test_an_unreachable_postgres_is_one_line_without_the_password():
+    url = "postgresql://postgres:s3cret@127.0.0.1:1/test"
+    with pytest.raises(RecordsDatabaseError) as caught:
+        RecordsDatabase(url).open()
+    message = str(caught.value)
+    assert "s3cret" not in message
+    assert "\n" not in message
+    assert "127.0.0.1" in message
