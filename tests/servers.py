@@ -73,6 +73,7 @@ def running_site(
     latency: float = 0.0,
     robots: Mapping[int, str] | None = None,
     behave: Mapping[int, str] | None = None,
+    hostile: bool = False,
 ) -> Iterator[RunningSite]:
     """Serve the test site on 127.0.0.2... until the block ends.
 
@@ -80,7 +81,8 @@ def running_site(
     (``{0: "disallow:/p/1.html;crawl-delay:0.5", 1: "status:503", 2: "hang"}``);
     other hosts answer 404. *behave* maps a host index to how it answers the rest,
     in ``--behave`` syntax (``{0: "delay:1.5", 1: "flaky", 2: "dead",
-    3: "retry-after:1"}``); other hosts answer at once.
+    3: "retry-after:1"}``); other hosts answer at once. *hostile* makes host 0 serve
+    ``tests.site.HOSTILE_INDEX`` and answer 200 to any other path.
     """
     with tempfile.TemporaryDirectory(prefix="site-") as tmp:
         log_path = Path(tmp) / "requests.jsonl"
@@ -94,6 +96,8 @@ def running_site(
             command += ["--robots", f"{index}={spec}"]
         for index, spec in (behave or {}).items():
             command += ["--behave", f"{index}={spec}"]
+        if hostile:
+            command.append("--hostile")
         process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
         try:
             assert process.stdout is not None

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import errno
 import functools
+import html
 import json
 import math
 import random
@@ -166,6 +167,23 @@ NOT_ALLOWED = Response(405, b"method not allowed\n", headers=(("Allow", "GET, HE
 # Never answered: the connection stays open until the client gives up.
 HANG = Response(0, b"")
 SITEMAP_XMLNS = "http://www.sitemaps.org/schemas/sitemap/0.9"
+# --hostile: host 0 serves this page, linking to HOSTILE_LINKS, and answers every
+# other unknown path 200 with hostile_body(target) (page store tests).
+HOSTILE_INDEX = "/hostile-links.html"
+HOSTILE_LINKS = [
+    "/A.html", "/a.html", "/Dir/", "/dir/", "/dir", "/dir/index.html", "/dir/Page",
+    "/a/b", "/a%2Fb", "/x/%2e%2e/%2e%2e/etc/passwd", "/x/../../../etc/shadow",
+    "/%2fetc%2fpasswd", "/a%00b", "/C:/windows/win.ini", "/C:%5Cwindows%5Cwin.ini",
+    "/..%5C..%5Cboot.ini", "/x\\..\\..\\y", "/" + "n" * 300 + ".html",
+    "/na\u00efve/\u2603.html", "/caf%C3%A9", "/search?q=a/b&x=..%2F..", "/search?Q=1",
+    "/con", "/AUX.html", "/file.", "/a//b", "/.hidden", "/-rf", "/x/%2e", "/index.html",
+    "/@dir/+x,y", "/%2E%2E%2F%2E%2E%2Fescape",
+]  # fmt: skip
+
+
+def hostile_body(target: str) -> bytes:
+    """The distinct page --hostile serves at *target* (as the request line has it)."""
+    return f"<html><body><p>hostile {html.escape(target)}</p></body></html>".encode()
 
 
 @dataclass(frozen=True)
@@ -318,9 +336,11 @@ class Site:
         latency: float = 0.0,
         robots: Mapping[int, RobotsSpec] | None = None,
         behave: Mapping[int, Behaviour] | None = None,
+        hostile: bool = False,
     ) -> None:
         """Build the filler corpus once so rendering a page is just slicing."""
         self.spec = spec
+        self.hostile = hostile
         self.latency = latency
         self.robots = dict(robots or {})
         self.behave = dict(behave or {})
@@ -343,6 +363,8 @@ class Site:
         if path in ("/sitemap.xml", "/sitemap-pages.xml"):
             return self._sitemap(host_index, path)
         j = page_index(path.partition("?")[0], self.spec.pages)
+        if j is None and self.hostile and host_index == 0:
+            return _hostile(path)
         return NOT_FOUND if j is None else self.page(host_index, j)
 
     def _robots_body(self, host_index: int, robots: RobotsSpec) -> bytes:
@@ -539,6 +561,15 @@ async def _wait_for_client(
     return "spoke" if spoke else "quiet"
 
 
+def _hostile(path: str) -> Response:
+    """--hostile on host 0: the index of hostile links, else a page naming *path*."""
+    if path != HOSTILE_INDEX:
+        return Response(200, hostile_body(path), "text/html; charset=utf-8")
+    items = "".join(f'<a href="{html.escape(link)}">x</a>\n' for link in HOSTILE_LINKS)
+    body = f'<html><head><meta charset="utf-8"></head><body>{items}</body></html>'
+    return Response(200, body.encode(), "text/html; charset=utf-8")
+
+
 def _has_body(request: Request) -> bool:
     """Whether the client announced a body we would have to skip."""
     length = request.headers.get("content-length", "0")
@@ -600,6 +631,7 @@ async def serve(args: argparse.Namespace, log: IO[str] | None) -> None:
         latency=args.latency,
         robots=dict(args.robots),
         behave=dict(args.behave),
+        hostile=args.hostile,
     )
     servers = [
         await asyncio.start_server(
@@ -668,6 +700,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             "how host INDEX answers all but robots.txt (others answer at once), "
             "e.g. '0=delay:1.5', '1=flaky', '2=dead', '3=retry-after:2'"
         ),
+    )
+    parser.add_argument(
+        "--hostile",
+        action="store_true",
+        help=f"host 0 serves {HOSTILE_INDEX} (hostile links) and 200 for any path",
     )
     args = parser.parse_args(argv)
     try:
