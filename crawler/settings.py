@@ -267,16 +267,19 @@ WARC_DIR = ""
 WARC_MAX_SIZE = 1_000_000_000
 # Queue an analysis task per stored page on a Redis Stream for `scrapy analyze`.
 ANALYSIS_ENABLED = False
-# Import path of the analyzer of pages no spider rule names.
+# Import path of the analyzer of pages no spider rule names; `scrapy analyze` loads
+# only from its module, crawler.analysis.analyzers and modules given with --allow.
 ANALYSIS_DEFAULT = "crawler.analysis.analyzers.TextAnalyzer"
-# Attempts of a task before it goes to the dead-letter stream and is alerted.
+# Attempts of a task in total (a worker dying mid-task counts) before it is
+# dead-lettered and alerted.
 ANALYSIS_MAX_ATTEMPTS = 3
-# Seconds after which a task claimed by a worker that stopped is taken by another.
+# Seconds after which a task claimed by a worker that stopped is taken by another;
+# keep it above the longest analysis, or a slow task may be run twice.
 ANALYSIS_CLAIM_TIMEOUT = 60.0
 # Where a dead-lettered task is reported besides the ERROR log: empty, or an
 # http(s) URL that receives a JSON POST.
 ANALYSIS_ALERT = ""
-# Longest the task stream grows (approximate trimming), in tasks.
+# Longest the task and dead-letter streams grow (approximate trimming), in tasks.
 ANALYSIS_STREAM_MAXLEN = 1_000_000
 
 # --- The bfs spider (crawler/spiders/bfs.py) -----------------------------------------

@@ -75,6 +75,17 @@ class CrawlKeys:
         return f"{self.prefix}:traffic-by:{metric}"
 
     @property
+    def analysis_tasks(self) -> str:
+        """STREAM of analysis tasks (one per stored page), read by ``scrapy analyze``
+        in the consumer group ``crawler.analysis.tasks.GROUP``."""
+        return f"{self.prefix}:analysis:tasks"
+
+    @property
+    def analysis_dead(self) -> str:
+        """STREAM of analysis tasks that failed for good, each with its last error."""
+        return f"{self.prefix}:analysis:dead"
+
+    @property
     def pattern(self) -> str:
         """SCAN pattern matching every key of the crawl (used by reset only)."""
         return f"{self.prefix}:*"

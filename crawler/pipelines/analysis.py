@@ -1,6 +1,110 @@
-"""Placeholder: being written."""
+"""Queue an analysis task per stored page on the crawl's task stream.
+
+Runs after the page store (which sets ``item.store_path``) and the records pipeline.
+Items with no stored page are passed on untouched. The analyzer of a page is the
+first of the spider's optional ``analysis_rules`` (``[(regex, dotted path), ...]``,
+matched with ``re.search`` against the URL) that matches, else ``ANALYSIS_DEFAULT``.
+Tasks are consumed by ``scrapy analyze`` (``crawler.analysis.worker``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import fields
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+
+from crawler.analysis.config import AnalysisConfig
+from crawler.analysis.tasks import AnalysisTask
+from crawler.connection import async_client
+from crawler.frontier.keys import CrawlKeys
+from crawler.items import PageRecord
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    import redis.asyncio
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
 
 
 class AnalysisPipeline:
-    def process_item(self, item: object) -> object:
+    def __init__(
+        self,
+        crawler: Crawler,
+        client: redis.asyncio.Redis,
+        config: AnalysisConfig,
+        keys: CrawlKeys,
+    ) -> None:
+        self._crawler = crawler
+        self._client = client
+        self._config = config
+        self._keys = keys
+        self._rules: list[tuple[re.Pattern[str], str]] = []
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        if not crawler.settings.getbool("ANALYSIS_ENABLED"):
+            raise NotConfigured("ANALYSIS_ENABLED is False")
+        config = AnalysisConfig.from_settings(crawler.settings)
+        keys = CrawlKeys.of(crawler.settings, crawler.spidercls.name)
+        return cls(crawler, async_client(crawler), config, keys)
+
+    def open_spider(self) -> None:
+        self._rules = analysis_rules(
+            getattr(self._crawler.spider, "analysis_rules", [])
+        )
+
+    async def process_item(self, item: Any) -> Any:
+        if not isinstance(item, PageRecord) or not item.store_path:
+            return item
+        task = AnalysisTask(
+            url=item.url,
+            store_path=item.store_path,
+            record=record_of(item),
+            analyzer=self.analyzer_for(item.url),
+        )
+        await self._client.xadd(
+            self._keys.analysis_tasks,
+            task.to_fields(),  # type: ignore[arg-type]
+            maxlen=self._config.stream_maxlen,
+            approximate=True,
+        )
+        self._crawler.stats.inc_value("analysis/queued")
         return item
+
+    def analyzer_for(self, url: str) -> str:
+        """The dotted path of the analyzer of *url*: first matching rule, else the
+        default."""
+        for pattern, path in self._rules:
+            if pattern.search(url):
+                return path
+        return self._config.default_analyzer
+
+    async def _spider_closed(self) -> None:
+        await self._client.aclose()
+
+
+def analysis_rules(rules: Any) -> list[tuple[re.Pattern[str], str]]:
+    """A spider's ``analysis_rules`` compiled; raise ``ValueError`` in one line
+    saying what is wrong (at start, not per page)."""
+    try:
+        compiled = [(re.compile(pattern), path) for pattern, path in rules]
+    except (TypeError, ValueError, re.error) as exc:
+        raise ValueError(
+            f"analysis_rules must be [(regex, 'module.Class'), ...]: {exc}"
+        ) from None
+    for _pattern, path in compiled:
+        if not isinstance(path, str) or "." not in path:
+            raise ValueError(f"analysis_rules: {path!r} is not a dotted class path")
+    return compiled
+
+
+def record_of(item: PageRecord) -> dict[str, Any]:
+    """The record of *item* for a task: every field but the body."""
+    return {f.name: getattr(item, f.name) for f in fields(item) if f.name != "body"}

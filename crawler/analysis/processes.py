@@ -1,0 +1,109 @@
+"""Worker processes of ``scrapy analyze``: one in the command's own process, or N
+children (multiprocessing, spawned) watched by it. SIGTERM or SIGINT stops each
+worker after its current task."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.log import configure_logging
+
+from crawler.analysis.loader import AnalyzerLoader
+from crawler.analysis.worker import AnalysisWorker, consumer_name
+from crawler.connection import check_reachable, connect
+from crawler.frontier.keys import CrawlKeys
+
+if TYPE_CHECKING:
+    from crawler.analysis.config import AnalysisConfig
+
+logger = logging.getLogger(__name__)
+
+# Seconds a stopped child may take to finish its task before it is killed.
+STOP_GRACE = 30.0
+# Scrapy settings a child configures its logging from.
+LOG_SETTINGS = (
+    "LOG_ENABLED", "LOG_ENCODING", "LOG_FILE", "LOG_FILE_APPEND", "LOG_FORMAT",
+    "LOG_DATEFORMAT", "LOG_LEVEL", "LOG_STDOUT", "LOG_SHORT_NAMES",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSpec:
+    """All a worker process needs (picklable: it crosses to spawned children)."""
+
+    url: str
+    cluster: bool | None
+    prefix: str
+    config: AnalysisConfig
+    allowed: tuple[str, ...]
+    idle_exit: float | None
+    log_settings: dict[str, Any]
+
+
+def run_worker(spec: WorkerSpec) -> int:
+    """Run one worker in this process until stopped or idle; return its exit code."""
+    stop = threading.Event()
+    _on_stop_signals(stop)
+    client = connect(spec.url, cluster=spec.cluster)
+    try:
+        check_reachable(client, spec.url)
+        worker = AnalysisWorker(
+            client,
+            CrawlKeys(spec.prefix),
+            spec.config,
+            AnalyzerLoader(spec.allowed),
+            consumer_name(),
+        )
+        handled = worker.run(idle_exit=spec.idle_exit, stop=stop.is_set)
+    finally:
+        client.close()
+    logger.info("Analysis worker stopped after %(handled)d tasks", {"handled": handled})
+    return 0
+
+
+def child_main(spec: WorkerSpec) -> None:
+    """Entry point of a child process."""
+    configure_logging(spec.log_settings)
+    raise SystemExit(run_worker(spec))
+
+
+def run_workers(spec: WorkerSpec, count: int) -> int:
+    """Run *count* child workers until they end or a stop signal comes; return 0 if
+    every child ended well, else 1."""
+    stop = threading.Event()
+    _on_stop_signals(stop)
+    context = multiprocessing.get_context("spawn")
+    children = [
+        context.Process(target=child_main, args=(spec,), name=f"analyze-{index}")
+        for index in range(count)
+    ]
+    for child in children:
+        child.start()
+    while any(child.is_alive() for child in children) and not stop.is_set():
+        stop.wait(0.2)
+    for child in children:
+        if child.is_alive():
+            child.terminate()  # SIGTERM: the worker ends its current task
+    for child in children:
+        child.join(STOP_GRACE)
+        if child.is_alive():
+            logger.error("Worker %(name)s did not stop: killed", {"name": child.name})
+            child.kill()
+            child.join()
+    # A child stopped by our SIGTERM before it could set its handler ended well too.
+    stopped_ok = {0, -signal.SIGTERM} if stop.is_set() else {0}
+    return 0 if all(child.exitcode in stopped_ok for child in children) else 1
+
+
+def _on_stop_signals(stop: threading.Event) -> None:
+    def handler(signum: int, _frame: object) -> None:
+        logger.info("Stopping on %(signal)s", {"signal": signal.Signals(signum).name})
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)

@@ -1,0 +1,115 @@
+"""``scrapy analyze``: run the analysis tasks of a crawl (see docs/analysis.md).
+
+The crawl is ``--prefix`` (default ``FRONTIER_KEY_PREFIX``, else the ``bfs`` spider's
+name) in ``REDIS_URL``; with no ``REDIS_URL`` the private Redis of
+``FRONTIER_EMBEDDED_REDIS_DIR`` is used, as ``scrapy frontier`` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import TYPE_CHECKING
+
+import redis
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+from scrapy.utils.log import configure_logging
+
+from crawler.analysis.config import AnalysisConfig
+from crawler.analysis.loader import module_of
+from crawler.analysis.processes import LOG_SETTINGS, WorkerSpec, run_worker, run_workers
+from crawler.commands.frontier import (
+    DEFAULT_SPIDER,
+    FrontierCommandError,
+    private_server,
+)
+from crawler.connection import RedisUnreachableError, cluster_mode
+from crawler.frontier.embedded import EmbeddedRedisError
+from crawler.frontier.keys import CrawlKeys
+
+if TYPE_CHECKING:
+    import argparse
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False
+
+    def syntax(self) -> str:
+        return "[--workers N] [--idle-exit SECONDS | --once] [--allow MODULE ...]"
+
+    def short_desc(self) -> str:
+        return "Run the analysis tasks of a crawl (ANALYSIS_ENABLED queues them)"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--workers", type=int, default=1, help="worker processes")
+        parser.add_argument(
+            "--idle-exit",
+            type=float,
+            metavar="SECONDS",
+            help="stop after this long with no task (default: run until stopped)",
+        )
+        parser.add_argument(
+            "--once", action="store_true", help="stop when no task is left"
+        )
+        parser.add_argument(
+            "--prefix",
+            help="the crawl's key prefix (default: FRONTIER_KEY_PREFIX, else "
+            f"{DEFAULT_SPIDER!r})",
+        )
+        parser.add_argument(
+            "--allow",
+            action="append",
+            default=[],
+            metavar="MODULE",
+            help="also load analyzers from MODULE (and its submodules); the shipped "
+            "analyzers and ANALYSIS_DEFAULT's module always are",
+        )
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        if args:
+            raise UsageError(f"no arguments expected, got {args!r}")
+        if opts.workers < 1:
+            raise UsageError(f"--workers must be >= 1, got {opts.workers}")
+        if opts.idle_exit is not None and opts.idle_exit < 0:
+            raise UsageError(f"--idle-exit must be >= 0, got {opts.idle_exit}")
+        configure_logging(self.settings)
+        try:
+            self.exitcode = self._run(opts)
+        except (
+            ValueError,
+            FrontierCommandError,
+            RedisUnreachableError,
+            EmbeddedRedisError,
+            redis.RedisError,
+        ) as exc:
+            print(f"scrapy analyze: {exc}", file=sys.stderr)
+            self.exitcode = 1
+
+    def _run(self, opts: argparse.Namespace) -> int:
+        assert self.settings is not None
+        config = AnalysisConfig.from_settings(self.settings)
+        keys = (
+            CrawlKeys(opts.prefix)
+            if opts.prefix
+            else CrawlKeys.of(self.settings, DEFAULT_SPIDER)
+        )
+        with contextlib.ExitStack() as stack:
+            url = self.settings.get("REDIS_URL") or ""
+            if not url:
+                url = stack.enter_context(private_server(self.settings))
+            spec = WorkerSpec(
+                url=url,
+                cluster=cluster_mode(self.settings),
+                prefix=keys.prefix,
+                config=config,
+                allowed=(module_of(config.default_analyzer), *opts.allow),
+                idle_exit=0.0 if opts.once else opts.idle_exit,
+                log_settings={name: self.settings.get(name) for name in LOG_SETTINGS},
+            )
+            if opts.workers == 1:
+                return run_worker(spec)
+            return run_workers(spec, opts.workers)
