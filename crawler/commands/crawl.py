@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
-from crawler.frontier.startup import STARTUP_FAILED
+from crawler.startup import STARTUP_FAILED
 
 if TYPE_CHECKING:
     import argparse

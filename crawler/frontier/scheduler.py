@@ -33,7 +33,6 @@ from crawler.frontier.embedded import EmbeddedRedisError
 from crawler.frontier.leases import NODE_META_KEY, Held, HeldLeases
 from crawler.frontier.nodes import Membership
 from crawler.frontier.progress import Progress
-from crawler.frontier.startup import FailedScheduler, StartupFailure
 from crawler.frontier.store import (
     Flushed,
     FrontierStore,
@@ -46,6 +45,7 @@ from crawler.policy.order import deepest_level_allowed
 from crawler.policy.politeness import PolitenessConfig
 from crawler.policy.typedsettings import get_int
 from crawler.politeness import HostDelays, machine_zone
+from crawler.startup import FailedScheduler, StartupFailure
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -27,7 +27,6 @@ from scrapy.http.request import NO_CALLBACK
 
 from crawler.connection import async_client
 from crawler.frontier.keys import CrawlKeys
-from crawler.frontier.startup import StartupFailure
 from crawler.policy.hosts import host_of
 from crawler.policy.robots import (
     MAX_REDIRECTS,
@@ -46,6 +45,7 @@ from crawler.policy.robots import (
     robots_url,
 )
 from crawler.politeness import HostDelays
+from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:
     from typing import Self

@@ -23,7 +23,6 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 from crawler.connection import sync_client
 from crawler.frontier.admission import tier_of
 from crawler.frontier.keys import CrawlKeys
-from crawler.frontier.startup import StartupFailure
 from crawler.middlewares.robots import SKIP_META_KEY as ROBOTS_FETCH
 from crawler.policy.hosts import BadURLError, host_of
 from crawler.policy.suffixes import most_specific, normalized_table
@@ -37,6 +36,7 @@ from crawler.policy.tiers import (
     after_success,
 )
 from crawler.politeness import HostDelays
+from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:
     from collections.abc import Callable

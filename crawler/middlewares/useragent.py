@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar, cast, get_args
 
-from crawler.frontier.startup import StartupFailure
 from crawler.policy.hosts import BadURLError, host_of
 from crawler.policy.typedsettings import get_float
+from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -46,8 +46,8 @@ from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
 from crawler.frontier.keys import CrawlKeys
-from crawler.frontier.startup import StartupFailure
 from crawler.policy.typedsettings import get_int
+from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:
     from collections.abc import Callable

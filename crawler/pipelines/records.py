@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
-from crawler.frontier.startup import StartupFailure
 from crawler.items import PageRecord
 from crawler.policy.typedsettings import get_int
 from crawler.records import RecordsDatabase, RecordsDatabaseError, Row, row_of
+from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:
     from typing import Self
@@ -71,7 +71,7 @@ class RecordsPipeline:
 
     async def open_spider(self) -> None:
         """Connect and create the table; if that fails, the crawl stops with one
-        line (see ``crawler.frontier.startup``)."""
+        line (see ``crawler.startup``)."""
         database = RecordsDatabase(self._url)
         try:
             self._database = await asyncio.to_thread(database.open)

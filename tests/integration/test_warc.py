@@ -19,9 +19,9 @@ from scrapy.utils.test import get_crawler
 from warcio.archiveiterator import ArchiveIterator
 
 import crawler.settings as project
-from crawler.frontier.startup import StartupFailure
 from crawler.middlewares.warc import WarcMiddleware
 from crawler.spiders.bfs import BfsSpider
+from crawler.startup import StartupFailure
 from tests.site import Site
 
 if TYPE_CHECKING:

@@ -16,7 +16,6 @@ from scrapy.utils.test import get_crawler
 
 import crawler.settings as project
 from crawler.frontier.leases import HeldLeases
-from crawler.frontier.startup import StartupFailure
 from crawler.frontier.store import Lease
 from crawler.middlewares.timeouts import (
     MAX_RETRY_AFTER,
@@ -25,6 +24,7 @@ from crawler.middlewares.timeouts import (
     retry_after_seconds,
 )
 from crawler.spiders.bfs import BfsSpider
+from crawler.startup import StartupFailure
 from tests.unit.properties import PROPERTY
 
 # --- Retry-After ----------------------------------------------------------------------

@@ -14,13 +14,13 @@ from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 import crawler.settings as project
-from crawler.frontier.startup import StartupFailure
 from crawler.middlewares.useragent import (
     StickyUserAgents,
     UserAgentConfig,
     UserAgentMiddleware,
     split_outside_parentheses,
 )
+from crawler.startup import StartupFailure
 
 BOT = "Mozilla/5.0 (compatible; crawler/1.0; +https://github.com/crawler/crawler)"
 CHROME = (

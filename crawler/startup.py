@@ -1,8 +1,8 @@
-"""A frontier that cannot start stops the crawl with one line that says what to fix.
+"""A crawl that cannot start stops with one line that says what to fix.
 
 Scrapy prints tracebacks for exceptions raised while the engine opens; a bad setting
 or an unreachable Redis is not a bug, so the failure is logged once at ERROR and the
-spider is closed cleanly with ``finish_reason = "frontier_unavailable"`` as soon as
+spider is closed cleanly with ``finish_reason = "startup_failed"`` as soon as
 it is open (``scrapy crawl`` then exits with status 1, see ``crawler.commands``).
 """
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-STARTUP_FAILED = "frontier_unavailable"
+STARTUP_FAILED = "startup_failed"
 
 
 # Crawlers whose start-up failed already: a bad setting read by several components
