@@ -42,6 +42,8 @@ LOGSTATS_INTERVAL = 60.0
 SPIDER_MIDDLEWARES = {
     "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
     "crawler.frontier.acks.FrontierDepthMiddleware": 900,
+    # Links robots.txt forbids (when their origin's rules are known) are not queued.
+    "crawler.middlewares.robotslinks.RobotsLinkFilter": 950,
     # Closest to the engine: acknowledges a lease once the page's links are queued.
     "crawler.frontier.acks.LeaseAckSpiderMiddleware": 1,
 }

@@ -19,6 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NoReturn
+from weakref import WeakKeyDictionary
 
 from redis.exceptions import LockError
 from scrapy import Request, signals
@@ -105,6 +106,9 @@ class _RulesCache:
             self._entries.popitem(last=False)
 
 
+_BY_CRAWLER: WeakKeyDictionary[Crawler, RobotsMiddleware] = WeakKeyDictionary()
+
+
 class RobotsMiddleware:
     def __init__(self, crawler: Crawler, config: RobotsConfig, keys: CrawlKeys) -> None:
         assert crawler.stats is not None
@@ -117,6 +121,24 @@ class RobotsMiddleware:
         self._loading: dict[str, asyncio.Event] = {}
         self._redis: redis.asyncio.Redis | None = None
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        _BY_CRAWLER[crawler] = self
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> RobotsMiddleware | None:
+        """The crawler's robots middleware, if robots.txt is obeyed."""
+        return _BY_CRAWLER.get(crawler)
+
+    def known_verdict(self, url: str) -> bool | None:
+        """Whether robots.txt allows *url*, if this node holds its origin's rules
+        now; None when it does not know (the download path decides then)."""
+        try:
+            origin = origin_of(url)
+        except ValueError:
+            return None
+        entry = self._cache.get(origin, time.time())
+        if entry is None or entry.record.state == "deny":
+            return None  # unknown, or unreachable: may be retried before it is due
+        return entry.rules is None or entry.rules.allows(url)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:

@@ -143,9 +143,32 @@ async def test_rules_failures_and_crawl_delay_are_obeyed(settings):
     assert stats["robots/status_count/404"] == 1
     assert stats["robots/status_count/503"] == 1
     assert sum(v for k, v in stats.items() if "robots/exception_count/" in k) == 1
-    assert stats["robots/disallowed"] >= 1
+    # Links to a host whose rules are known are dropped before they are queued; the
+    # rest (found before their host's robots.txt came) when they are downloaded.
+    assert stats["robots/disallowed_links"] >= 1
     assert stats["robots/unreachable"] >= 2  # the roots of the failing hosts
     assert stats["robots/crawl_delay_hosts"] == 1
+
+
+@deferred_f_from_coro_f
+async def test_forbidden_links_of_a_known_host_cost_it_no_delay(settings):
+    """A host that forbids most of its pages: once its robots.txt is known, links
+    to them are not queued, so its politeness delay is spent on allowed pages only."""
+    delay, pages = 0.2, 30
+    forbidden = ",".join(f"/p/{j}.html" for j in range(2, pages))
+    with running_site(
+        hosts=1, pages=pages, links=6, robots={0: f"disallow:{forbidden}"}
+    ) as site:
+        crawler = await crawl(
+            obeying(settings, POLITENESS_DAY_DELAY=delay, POLITENESS_NIGHT_DELAY=delay),
+            seeds=site.seeds[0],
+        )
+        fetched = {page for _, page in fetched_pages(site)}
+    stats = crawler.stats.get_stats()
+    assert fetched == {0, 1}
+    assert stats["robots/disallowed_links"] >= 3  # the two pages link to forbidden ones
+    assert "robots/disallowed" not in stats  # none was handed out to be dropped later
+    assert stats["frontier/dequeued"] == 2  # the frontier only handed out pages 0 and 1
 
 
 @deferred_f_from_coro_f
