@@ -9,6 +9,7 @@ heartbeat, parses it with ``read_control`` and applies the settings with
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,8 @@ from crawler.policy.typedsettings import get_int
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+logger = logging.getLogger(__name__)
 
 # The settings that may change while a crawl runs; any other is refused.
 RUNTIME_SETTINGS = (
@@ -124,3 +127,68 @@ def _text(raw: bytes | str) -> str | None:
 
 def _shown(raw: bytes | str) -> str:
     return raw if isinstance(raw, str) else raw.decode("utf-8", "backslashreplace")
+
+
+@dataclass(frozen=True, slots=True)
+class RunTimeConfigs:
+    """What run-time settings change in a running node."""
+
+    politeness: PolitenessConfig
+    depth_limit: int
+
+
+class ControlFollower:
+    """A node's side of the control hash: the state it follows, read every heartbeat.
+
+    Run-time settings always apply over the settings the node started with, so
+    ``set KEY --unset`` takes a value back. A value written by hand that would not
+    pass start-up checks is logged and the settings in force are kept.
+    """
+
+    def __init__(self, settings: BaseSettings, machine_zone: str) -> None:
+        self._settings = settings
+        self._machine_zone = machine_zone
+        self.state = Control()
+
+    @property
+    def paused(self) -> bool:
+        return self.state.paused
+
+    def follow(
+        self, fields: Mapping[bytes, bytes] | Mapping[str, str]
+    ) -> tuple[bool, RunTimeConfigs | None]:
+        """Take the control hash's *fields*: whether the crawl was just resumed, and
+        the new run-time configs if the settings changed (and are good)."""
+        previous, self.state = self.state, read_control(fields)
+        if self.state.paused != previous.paused:
+            logger.info(
+                "Crawl %(what)s by `scrapy frontier %(command)s`",
+                {
+                    "what": "paused" if self.state.paused else "resumed",
+                    "command": "pause" if self.state.paused else "resume",
+                },
+            )
+        resumed = previous.paused and not self.state.paused
+        if self.state.settings == previous.settings:
+            return resumed, None
+        return resumed, self._configs(self.state.settings)
+
+    def _configs(self, overrides: dict[str, str]) -> RunTimeConfigs | None:
+        try:
+            settings = with_runtime_settings(self._settings, overrides)
+            configs = RunTimeConfigs(
+                PolitenessConfig.from_settings(
+                    settings, machine_zone=self._machine_zone
+                ),
+                get_int(settings, "DEPTH_LIMIT"),
+            )
+        except ValueError as exc:
+            logger.error(
+                "Ignored run-time settings %(overrides)r: %(error)s",
+                {"overrides": overrides, "error": exc},
+            )
+            return None
+        logger.info(
+            "Run-time settings in force: %(overrides)r", {"overrides": overrides}
+        )
+        return configs

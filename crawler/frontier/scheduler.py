@@ -28,7 +28,8 @@ from crawler.frontier import codec
 from crawler.frontier.acks import lease_done
 from crawler.frontier.admission import Admission
 from crawler.frontier.config import FrontierConfig
-from crawler.frontier.control import Control, read_control, with_runtime_settings
+from crawler.frontier.control import ControlFollower
+from crawler.frontier.drain import DrainWatch
 from crawler.frontier.embedded import EmbeddedRedisError
 from crawler.frontier.leases import NODE_META_KEY, Held, HeldLeases
 from crawler.frontier.nodes import Membership
@@ -42,8 +43,6 @@ from crawler.frontier.store import (
     SchemaMismatchError,
 )
 from crawler.policy.order import deepest_level_allowed
-from crawler.policy.politeness import PolitenessConfig
-from crawler.policy.typedsettings import get_int
 from crawler.politeness import HostDelays, machine_zone
 from crawler.startup import FailedScheduler, StartupFailure
 
@@ -60,8 +59,6 @@ logger = logging.getLogger(__name__)
 
 # Seeds taken from the crawl's Redis seed list per maintenance round.
 SEEDS_PER_ROUND = 1000
-# The engine asks has_pending_requests() often; Redis is asked at most this often.
-DRAINED_CHECK_INTERVAL = 1.0
 # Longest an acknowledgement waits for a pop to carry it to Redis.
 ACK_DELAY = 0.01
 # How often a node that finds nothing to do re-reads every shard's summary: at first,
@@ -91,14 +88,12 @@ class FrontierScheduler(BaseScheduler):
         self._flush_timer: CallLaterResult | None = None
         self._maintenance: AsyncioLoopingCall | LoopingCall | None = None
         self._wake: CallLaterResult | None = None
-        self._drained_at = (0.0, False)
-        self._opened_at = 0.0
-        self._seen_work = False
+        self._drain: DrainWatch | None = None
         self._refreshed_at = 0.0
         self._refresh_every = REFRESH_INTERVAL
         self._bad_entry_logged = False
         self._failure: StartupFailure | None = None
-        self._control = Control()
+        self._control = ControlFollower(crawler.settings, machine_zone())
         crawler.signals.connect(self._lease_done, signal=lease_done)
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
 
@@ -115,7 +110,7 @@ class FrontierScheduler(BaseScheduler):
     # --- lifecycle ---------------------------------------------------------------
 
     def open(self, spider: Spider) -> None:
-        now = self._opened_at = time.time()
+        now = time.time()
         try:
             self._store = self._open_store(now)
         except (RedisUnreachableError, EmbeddedRedisError, SchemaMismatchError) as exc:
@@ -141,6 +136,7 @@ class FrontierScheduler(BaseScheduler):
             store.prepare(now)
             self._membership = Membership(client, store.crawl_keys, self._config)
             self._membership.beat(now, pages=0)
+            self._drain = DrainWatch(store, self._membership, opened_at=now)
         except Exception:
             client.close()
             raise
@@ -392,47 +388,13 @@ class FrontierScheduler(BaseScheduler):
         """Apply `scrapy frontier pause|resume|set`, read once a heartbeat."""
         assert self._store is not None
         fields = self._store.client.hgetall(self._store.crawl_keys.control)
-        control = read_control(fields)  # type: ignore[arg-type]
-        previous, self._control = self._control, control
-        if control.paused != previous.paused:
-            logger.info(
-                "Crawl %(what)s by `scrapy frontier %(command)s`",
-                {
-                    "what": "paused" if control.paused else "resumed",
-                    "command": "pause" if control.paused else "resume",
-                },
-                extra={"spider": self._spider},
-            )
-            if not control.paused:
-                self._wake_engine()
-        if control.settings != previous.settings:
-            self._apply_settings(control.settings)
-
-    def _apply_settings(self, overrides: dict[str, str]) -> None:
-        """Run-time settings, over the ones the crawl started with; a bad value
-        (written by hand) is logged and the settings in force are kept."""
-        try:
-            settings = with_runtime_settings(self._crawler.settings, overrides)
-            politeness = PolitenessConfig.from_settings(
-                settings, machine_zone=machine_zone()
-            )
-        except ValueError as exc:
-            logger.error(
-                "Ignored run-time settings %(overrides)r: %(error)s",
-                {"overrides": overrides, "error": exc},
-                extra={"spider": self._spider},
-            )
-            return
-        self._delays.config = politeness
-        self._config = replace(
-            self._config, depth_limit=get_int(settings, "DEPTH_LIMIT")
-        )
-        self._admission.config = self._config
-        logger.info(
-            "Run-time settings in force: %(overrides)r",
-            {"overrides": overrides},
-            extra={"spider": self._spider},
-        )
+        resumed, configs = self._control.follow(fields)  # type: ignore[arg-type]
+        if resumed:
+            self._wake_engine()
+        if configs is not None:
+            self._delays.config = configs.politeness
+            self._config = replace(self._config, depth_limit=configs.depth_limit)
+            self._admission.config = self._config
 
     def _take_seeds(self) -> None:
         """Enqueue URLs any client pushed to the crawl's seed list in Redis."""
@@ -450,28 +412,8 @@ class FrontierScheduler(BaseScheduler):
             self._wake_engine()
 
     def _drained(self) -> bool:
-        """Whether no request is queued or leased anywhere in the crawl."""
-        assert self._store is not None
-        now = time.time()
-        checked_at, drained = self._drained_at
-        if now - checked_at >= DRAINED_CHECK_INTERVAL:
-            queued, leased = self._store.totals()
-            drained = queued <= 0 and leased == 0
-            self._seen_work = self._seen_work or not drained
-            if drained and self._waiting_for_seeds(now):
-                drained = False
-            self._drained_at = (now, drained)
-        return drained
-
-    def _waiting_for_seeds(self, now: float) -> bool:
-        """Nodes started together: one with seeds, the others before it pushed them.
-        A node that has seen no work yet waits up to FRONTIER_NODE_TTL while other
-        nodes are alive, rather than close at once."""
-        assert self._membership is not None
-        if self._seen_work or now - self._opened_at >= self._config.node_ttl:
-            return False
-        others = set(self._membership.live_nodes(now)) - {self._membership.node_id}
-        return bool(others)
+        assert self._drain is not None
+        return self._drain.drained(time.time())
 
     def _spider_idle(self) -> None:
         if not self._config.close_when_drained:

@@ -131,6 +131,7 @@ class TrafficMiddleware:
         self._delays: HostDelays | None = None
         self._loop: AsyncioLoopingCall | LoopingCall | None = None
         self._flushing: asyncio.Task[None] | None = None
+        self._in_flight: list[str] = []  # hosts of the last flush (see _forget)
         self._failure_logged = False
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
@@ -196,6 +197,7 @@ class TrafficMiddleware:
         taken = self.buffer.take()
         if not taken:
             return
+        self._in_flight = list(taken)
         try:
             rejected = await self._write(taken, self._clock())
         except _UNREACHABLE as exc:
@@ -273,15 +275,28 @@ class TrafficMiddleware:
         its counters would come back alone. Then the client is closed."""
         if self._loop is not None and self._loop.running:
             self._loop.stop()
+        late = self._in_flight
         if self._flushing is not None:
             await asyncio.wait([self._flushing])
         try:
-            if self.buffer and await self._crawl_exists():
-                await self.flush()
+            if await self._crawl_exists():
+                if self.buffer:
+                    await self.flush()
+            elif late:  # a flush that ran as the scheduler deleted the crawl
+                await self._forget(late)
         finally:
             if self._client is not None:
                 await self._client.aclose()
                 self._client = None
+
+    async def _forget(self, hosts: list[str]) -> None:
+        """Delete what a late flush wrote back into a crawl that was deleted."""
+        keys = [self._keys.traffic(host) for host in hosts]
+        keys += [self._keys.traffic_rank(metric) for metric in RANK_METRICS]
+        pipe = self._redis().pipeline(transaction=False)
+        for key in keys:  # one key a command: keys of a Cluster live in many slots
+            pipe.delete(key)
+        await pipe.execute()
 
     async def _crawl_exists(self) -> bool:
         try:
