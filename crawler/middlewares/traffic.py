@@ -10,6 +10,7 @@ force for the host with its reason. Counts are buffered in memory and written ev
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import Counter
@@ -19,6 +20,7 @@ from weakref import WeakSet
 
 import redis
 import redis.asyncio
+from redis.exceptions import RedisClusterException
 from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
 
@@ -48,7 +50,13 @@ COUNTERS = ("requests", "bytes", *STATUS_CLASSES, "other", "errors")
 # Counters kept in a ZSET each (host -> value), so a top-N table is cheap.
 RANK_METRICS = ("requests", "bytes", "errors")
 # Errors a flush may meet: its counts are kept for the next one.
-_UNREACHABLE = (redis.ConnectionError, redis.TimeoutError, OSError, EmbeddedRedisError)
+_UNREACHABLE = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    RedisClusterException,  # a cluster none of whose nodes answers
+    OSError,
+    EmbeddedRedisError,
+)
 
 
 def status_class(status: int) -> str:
@@ -279,7 +287,7 @@ class TrafficMiddleware:
         if self._flushing is not None:
             await asyncio.wait([self._flushing])
         try:
-            if await self._crawl_exists():
+            if (self.buffer or late) and await self._crawl_exists():
                 if self.buffer:
                     await self.flush()
             elif late:  # a flush that ran as the scheduler deleted the crawl
@@ -296,7 +304,8 @@ class TrafficMiddleware:
         pipe = self._redis().pipeline(transaction=False)
         for key in keys:  # one key a command: keys of a Cluster live in many slots
             pipe.delete(key)
-        await pipe.execute()
+        with contextlib.suppress(*_UNREACHABLE):  # Redis gone: nothing to clean
+            await pipe.execute()
 
     async def _crawl_exists(self) -> bool:
         try:
