@@ -7,8 +7,9 @@ delays both set to D (no jitter, so D is the delay in force), plain Scrapy and
 scrapy-redis with ``DOWNLOAD_DELAY=D`` (Scrapy's default randomisation, 0.5-1.5 x D).
 Every figure comes from the site's own request log: pages a second from the first to
 the last page fetched, and the gaps between two fetches of one host. The target is at
-least 0.9 x H/D pages a second with no gap below D. ``--lookahead 0,-1`` adds frontier
-crawls at other ``FRONTIER_BFS_LOOKAHEAD`` values.
+least 0.9 x H/D pages a second with no gap below D. ``--lookahead=-1,0`` adds a
+frontier crawl with the strict BFS barrier; ``--robots`` has the frontier obey
+robots.txt, as it does by default.
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=1, help="crawls per variant")
     parser.add_argument(
         "--lookahead",
-        default="0",
+        default="-1",
         help="comma-separated FRONTIER_BFS_LOOKAHEAD values of the frontier crawls",
     )
     parser.add_argument(
@@ -75,6 +76,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only", default=",".join(CRAWLERS), help="comma-separated crawlers to run"
+    )
+    parser.add_argument(
+        "--robots",
+        action="store_true",
+        help="the frontier obeys robots.txt, as by default (the site answers 404)",
     )
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--out", type=Path, default=OUT)
@@ -97,6 +103,7 @@ def variants(args: argparse.Namespace) -> list[Variant]:
                 "POLITENESS_JITTER": args.jitter,
                 "FRONTIER_HOST_CONCURRENCY": 1,
                 "FRONTIER_BFS_LOOKAHEAD": lookahead,
+                "ROBOTSTXT_OBEY": args.robots,
             }
             found.append(Variant(f"frontier L={lookahead}", "frontier", settings))
     for name in ("plain", "scrapy-redis"):
