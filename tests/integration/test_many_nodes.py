@@ -26,9 +26,15 @@ pytestmark = pytest.mark.integration
 
 
 def test_two_nodes_share_a_crawl_without_fetching_a_page_twice(redis_url):
+    two_nodes_share_a_crawl(redis_url, pages=10)
+
+
+def two_nodes_share_a_crawl(redis_url: str, pages: int) -> None:
+    """Two crawler processes, the second joining a running crawl: every page once,
+    the delay kept across both, and both did some of the work."""
     delay = 0.2
     # 12 hosts: rendezvous hashing leaves the joining node no host 1 time in 2000.
-    with running_site(hosts=12, pages=10, links=4) as site:
+    with running_site(hosts=12, pages=pages, links=4) as site:
         settings = [
             f"REDIS_URL={redis_url}",
             f"DOWNLOAD_DELAY={delay}",

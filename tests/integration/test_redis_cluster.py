@@ -32,9 +32,9 @@ from crawler.policy.order import level_of
 from crawler.policy.sharding import shard_of
 from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_frontier_commands import frontier
-from tests.integration.test_many_nodes import stat_value
+from tests.integration.test_many_nodes import two_nodes_share_a_crawl
 from tests.integration.test_node_failures import page_fetches, run, scrapy_crawl
-from tests.servers import ROOT, running_site, wait_for
+from tests.servers import running_site, wait_for
 from tests.site import bfs_depths
 
 if TYPE_CHECKING:
@@ -386,32 +386,4 @@ def test_frontier_status_and_reset_work_on_the_cluster(
 
 
 def test_two_crawler_processes_share_a_crawl_on_the_cluster(redis_url):
-    delay = 0.2
-    # 12 hosts: rendezvous hashing leaves the joining node no host 1 time in 2000.
-    with running_site(hosts=12, pages=8, links=4) as site:
-        settings = [
-            f"REDIS_URL={redis_url}",
-            f"DOWNLOAD_DELAY={delay}",
-            "FRONTIER_MAINTENANCE_INTERVAL=0.3",
-            "FRONTIER_NODE_TTL=2",
-        ]
-        nodes = []
-        for seeds in (site.seeds[0], ""):  # the second node joins a running crawl
-            nodes.append(
-                subprocess.Popen(
-                    scrapy_crawl(*settings, seeds=seeds),
-                    cwd=ROOT,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                )
-            )
-            assert wait_for(lambda: len(site.pages()) >= 3, timeout=60)
-        outputs = [node.communicate(timeout=120)[1] for node in nodes]
-        assert [node.returncode for node in nodes] == [0, 0], outputs[0][-2000:]
-        fetches = page_fetches(site)
-        gaps = site.gaps_by_host()
-    assert fetches == Counter(bfs_depths(site.spec, [(0, 0)]).keys())
-    assert min(min(g) for g in gaps.values()) >= delay  # across both nodes
-    dequeued = [stat_value(output, "frontier/dequeued") for output in outputs]
-    assert all(count > 0 for count in dequeued), dequeued  # both nodes worked
+    two_nodes_share_a_crawl(redis_url, pages=8)
