@@ -17,17 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import redis
-
 from bench import procs
 from bench.crawls import BENCH, CRAWLERS, ROOT, CrawlSpec, command
 from bench.run import code_fingerprint, machine_facts
-from crawler.frontier.embedded import EmbeddedRedis
 from tests.site import read_log
 
 if TYPE_CHECKING:
@@ -35,16 +31,6 @@ if TYPE_CHECKING:
 
 OUT = BENCH / "out"
 TARGET = 0.9
-
-
-@dataclass(frozen=True)
-class Around:
-    """What every crawl of the benchmark shares: Redis and the logged site."""
-
-    client: redis.Redis
-    redis_url: str
-    site: procs.Site
-    log: Path
 
 
 @dataclass(frozen=True)
@@ -118,37 +104,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Site: {args.hosts} hosts x {args.pages} pages, D = {args.delay} s: "
           f"H/D = {ideal:.1f} pages/s, target {TARGET * ideal:.1f}")  # fmt: skip
     code = code_fingerprint()
-    with tempfile.TemporaryDirectory(prefix="bench-polite-") as tmp:
-        server = EmbeddedRedis(Path(tmp), persist=False).start()
-        client = redis.Redis.from_url(server.url)
-        log = Path(tmp) / "requests.jsonl"
-        try:
-            shape = procs.SiteShape(args.hosts, args.pages, args.links, args.cross)
-            with procs.running_site(ROOT, shape, log) as site:
-                around = Around(client, server.url, site, log)
-                rows = [
-                    crawl(args, variant, index, around)
-                    for index in range(args.runs)
-                    for variant in variants(args)
-                ]
-            facts = machine_facts(client)
-        finally:
-            client.close()
-            server.stop()
+    shape = procs.SiteShape(args.hosts, args.pages, args.links, args.cross)
+    with procs.lab(ROOT, shape, log=True) as lab:
+        rows = [
+            crawl(args, variant, index, lab)
+            for index in range(args.runs)
+            for variant in variants(args)
+        ]
+        facts = machine_facts(lab.client)
     facts["crawler_code"] = code
     return finish(args, rows, facts)
 
 
 def crawl(
-    args: argparse.Namespace, variant: Variant, index: int, around: Around
+    args: argparse.Namespace, variant: Variant, index: int, lab: procs.Lab
 ) -> dict[str, Any]:
     """One crawl of the whole site, measured from the site's request log."""
-    around.client.flushall()
-    log = around.log
+    lab.client.flushall()
+    assert lab.log is not None
+    log = lab.log
     seen = len(read_log(log)) if log.exists() else 0
     tag = f"{variant.label.replace(' ', '_').replace('=', '')}-{index + 1}"
     spec = CrawlSpec(
-        around.site.seeds[0], around.redis_url, args.hosts * args.pages, args.timeout,
+        lab.site.seeds[0], lab.server.url, args.hosts * args.pages, args.timeout,
         args.out / "stats" / f"polite-{tag}.json", extra=variant.settings,
     )  # fmt: skip
     print(f"Crawl {variant.label} #{index + 1} ...", flush=True)

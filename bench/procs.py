@@ -12,15 +12,19 @@ import resource
 import selectors
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import psutil
+import redis
+
+from crawler.frontier.embedded import EmbeddedRedis
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from pathlib import Path
 
     from bench.crawls import Command
 
@@ -151,3 +155,29 @@ def cpu_seconds(pid: int | None) -> float:
     except psutil.Error:
         return 0.0
     return float(times.user + times.system)
+
+
+@dataclass(frozen=True)
+class Lab:
+    """A benchmark's private redis-server, a client of it, and the running site."""
+
+    server: EmbeddedRedis
+    client: redis.Redis
+    site: Site
+    log: Path | None
+
+
+@contextlib.contextmanager
+def lab(root: Path, shape: SiteShape, *, log: bool = False) -> Iterator[Lab]:
+    """A private redis-server (no persistence) and the site, with the site's request
+    log in the same temporary directory if *log*, until the block ends."""
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        server = EmbeddedRedis(Path(tmp), persist=False).start()
+        client = redis.Redis.from_url(server.url)
+        log_path = Path(tmp) / "requests.jsonl" if log else None
+        try:
+            with running_site(root, shape, log_path) as site:
+                yield Lab(server, client, site, log_path)
+        finally:
+            client.close()
+            server.stop()

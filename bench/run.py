@@ -23,14 +23,12 @@ import json
 import platform
 import subprocess
 import sys
-import tempfile
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psutil
-import redis
 
 from bench import procs, redisprobe, report
 from bench.crawls import BENCH, CRAWLERS, FRONTIER_PREFIX, ROOT, CrawlSpec, command
@@ -38,6 +36,8 @@ from crawler.frontier.embedded import EmbeddedRedis, redis_server_binary
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    import redis
 
 OUT = BENCH / "out"
 QUEUE_COST_TIMEOUT = 600.0
@@ -114,24 +114,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Site: {args.hosts} hosts x {args.pages} pages = {total} pages, "
           f"{args.links} links a page; crawlers: {', '.join(args.only)}")  # fmt: skip
     code = code_fingerprint()
-    with tempfile.TemporaryDirectory(prefix="bench-redis-") as tmp:
-        server = EmbeddedRedis(Path(tmp), persist=False).start()
-        client = redis.Redis.from_url(server.url)
-        try:
-            shape = procs.SiteShape(args.hosts, args.pages, args.links, args.cross)
-            with procs.running_site(ROOT, shape) as site:
-                bench = Bench(args, client, server, site, total)
-                runs = [
-                    run_crawl(bench, name, index)
-                    for index in range(args.runs)
-                    for name in args.only
-                ]
-                costs = queue_costs(bench)
-                dedup = dedup_at_scale(bench)
-                facts = machine_facts(client)
-        finally:
-            client.close()
-            server.stop()
+    shape = procs.SiteShape(args.hosts, args.pages, args.links, args.cross)
+    with procs.lab(ROOT, shape) as lab:
+        bench = Bench(args, lab.client, lab.server, lab.site, total)
+        runs = [
+            run_crawl(bench, name, index)
+            for index in range(args.runs)
+            for name in args.only
+        ]
+        costs = queue_costs(bench)
+        dedup = dedup_at_scale(bench)
+        facts = machine_facts(lab.client)
     facts["crawler_code"] = code
     if code_fingerprint() != code:
         runs[-1]["warnings"].append(

@@ -26,23 +26,24 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import psutil
-import redis
 
 from bench import procs, redisprobe, report
 from bench.crawls import BENCH, ROOT, CrawlSpec, command
 from bench.run import code_fingerprint, machine_facts
-from crawler.frontier.embedded import EmbeddedRedis
 from tests.site import read_log
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    import redis
+
+    from crawler.frontier.embedded import EmbeddedRedis
 
 OUT = BENCH / "out"
 REAP_INTERVAL = 0.05
@@ -140,22 +141,13 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"frontier nodes {args.nodes}, scrapy-redis nodes "
           f"{args.scrapy_redis_nodes}; {cores} cores")  # fmt: skip
     code = code_fingerprint()
-    with tempfile.TemporaryDirectory(prefix="bench-scaling-") as tmp:
-        server = EmbeddedRedis(Path(tmp), persist=False).start()
-        client = redis.Redis.from_url(server.url)
-        log = Path(tmp) / "requests.jsonl"
-        try:
-            shape = procs.SiteShape(args.hosts, args.pages, args.links, args.cross)
-            with procs.running_site(ROOT, shape, log) as site:
-                around = Around(args, client, server, site, log)
-                rows = [crawl(around, "frontier", n) for n in args.nodes]
-                rows += [
-                    crawl(around, "scrapy-redis", n) for n in args.scrapy_redis_nodes
-                ]
-            facts = machine_facts(client)
-        finally:
-            client.close()
-            server.stop()
+    shape = procs.SiteShape(args.hosts, args.pages, args.links, args.cross)
+    with procs.lab(ROOT, shape, log=True) as lab:
+        assert lab.log is not None
+        around = Around(args, lab.client, lab.server, lab.site, lab.log)
+        rows = [crawl(around, "frontier", n) for n in args.nodes]
+        rows += [crawl(around, "scrapy-redis", n) for n in args.scrapy_redis_nodes]
+        facts = machine_facts(lab.client)
     facts["crawler_code"] = code
     return finish(args, rows, facts, cores)
 
