@@ -11,7 +11,6 @@ import contextlib
 import sys
 from typing import TYPE_CHECKING
 
-import redis
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 from scrapy.utils.log import configure_logging
@@ -21,11 +20,10 @@ from crawler.analysis.loader import module_of
 from crawler.analysis.processes import LOG_SETTINGS, WorkerSpec, run_worker, run_workers
 from crawler.commands.frontier import (
     DEFAULT_SPIDER,
-    FrontierCommandError,
+    REDIS_COMMAND_ERRORS,
     private_server,
 )
-from crawler.connection import RedisUnreachableError, cluster_mode
-from crawler.frontier.embedded import EmbeddedRedisError
+from crawler.connection import cluster_mode
 from crawler.frontier.keys import CrawlKeys
 
 if TYPE_CHECKING:
@@ -79,13 +77,7 @@ class Command(ScrapyCommand):
         configure_logging(self.settings)
         try:
             self.exitcode = self._run(opts)
-        except (
-            ValueError,
-            FrontierCommandError,
-            RedisUnreachableError,
-            EmbeddedRedisError,
-            redis.RedisError,
-        ) as exc:
+        except (*REDIS_COMMAND_ERRORS, ValueError) as exc:
             print(f"scrapy analyze: {exc}", file=sys.stderr)
             self.exitcode = 1
 

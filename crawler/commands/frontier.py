@@ -76,6 +76,15 @@ class FrontierCommandError(RuntimeError):
     """What the operator must fix, said in one line."""
 
 
+# What a command that talks to the crawl's Redis reports in one line, exit status 1.
+REDIS_COMMAND_ERRORS = (
+    FrontierCommandError,
+    RedisUnreachableError,
+    EmbeddedRedisError,
+    redis.RedisError,
+)
+
+
 class Command(ScrapyCommand):
     requires_project = True
     requires_crawler_process = False
@@ -125,13 +134,7 @@ class Command(ScrapyCommand):
         try:
             with connected(self.settings) as client:
                 self.exitcode = SUBCOMMANDS[args[0]](client, keys, opts, sys.stdout)
-        except (
-            FrontierCommandError,
-            ControlError,
-            RedisUnreachableError,
-            EmbeddedRedisError,
-            redis.RedisError,
-        ) as exc:
+        except (*REDIS_COMMAND_ERRORS, ControlError) as exc:
             print(f"scrapy frontier: {exc}", file=sys.stderr)
             self.exitcode = 1
 
