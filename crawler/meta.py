@@ -1,0 +1,22 @@
+"""Every ``Request.meta`` key one component sets and another reads, named once.
+
+A key set and read by one module only stays in that module.
+"""
+
+from __future__ import annotations
+
+# The lease of a request handed out by the frontier ("<shard>:<lease id>").
+LEASE = "frontier_lease"
+# The node a leased request was handed to (for page records).
+NODE = "frontier_node"
+# How many times the request was held back to be tried again later (retry-later).
+HELD_TIMES = "frontier_held_times"
+# Epoch seconds before which a held request must not be fetched again.
+HOLD_UNTIL = "frontier_hold_until"
+# The fate of a request that failed for good (crawler.policy.fates), and its error.
+FATE = "frontier_fate"
+# Marks the crawler's own robots.txt fetches (never Scrapy's dont_obey_robotstxt,
+# which a user's request may carry for its own reasons).
+ROBOTS_FETCH = "frontier_robots_fetch"
+# A seed: enqueued again even when the seen filter knows it, if it failed for good.
+REVIVE = "frontier_revive"
