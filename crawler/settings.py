@@ -51,6 +51,9 @@ SPIDER_MIDDLEWARES = {
 DOWNLOADER_MIDDLEWARES = {
     # Closest to the engine: acknowledges the lease of a request that failed for good.
     "crawler.frontier.acks.LeaseAckDownloaderMiddleware": 1,
+    # Next to the engine, after Scrapy's immediate retries: a failure that may pass
+    # is held in the frontier and tried again later; a final one gets its fate.
+    "crawler.middlewares.retrylater.RetryLaterMiddleware": 2,
     # Scrapy's robots middleware ignores Crawl-delay and allows all when robots.txt
     # fails; ours follows RFC 9309 and shares one fetch per origin across the cluster.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
@@ -212,6 +215,14 @@ TIMEOUTS_HOST_PAUSE = 600
 # Domain suffixes of far-away hosts, whose requests start on tier 1; or the import
 # path of a function host -> bool.
 TIMEOUTS_FAR_HOSTS: list[str] | str = []
+
+# --- Retry-later (crawler/policy/retrylater.py, crawler/middlewares/retrylater.py) --
+
+# Seconds before each later try of a request whose failure may pass (robots.txt
+# unreachable, DNS, refused or reset connections, timeouts on every tier, 429, 5xx),
+# after Scrapy's immediate retries; a longer Retry-After wins. Held requests keep the
+# crawl open. After the last, the failure is final. Empty: no later tries.
+RETRY_LATER_DELAYS: list[float] | str = [30, 300, 1800]
 
 # --- User-Agent and Referer (crawler/middlewares/useragent.py) ------------------------
 

@@ -13,6 +13,7 @@ from crawler.frontier import codec
 from crawler.frontier.dedup import bloom_hashes, most_hashes, shard_layouts
 from crawler.frontier.seencache import SeenCache
 from crawler.frontier.store import Pending
+from crawler.meta import HOLD_UNTIL, REVIVE
 from crawler.policy.hosts import BadURLError, host_of, shard_key
 from crawler.policy.order import TIERS_PER_DEPTH, depth_allowed, level_of
 from crawler.policy.sharding import shard_of
@@ -48,9 +49,13 @@ class Admission:
             self._stats.inc_value("frontier/depth_limited")
             return None
         dedup: str | bytes = ""
+        revive = ""
         if not request.dont_filter:
             fingerprint = self._fingerprinter.fingerprint(request)
-            if not self._seen.add(fingerprint):
+            if is_seed(request):  # Redis decides: it may have failed for good
+                self._seen.add(fingerprint)
+                revive = fingerprint.hex()
+            elif not self._seen.add(fingerprint):
                 self._duplicates += 1  # most links: counted in bulk, at the next flush
                 return None
             dedup = self._dedup_argument(fingerprint)
@@ -60,8 +65,11 @@ class Admission:
             self._stats.inc_value("frontier/bad_urls")
             return None
         shard = shard_of(shard_key(host, self.config.shard_by), self.config.shards)
+        hold = request.meta.pop(HOLD_UNTIL, None)
         entry = codec.encode(request, self._spider)
-        return Pending(shard, host, level_of(depth, tier_of(request)), dedup, entry)
+        level = level_of(depth, tier_of(request))
+        hold_until = float(hold) if isinstance(hold, int | float) else None
+        return Pending(shard, host, level, dedup, entry, hold_until, revive)
 
     def count_duplicates(self, count: int) -> None:
         """Count *count* duplicates found in Redis, and those found here since."""
@@ -75,6 +83,12 @@ class Admission:
         if self.config.dedup.mode == "exact":
             return fingerprint
         return bloom_hashes(fingerprint, self._hashes)
+
+
+def is_seed(request: Request) -> bool:
+    """A start request, or a URL given to a running crawl (``scrapy frontier seed``):
+    queued again if it failed for good before, whatever the seen filter says."""
+    return bool(request.meta.get("is_start_request") or request.meta.get(REVIVE))
 
 
 def tier_of(request: Request) -> int:

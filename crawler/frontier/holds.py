@@ -1,4 +1,4 @@
-"""HoldRequest: a request that cannot go now but may later (retry-later).
+"""Why a leased request did not reach its host: held for later, or forbidden.
 
 A downloader middleware raises it (robots.txt unreachable, say); the frontier holds
 the request until *until* and tries it again, as many times as RETRY_LATER_DELAYS
@@ -23,3 +23,8 @@ class HoldRequest(IgnoreRequest):
         super().__init__(message)
         self.until = until
         self.fate = fate
+
+
+class ForbiddenByRobots(IgnoreRequest):
+    """robots.txt forbids the URL: its fate is ``robots_disallowed``, and the host's
+    politeness delay is not spent on it."""

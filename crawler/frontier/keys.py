@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +156,19 @@ class Keys:
     def counters(self) -> str:
         """HASH of cluster-wide counters of the shard (``queued``, ``enqueued``...)."""
         return self.tag + "counters"
+
+    @property
+    def held(self) -> str:
+        """ZSET held entry -> time (ms) it may be tried again: requests that failed
+        for a reason that may pass (retry-later); not in ``outstanding``, so a held
+        request never holds the BFS barrier back."""
+        return self.tag + "held"
+
+    @property
+    def failed(self) -> str:
+        """HASH fingerprint (hex) -> the entry of a request that failed for good, with
+        its fate: what ``scrapy frontier retry --failed`` and seeds revive."""
+        return self.tag + "failed"
 
     @property
     def outstanding(self) -> str:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from crawler.frontier.acks import LEASE_META_KEY
+from crawler.meta import HELD_TIMES
 from crawler.policy.hosts import host_of
 
 if TYPE_CHECKING:
@@ -27,9 +28,15 @@ class Held:
     host: str
     retry_times: int = 0
     redirect_times: int = 0
+    held_times: int = 0
     # The leased request's own meta, not a copy: the timeouts middleware sets its
-    # tier when it is fetched, after the lease is taken (tier 1 on a slow host).
+    # tier when it is fetched, after the lease is taken (tier 1 on a slow host), and
+    # the retry-later middleware its fate.
     meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    request: Request | None = field(default=None, compare=False)
+    # Why a new request took this lease over: "retry", "redirect", "escalation",
+    # "hold" (retry-later); empty while it is the request's own lease.
+    replaced_by: str = ""
 
     @property
     def tier(self) -> Any:
@@ -49,7 +56,9 @@ class HeldLeases:
             host_of(request.url),
             request.meta.get("retry_times", 0),
             request.meta.get("redirect_times", 0),
+            request.meta.get(HELD_TIMES, 0),
             request.meta,
+            request,
         )
 
     def done(self, request: Request) -> Held | None:
@@ -60,7 +69,7 @@ class HeldLeases:
         """The lease *request* replaces, if it retries, redirects or escalates (to a
         looser timeout tier) a leased request.
 
-        A retry, redirect or escalation copies the meta of the leased request; its lease is
+        A retry, redirect, escalation or hold (retry-later) copies the meta of the leased request; its lease is
         released once the new request is queued. A request that merely copied a
         response's meta (a child) leaves the parent's lease alone. Either way the
         lease key is taken out of the new request's meta.
@@ -69,11 +78,15 @@ class HeldLeases:
         held = self._held.get(key) if key else None
         if held is None:
             return None
-        retried = request.meta.get("retry_times", 0) > held.retry_times
-        redirected = request.meta.get("redirect_times", 0) > held.redirect_times
-        escalated = request.meta.get("tier", 0) > held.tier
-        if retried or redirected or escalated:
-            return self._held.pop(key)
+        reasons = {
+            "redirect": request.meta.get("redirect_times", 0) > held.redirect_times,
+            "retry": request.meta.get("retry_times", 0) > held.retry_times,
+            "escalation": request.meta.get("tier", 0) > held.tier,
+            "hold": request.meta.get(HELD_TIMES, 0) > held.held_times,
+        }
+        reason = next((name for name, true in reasons.items() if true), "")
+        if reason:
+            return replace(self._held.pop(key), replaced_by=reason)
         return None
 
     def leases(self) -> list[Lease]:

@@ -35,6 +35,7 @@ from crawler.frontier.leases import NODE_META_KEY, Held, HeldLeases
 from crawler.frontier.nodes import Membership
 from crawler.frontier.progress import Progress
 from crawler.frontier.store import (
+    Ack,
     Flushed,
     FrontierStore,
     Lease,
@@ -42,6 +43,8 @@ from crawler.frontier.store import (
     PopOrder,
     SchemaMismatchError,
 )
+from crawler.meta import FATE, REVIVE
+from crawler.policy.fates import FAILED_FATES, UNTOUCHED_FATES
 from crawler.policy.order import deepest_level_allowed
 from crawler.politeness import HostDelays, machine_zone
 from crawler.startup import FailedScheduler, StartupFailure
@@ -269,9 +272,7 @@ class FrontierScheduler(BaseScheduler):
             return None
         assert self._store is not None
         batch, self._buffer, self._done = self._buffer, [], []
-        acks = [
-            (held.lease, self._delays.delay_for(held.host, now=now)) for held in done
-        ]
+        acks = [self._ack(held, now) for held in done]
         try:
             flushed = self._store.flush(batch, acks, now, pop)
         except Exception:
@@ -281,6 +282,23 @@ class FrontierScheduler(BaseScheduler):
         if flushed.fenced and pop is not None and self._membership is not None:
             self._membership.lost(pop.shard)  # another node took it: stop asking
         return flushed.popped
+
+    def _ack(self, held: Held, now: float) -> Ack:
+        """How *held*'s lease is released: the host's delay, the request's fate (none
+        for a retry's lease, which the retry takes on), its fingerprint if it failed
+        for good (kept for ``scrapy frontier retry``), and whether the host was
+        left untouched (robots.txt forbade the URL: no delay spent)."""
+        marked = held.meta.get(FATE, "")
+        fate = marked or "fetched"
+        if held.replaced_by:
+            fate = "redirected" if held.replaced_by == "redirect" else ""
+        fingerprint = ""
+        if fate in FAILED_FATES and held.request is not None:
+            fingerprint = self._crawler.request_fingerprinter.fingerprint(
+                held.request
+            ).hex()
+        delay = self._delays.delay_for(held.host, now=now)
+        return Ack(held.lease, delay, fate, fingerprint, marked in UNTOUCHED_FATES)
 
     def _count_flush(self, flushed: Flushed) -> None:
         accepted = sum(flushed.new)
@@ -404,7 +422,8 @@ class FrontierScheduler(BaseScheduler):
         )
         for url in urls or ():
             try:
-                self.enqueue_request(Request(url.decode("utf-8", "replace")))
+                url_text = url.decode("utf-8", "replace")
+                self.enqueue_request(Request(url_text, meta={REVIVE: True}))
             except ValueError:  # Scrapy refuses URLs without a scheme
                 self._stats.inc_value("frontier/bad_urls")
         if urls:

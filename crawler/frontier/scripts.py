@@ -8,8 +8,12 @@ queued or leased, so the scheduler can pick a shard without asking again.
 
 Queue entries are ``<seq>|<json>``: the sequence number gives FIFO order within a
 level. A host's score in ``ready`` is ``level * weight + seq`` of its head entry.
-A lease keeps ``<level> <len(host)> <host><entry>`` so an expired lease can be put
-back at the head of its queue.
+A lease keeps ``<level> <ready_at> <len(host)> <host><entry>`` so an expired lease can
+be put back at the head of its queue, and a lease whose request never reached its
+host (robots.txt forbade it) can give the host back its previous ready time. A held
+request (retry-later) is ``<level> <len(host)> <host><entry>`` in ``held``, scored
+by when it may go again; a request that failed for good is
+``<fate> <level> <len(host)> <host><json>`` in ``failed``, by fingerprint.
 """
 
 from __future__ import annotations
@@ -82,10 +86,13 @@ local function lowest_level()
   return low
 end
 
+-- The shard's summary; its wake time is the first of a waiting host and a held entry.
 local function summary()
   local best = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  local wake = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-  return {best[2] or false, wake[2] or false, lowest_level()}
+  local wake = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')[2]
+  local held = redis.call('ZRANGE', KEYS[13], 0, 0, 'WITHSCORES')[2]
+  if held and (not wake or tonumber(held) < tonumber(wake)) then wake = held end
+  return {best[2] or false, wake or false, lowest_level()}
 end
 
 local function push_entry(host, level, entry)
@@ -96,35 +103,74 @@ local function push_entry(host, level, entry)
   redis.call('HINCRBY', KEYS[11], level, 1)
 end
 
-local function unpack_lease(payload)
+-- '<level> <len(host)> <host><rest>' -> level, host, rest (nil if malformed)
+local function unpack_entry(payload)
   local level, length, rest = string.match(payload, '^(%d+) (%d+) (.*)$')
   length = tonumber(length)
+  if not length then return nil end
   return level, string.sub(rest, 1, length), string.sub(rest, length + 1)
 end
 
+local function unpack_lease(payload)
+  local level, prior, rest = string.match(payload, '^(%d+) (%S+) (.*)$')
+  if not level then return nil end
+  local _, host, entry = unpack_entry(level .. ' ' .. rest)
+  return level, host, entry, tonumber(prior) or 0
+end
+
+-- Release lease *id*: its level, host, entry and the host's ready time before the pop.
 local function release(id)
   local payload = redis.call('HGET', KEYS[6], id)
   if not payload then return nil end
   redis.call('HDEL', KEYS[6], id)
   redis.call('ZREM', KEYS[5], id)
-  local level, host, entry = unpack_lease(payload)
+  local level, host, entry, prior = unpack_lease(payload)
+  if not host then return nil end
   if redis.call('HINCRBY', KEYS[4], host, -1) <= 0 then
     redis.call('HDEL', KEYS[4], host)
   end
-  return level, host, entry
+  return level, host, entry, prior
+end
+
+-- Held entries whose time has come go back to the tail of their queues.
+local function release_held(limit, concurrency)
+  local due = redis.call('ZRANGEBYSCORE', KEYS[13], '-inf', now, 'LIMIT', 0, limit)
+  for _, member in ipairs(due) do
+    redis.call('ZREM', KEYS[13], member)
+    redis.call('HINCRBY', KEYS[8], 'held', -1)
+    local level, host, entry = unpack_entry(member)
+    local json = entry and string.match(entry, '^%d+|(.*)$')
+    if json then
+      push_entry(host, level, redis.call('INCR', KEYS[7]) .. '|' .. json)
+      redis.call('HINCRBY', KEYS[8], 'queued', 1)
+      touch(host, concurrency)
+    end
+  end
+end
+
+-- A failed URL found again as a seed: forget its failure, so it is queued again.
+local function revive(fingerprint)
+  local payload = redis.call('HGET', KEYS[14], fingerprint)
+  if not payload then return false end
+  redis.call('HDEL', KEYS[14], fingerprint)
+  local fate = string.match(payload, '^(%S+) ')
+  if fate then redis.call('HINCRBY', KEYS[8], 'fate:' .. fate, -1) end
+  return true
 end
 """
 
 # KEYS of every script, in this order (the helpers index them):
 # 1 ready, 2 waiting, 3 ready_at, 4 inflight, 5 leases, 6 leased, 7 seq, 8 counters,
-# 9 seen, 10 delays, 11 outstanding, 12 owner (the node id that alone may pop)
+# 9 seen, 10 delays, 11 outstanding, 12 owner (the node id that alone may pop),
+# 13 held, 14 failed
 
 PUSH = """
 -- KEYS: the shard's keys (see above); KEYS[9] is the seen filter
 -- ARGV: tag, weight, now, host_concurrency, dedup mode ('bloom'|'exact'), then groups
---       of 4: host, level, dedup ('' = do not filter; exact: fingerprint;
+--       of 6: host, level, dedup ('' = do not filter; exact: fingerprint;
 --       bloom: 32-bit big-endian hashes, bit j of a filter is hash j % bits, see
---       crawler/frontier/dedup.py), entry json
+--       crawler/frontier/dedup.py), entry json, hold until (ms; '' = queue now),
+--       revive ('' or the fingerprint (hex) of a seed whose failure is forgotten)
 -- returns: {accepted flags as a string of '1'/'0', best score, wake time}
 local concurrency, mode = tonumber(ARGV[4]), ARGV[5]
 
@@ -167,14 +213,21 @@ local function is_new(dedup)
 end
 
 local flags = {}
-for i = 6, #ARGV, 4 do
-  local host, level = ARGV[i], ARGV[i + 1]
+for i = 6, #ARGV, 6 do
+  local host, level, hold = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 4])
   local new = is_new(ARGV[i + 2])
   if type(new) == 'table' then return new end
+  if not new and ARGV[i + 5] ~= '' then new = revive(ARGV[i + 5]) end
   if new then
-    push_entry(host, level, redis.call('INCR', KEYS[7]) .. '|' .. ARGV[i + 3])
-    redis.call('HINCRBY', KEYS[8], 'queued', 1)
-    touch(host, concurrency)
+    local entry = redis.call('INCR', KEYS[7]) .. '|' .. ARGV[i + 3]
+    if hold and hold > now then
+      redis.call('ZADD', KEYS[13], hold, level .. ' ' .. #host .. ' ' .. host .. entry)
+      redis.call('HINCRBY', KEYS[8], 'held', 1)
+    else
+      push_entry(host, level, entry)
+      redis.call('HINCRBY', KEYS[8], 'queued', 1)
+      touch(host, concurrency)
+    end
   end
   flags[#flags + 1] = new and '1' or '0'
 end
@@ -194,6 +247,7 @@ if redis.call('GET', KEYS[12]) ~= ARGV[9] then
   return {false, 'fenced', unpack(summary())}
 end
 promote(tonumber(ARGV[7]))
+release_held(tonumber(ARGV[7]), concurrency)
 local hosts = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[8], 'LIMIT', 0, 1)
 if #hosts == 0 then return {false, false, unpack(summary())} end
 local host = hosts[1]
@@ -203,7 +257,8 @@ local queue = tag .. 'q:' .. host .. ':' .. level
 local entry = redis.call('LPOP', queue)
 if redis.call('LLEN', queue) == 0 then redis.call('ZREM', levels_key, level) end
 local id = redis.call('INCR', KEYS[7])
-redis.call('HSET', KEYS[6], id, level .. ' ' .. #host .. ' ' .. host .. entry)
+local prior = redis.call('HGET', KEYS[3], host) or '0'
+redis.call('HSET', KEYS[6], id, level .. ' ' .. prior .. ' ' .. #host .. ' ' .. host .. entry)
 redis.call('ZADD', KEYS[5], expiry, id)
 redis.call('HINCRBY', KEYS[4], host, 1)
 redis.call('HINCRBY', KEYS[8], 'queued', -1)
@@ -216,20 +271,37 @@ return {id, string.match(entry, '^%d+|(.*)$'), unpack(summary())}
 
 ACK = """
 -- KEYS: the shard's keys (see above)
--- ARGV: tag, weight, now, host_concurrency, the host's delay, lease id
+-- ARGV: tag, weight, now, host_concurrency, the host's delay, lease id, fate ('' if
+--       none: the request was replaced by a retry), fingerprint (hex; '' unless it
+--       failed for good: then it is kept in failed), untouched ('1' if nothing was
+--       sent to the host, e.g. robots.txt forbade it: the delay is not spent)
 -- returns: {1 if the lease was held (0 if it had expired or was acked), best, wake}
 local concurrency, delay, id = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
-local level, host = release(id)
+local fate, fingerprint = ARGV[7], ARGV[8]
+local level, host, entry, prior = release(id)
 if not level then return {0, unpack(summary())} end
 if redis.call('HINCRBY', KEYS[11], level, -1) <= 0 then redis.call('HDEL', KEYS[11], level) end
-local at = math.max(tonumber(redis.call('HGET', KEYS[3], host) or '0'), now + delay)
+local at
+if ARGV[9] == '1' and not redis.call('HGET', KEYS[4], host) then
+  at = prior
+else
+  at = math.max(tonumber(redis.call('HGET', KEYS[3], host) or '0'), now + delay)
+  redis.call('HSET', KEYS[10], host, delay)
+end
 redis.call('HSET', KEYS[3], host, at)
-redis.call('HSET', KEYS[10], host, delay)
 if at > now and redis.call('ZREM', KEYS[1], host) == 1 then
   redis.call('ZADD', KEYS[2], at, host)
 end
 touch(host, concurrency)
 redis.call('HINCRBY', KEYS[8], 'acked', 1)
+if fate ~= '' then redis.call('HINCRBY', KEYS[8], 'fate:' .. fate, 1) end
+local json = string.match(entry, '^%d+|(.*)$')
+if fingerprint ~= '' and json then
+  local previous = redis.call('HGET', KEYS[14], fingerprint)
+  local old_fate = previous and string.match(previous, '^(%S+) ')
+  if old_fate then redis.call('HINCRBY', KEYS[8], 'fate:' .. old_fate, -1) end
+  redis.call('HSET', KEYS[14], fingerprint, fate .. ' ' .. level .. ' ' .. #host .. ' ' .. host .. json)
+end
 return {1, unpack(summary())}
 """
 
@@ -261,10 +333,33 @@ return {count, unpack(summary())}
 
 PROMOTE = """
 -- KEYS: the shard's keys (see above)
--- ARGV: tag, weight, now, most waiting hosts to promote
+-- ARGV: tag, weight, now, most waiting hosts (and held entries) to promote,
+--       host_concurrency
 -- returns: {best score, wake time}
 promote(tonumber(ARGV[4]))
+release_held(tonumber(ARGV[4]), tonumber(ARGV[5]))
 return summary()
+"""
+
+RETRY = """
+-- KEYS: the shard's keys (see above)
+-- ARGV: tag, weight, now, host_concurrency, then fingerprints (hex) of failed requests
+-- returns: {requests queued again, best, wake}
+local concurrency, count = tonumber(ARGV[4]), 0
+for i = 5, #ARGV do
+  local payload = redis.call('HGET', KEYS[14], ARGV[i])
+  local fate, rest = string.match(payload or '', '^(%S+) (.*)$')
+  local level, host, json = unpack_entry(rest or '')
+  redis.call('HDEL', KEYS[14], ARGV[i])
+  if fate then redis.call('HINCRBY', KEYS[8], 'fate:' .. fate, -1) end
+  if host and host ~= '' then
+    push_entry(host, level, redis.call('INCR', KEYS[7]) .. '|' .. json)
+    redis.call('HINCRBY', KEYS[8], 'queued', 1)
+    touch(host, concurrency)
+    count = count + 1
+  end
+end
+return {count, unpack(summary())}
 """
 
 
@@ -291,6 +386,7 @@ class ScriptRunner:
         "ack": ACK,
         "requeue": REQUEUE,
         "promote": PROMOTE,
+        "retry": RETRY,
     }
 
     def __init__(self, client: Redis) -> None:
@@ -409,4 +505,6 @@ def _shard_keys(keys: Keys) -> tuple[str, ...]:
         keys.delays,
         keys.outstanding,
         keys.owner,
+        keys.held,
+        keys.failed,
     )

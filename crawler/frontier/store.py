@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from crawler.frontier.dedup import shard_layouts
 from crawler.frontier.keys import SCHEMA_VERSION, CrawlKeys
@@ -45,13 +45,33 @@ class Summary:
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """A request accepted locally, waiting to be pushed to its shard."""
+    """A request accepted locally, waiting to be pushed to its shard: queued, or held
+    until *hold_until* (epoch seconds) when it is to be tried again later. *revive*
+    is the fingerprint (hex) of a seed that is queued again if it failed for good."""
 
     shard: int
     host: str
     level: int
     dedup: str | bytes
     entry: str
+    hold_until: float | None = None
+    revive: str = ""
+
+
+class Ack(NamedTuple):
+    """A lease done: the host's delay from now, and what became of the request.
+
+    *fate* is empty for a lease replaced by a retry of its request; *fingerprint*
+    (hex) is given for a request that failed for good, which is then kept for
+    ``scrapy frontier retry``; *untouched* means nothing reached the host (robots.txt
+    forbade the URL), so the host's delay is not spent on it.
+    """
+
+    lease: Lease
+    delay: float
+    fate: str = ""
+    fingerprint: str = ""
+    untouched: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +137,7 @@ class FrontierStore:
     def flush(
         self,
         batch: Sequence[Pending],
-        leases: Sequence[tuple[Lease, float]],
+        acks: Sequence[Ack | tuple[Lease, float]],
         now: float,
         pop: PopOrder | None = None,
     ) -> Flushed:
@@ -130,7 +150,7 @@ class FrontierStore:
         for pending in batch:
             by_shard.setdefault(pending.shard, []).append(pending)
         calls = [self._push_call(s, items, now) for s, items in by_shard.items()]
-        calls += [self._ack_call(lease, delay, now) for lease, delay in leases]
+        calls += [self._ack_call(Ack(*ack), now) for ack in acks]
         pop_calls = [self._pop_call(pop, now)] if pop is not None else []
         replies = self._scripts.run(calls + pop_calls)
         popped, fenced = self._popped(pop, replies.pop()) if pop else (None, False)
@@ -157,18 +177,22 @@ class FrontierStore:
             self.config.dedup.mode,
         ]
         for item in items:
-            args += [item.host, item.level, item.dedup, item.entry]
+            hold = "" if item.hold_until is None else _ms(item.hold_until)
+            args += [item.host, item.level, item.dedup, item.entry, hold, item.revive]
         return Call("push", self.keys[shard], args)
 
-    def _ack_call(self, lease: Lease, delay: float, now: float) -> Call:
+    def _ack_call(self, ack: Ack, now: float) -> Call:
         args: list[str | int | float | bytes] = [
             LEVEL_WEIGHT,
             _ms(now),
             self.config.host_concurrency,
-            _ms(delay),
-            lease.lease_id,
+            _ms(ack.delay),
+            ack.lease.lease_id,
+            ack.fate,
+            ack.fingerprint,
+            "1" if ack.untouched else "0",
         ]
-        return Call("ack", self.keys[lease.shard], args)
+        return Call("ack", self.keys[ack.lease.shard], args)
 
     def _pop_call(self, order: PopOrder, now: float) -> Call:
         args: list[str | int | float | bytes] = [
@@ -208,10 +232,36 @@ class FrontierStore:
             self._remember(shard, reply[1:])
         return total
 
+    def failed(self, host: str | None = None) -> dict[int, list[tuple[str, str]]]:
+        """Requests that failed for good, by shard: (fingerprint, fate) pairs, only
+        those of *host* if given. Entries this crawler did not write are skipped."""
+        found: dict[int, list[tuple[str, str]]] = {}
+        for shard, keys in enumerate(self.keys):
+            for key, payload in self.client.hscan_iter(keys.failed, count=1000):
+                fate, entry_host = _failed_fate_and_host(payload)
+                if fate and (host is None or entry_host == host):
+                    fingerprint = key.decode("ascii", "replace")
+                    found.setdefault(shard, []).append((fingerprint, fate))
+        return found
+
+    def retry_failed(self, failed: dict[int, list[tuple[str, str]]], now: float) -> int:
+        """Queue the *failed* requests again (as ``failed`` lists them); how many."""
+        base = [LEVEL_WEIGHT, _ms(now), self.config.host_concurrency]
+        shards = [shard for shard, entries in failed.items() if entries]
+        calls = [
+            Call("retry", self.keys[s], [*base, *(fp for fp, _ in failed[s])])
+            for s in shards
+        ]
+        total = 0
+        for shard, reply in zip(shards, self._scripts.run(calls), strict=True):
+            total += reply[0]
+            self._remember(shard, reply[1:])
+        return total
+
     def promote(self, shards: Iterable[int], now: float) -> None:
         """Move hosts whose delay ended to ready, and refresh the shards' summaries."""
         shards = list(shards)
-        args = [LEVEL_WEIGHT, _ms(now), PROMOTE_LIMIT]
+        args = [LEVEL_WEIGHT, _ms(now), PROMOTE_LIMIT, self.config.host_concurrency]
         calls = [Call("promote", self.keys[s], args) for s in shards]
         for shard, reply in zip(shards, self._scripts.run(calls), strict=True):
             self._remember(shard, reply)
@@ -266,14 +316,16 @@ class FrontierStore:
         pipe.execute()
 
     def totals(self) -> tuple[int, int]:
-        """Requests queued and leased in the whole crawl, over every shard."""
+        """Requests queued (held ones included: they are work still to do) and
+        leased in the whole crawl, over every shard."""
         pipe = self.client.pipeline(transaction=False)
         for keys in self.keys:
             pipe.hget(keys.counters, "queued")
+            pipe.zcard(keys.held)
             pipe.zcard(keys.leases)
         replies = pipe.execute()
-        queued = sum(int(r or 0) for r in replies[0::2])
-        return queued, sum(replies[1::2])
+        queued = sum(int(r or 0) for r in replies[0::3]) + sum(replies[1::3])
+        return queued, sum(replies[2::3])
 
     def hosts_ready(self) -> int:
         """Hosts that may be fetched now, over every shard."""
@@ -318,6 +370,16 @@ class FrontierStore:
             float(wake) / 1000 if wake is not None else None,
             int(lowest_level) if lowest_level is not None else None,
         )
+
+
+def _failed_fate_and_host(payload: bytes) -> tuple[str, str]:
+    """The fate and host of a ``failed`` entry (``<fate> <level> <len> <host><json>``);
+    empty strings for one this crawler did not write."""
+    try:
+        fate, _level, length, rest = payload.decode("utf-8").split(" ", 3)
+        return fate, rest[: int(length)]
+    except (UnicodeDecodeError, ValueError):
+        return "", ""
 
 
 def _score_limit(deepest_level: int | None) -> int | str:

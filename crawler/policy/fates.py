@@ -22,9 +22,14 @@ Fate = Literal[
     "robots_unreachable",  # robots.txt could not be fetched for too long
     "too_large",  # bigger than DOWNLOAD_MAXSIZE (after decompression)
     "unparseable",  # a URL or answer that cannot be handled (bad scheme, bad URL)
+    "ignored",  # dropped by a downloader middleware (IgnoreRequest), e.g. offsite
 ]
 FATES: tuple[Fate, ...] = get_args(Fate)
 FAILED_FATES: frozenset[Fate] = frozenset(FATES) - {"fetched", "redirected"}
+# Failures before anything was sent to the host: its politeness delay is not spent.
+UNTOUCHED_FATES: frozenset[str] = frozenset(
+    {"robots_disallowed", "robots_unreachable", "ignored"}
+)
 
 # HTTP answers that may pass: the server is overloaded or down for a while.
 TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 522, 524})
@@ -35,7 +40,8 @@ _EXCEPTION_FATES: tuple[tuple[str, Fate], ...] = (
     ("twisted.internet.error.TimeoutError", "timed_out"),
     ("twisted.internet.error.TCPTimedOutError", "timed_out"),
     ("crawler.frontier.holds.HoldRequest", "robots_unreachable"),
-    ("scrapy.exceptions.IgnoreRequest", "robots_disallowed"),
+    ("crawler.frontier.holds.ForbiddenByRobots", "robots_disallowed"),
+    ("scrapy.exceptions.IgnoreRequest", "ignored"),
     ("twisted.internet.error.DNSLookupError", "network_error"),
     ("twisted.internet.error.ConnectError", "network_error"),
     ("twisted.internet.error.ConnectionLost", "network_error"),

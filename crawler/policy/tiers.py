@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from crawler.policy.order import TIERS_PER_DEPTH
-from crawler.policy.typedsettings import get_float, get_int
+from crawler.policy.typedsettings import get_float, get_int, seconds_list
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -89,17 +89,7 @@ class TiersConfig:
 
 def _tiers(setting: object) -> tuple[float, ...]:
     """TIMEOUTS_TIERS from a list, a JSON list or a comma-separated string."""
-    value = setting
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            value = json.loads(text) if text.startswith("[") else text.split(",")
-        except (ValueError, RecursionError):
-            value = None
-    tiers: tuple[float, ...] = ()
-    if isinstance(value, list | tuple) and not any(isinstance(v, bool) for v in value):
-        with contextlib.suppress(TypeError, ValueError, OverflowError):
-            tiers = tuple(float(v) for v in value)
+    tiers = seconds_list(setting) or ()
     if (
         not 0 < len(tiers) <= TIERS_PER_DEPTH
         or not all(math.isfinite(t) and t > 0 for t in tiers)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import TYPE_CHECKING
 
@@ -38,3 +39,23 @@ def get_float(settings: BaseSettings, name: str) -> float:
     if not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {settings.get(name)!r}")
     return value
+
+
+def seconds_list(value: object) -> tuple[float, ...] | None:
+    """A list of finite, non-negative seconds from a list, a JSON list or a
+    comma-separated string (as ``-s NAME=30,300`` gives it); None if it is not one."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = json.loads(text) if text.startswith("[") else text.split(",")
+        except (ValueError, RecursionError):
+            return None
+    if not isinstance(value, list | tuple) or any(isinstance(v, bool) for v in value):
+        return None
+    try:
+        seconds = tuple(float(v) for v in value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if not all(math.isfinite(s) and s >= 0 for s in seconds):
+        return None
+    return seconds
