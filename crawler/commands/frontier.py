@@ -28,6 +28,7 @@ from crawler.commands.control import (
     add_control_options,
     bind_arguments,
 )
+from crawler.commands.retry import add_retry_options, retry
 from crawler.connection import (
     RedisUnreachableError,
     check_reachable,
@@ -116,6 +117,7 @@ class Command(ScrapyCommand):
             help="hosts: the counter that ranks them (default requests)",
         )
         add_control_options(parser)
+        add_retry_options(parser)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
@@ -158,7 +160,7 @@ def hosts(
 
 SUBCOMMANDS: dict[
     str, Callable[[redis.Redis, CrawlKeys, argparse.Namespace, IO[str]], int]
-] = {"hosts": hosts, **CONTROL_SUBCOMMANDS}
+] = {"hosts": hosts, **CONTROL_SUBCOMMANDS, "retry": retry}
 
 
 def read_hosts(

@@ -22,6 +22,7 @@ PREFIXES = (
     "REFERER_",
     "PAGESTORE_",
     "RECORDS_",
+    "RETRY_LATER_",
     "ANALYSIS_",
     "WARC_",
     "BFS_",

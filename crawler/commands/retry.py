@@ -1,0 +1,53 @@
+"""``scrapy frontier retry --failed [--host H]``: queue failed requests again.
+
+A request that failed for good (crawler.policy.fates) is kept in its shard's
+``failed`` hash with its entry, so it can be tried again as it was queued (callback,
+meta, depth), past the seen filter that would refuse it as a link.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import IO, TYPE_CHECKING
+
+from crawler.commands.control import ControlError
+from crawler.frontier.config import FrontierConfig
+from crawler.frontier.store import FrontierStore
+
+if TYPE_CHECKING:
+    import argparse
+
+    import redis
+
+    from crawler.frontier.keys import CrawlKeys
+
+
+def add_retry_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--failed",
+        action="store_true",
+        help="retry: queue again every request that failed for good",
+    )
+    parser.add_argument(
+        "--host", metavar="HOST", help="retry: only the requests of HOST"
+    )
+
+
+def retry(
+    client: redis.Redis, keys: CrawlKeys, opts: argparse.Namespace, out: IO[str]
+) -> int:
+    """Queue again the failed requests (of ``--host``); 1 if there were none."""
+    if not opts.failed:
+        raise ControlError("retry needs --failed: it re-queues requests that failed")
+    try:
+        config = FrontierConfig.from_settings(opts.settings, keys.prefix)
+    except ValueError as exc:
+        raise ControlError(str(exc)) from None
+    store = FrontierStore(client, replace(config, prefix=keys.prefix))
+    host = opts.host.lower() if opts.host else None
+    failed = store.failed(host)
+    count = store.retry_failed(failed, time.time())
+    where = f" of {host}" if host else ""
+    out.write(f"{count} failed requests{where} queued again\n")
+    return 0 if count else 1
