@@ -241,6 +241,7 @@ class Behaviour:
     flaky: bool = False
     dead: bool = False
     retry_after: float | None = None
+    down: float = 0.0
 
 
 def parse_behaviour(text: str) -> tuple[int, Behaviour]:
@@ -250,7 +251,9 @@ def parse_behaviour(text: str) -> tuple[int, Behaviour]:
     nothing, and the request is logged with status null); ``flaky`` never answers
     the 1st, 3rd, 5th... request (held open until the client gives up) and answers
     the others; ``dead`` never answers; ``retry-after:N`` answers the first request
-    of each path 503 with ``Retry-After: N``, the later ones normally.
+    of each path 503 with ``Retry-After: N``, the later ones normally; ``down:S``
+    answers every request 503 for S seconds from the host's first request, then
+    normally (a host that is down for a while).
     """
     index, sep, items = text.partition("=")
     if not sep or not index.strip().isdigit():
@@ -260,7 +263,7 @@ def parse_behaviour(text: str) -> tuple[int, Behaviour]:
         name, _, value = (part.strip() for part in item.partition(":"))
         if name in ("flaky", "dead") and not value:
             fields[name] = True
-        elif name in ("delay", "retry-after"):
+        elif name in ("delay", "retry-after", "down"):
             try:
                 seconds = float(value)
             except ValueError:
@@ -346,6 +349,7 @@ class Site:
         self.behave = dict(behave or {})
         self.requests_seen: dict[int, int] = {}  # host -> requests (flaky hosts)
         self.refused: set[tuple[int, str]] = set()  # answered 503 once (retry-after)
+        self.first_request: dict[int, float] = {}  # host -> its first request (down)
         self.robots_bodies = {
             i: self._robots_body(i, r) for i, r in self.robots.items()
         }
@@ -439,6 +443,10 @@ class Site:
             )
             if seen % 2 == 1:
                 return HANG, None
+        if behaviour.down:
+            first = self.first_request.setdefault(host_index, time.monotonic())
+            if time.monotonic() - first < behaviour.down:
+                response = Response(503, b"down for a while\n")
         if behaviour.retry_after is not None:
             page = (host_index, request.target)
             if page not in self.refused:
