@@ -120,6 +120,13 @@ FRONTIER_SHARD_BY = "host"
 # a page first found through a longer path keeps that depth. 0 is strict BFS: exact
 # depths and BFS order within every host, but hosts idle at the end of each depth.
 FRONTIER_BFS_LOOKAHEAD = -1
+# With hosts running ahead (FRONTIER_BFS_LOOKAHEAD != 0), a URL found again by a
+# shorter path is queued again at the shorter depth (its deeper copy is dropped, or,
+# if it was fetched already, the page is fetched again so its links get their true
+# depths too): every page within DEPTH_LIMIT is fetched at its link distance. Costs
+# about 40 bytes in Redis per URL queued more than one depth past the shallowest
+# unfinished one, until the crawl reaches it.
+FRONTIER_DEPTH_REPAIR = True
 # Requests of one host in flight at once (1 is the polite norm).
 FRONTIER_HOST_CONCURRENCY = 1
 # Seconds before a handed-out request that was never acknowledged goes back to its

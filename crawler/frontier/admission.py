@@ -18,6 +18,10 @@ from crawler.policy.hosts import BadURLError, host_of, shard_key
 from crawler.policy.order import TIERS_PER_DEPTH, depth_allowed, level_of
 from crawler.policy.sharding import shard_of
 
+# Bytes of a fingerprint that name a request queued at a provisional depth: 64 bits,
+# so two URLs of one shard share a key with odds of about n / 2**64.
+DEPTH_KEY_BYTES = 8
+
 if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
@@ -49,16 +53,18 @@ class Admission:
             self._stats.inc_value("frontier/depth_limited")
             return None
         dedup: str | bytes = ""
-        revive = ""
+        revive = depth_key = ""
         if not request.dont_filter:
             fingerprint = self._fingerprinter.fingerprint(request)
             if is_seed(request):  # Redis decides: it may have failed for good
-                self._seen.add(fingerprint)
+                self._seen.add(fingerprint, depth)
                 revive = fingerprint.hex()
-            elif not self._seen.add(fingerprint):
+            elif not self._seen.add(fingerprint, depth):
                 self._duplicates += 1  # most links: counted in bulk, at the next flush
                 return None
             dedup = self._dedup_argument(fingerprint)
+            if self.config.depth_repair:
+                depth_key = fingerprint[:DEPTH_KEY_BYTES].hex()
         try:
             host = host_of(request.url)
         except BadURLError:
@@ -69,7 +75,7 @@ class Admission:
         entry = codec.encode(request, self._spider)
         level = level_of(depth, tier_of(request))
         hold_until = float(hold) if isinstance(hold, int | float) else None
-        return Pending(shard, host, level, dedup, entry, hold_until, revive)
+        return Pending(shard, host, level, dedup, entry, hold_until, revive, depth_key)
 
     def count_duplicates(self, count: int) -> None:
         """Count *count* duplicates found in Redis, and those found here since."""

@@ -33,6 +33,7 @@ class FrontierConfig:
     reset: bool
     close_when_drained: bool
     dedup: DedupConfig
+    depth_repair: bool
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> FrontierConfig:
@@ -60,6 +61,10 @@ class FrontierConfig:
             reset=settings.getbool("FRONTIER_RESET"),
             close_when_drained=settings.getbool("FRONTIER_CLOSE_WHEN_DRAINED"),
             dedup=DedupConfig.from_settings(settings),
+            depth_repair=(
+                settings.getbool("FRONTIER_DEPTH_REPAIR")
+                and get_int(settings, "FRONTIER_BFS_LOOKAHEAD") != 0
+            ),
         )
         config._check(settings)
         return config

@@ -171,6 +171,17 @@ class Keys:
         return self.tag + "failed"
 
     @property
+    def superseded(self) -> str:
+        """SET of queue entry sequence numbers to drop when popped: a shallower copy
+        of the same request was queued since (depth repair)."""
+        return self.tag + "superseded"
+
+    def provisional(self, depth: int) -> str:
+        """HASH depth key -> sequence number of requests queued at *depth* that a
+        shorter path may still reach (scripts build the same name)."""
+        return f"{self.tag}prov:{depth}"
+
+    @property
     def outstanding(self) -> str:
         """HASH level -> requests of that level queued or leased (the BFS barrier)."""
         return self.tag + "outstanding"

@@ -309,6 +309,8 @@ class FrontierScheduler(BaseScheduler):
         ):
             self._stats.inc_value(key, accepted)
         self._admission.count_duplicates(len(flushed.new) - accepted)
+        if flushed.shortened:
+            self._stats.inc_value("frontier/depth_shortened", flushed.shortened)
         self._stats.inc_value("frontier/acked", flushed.acked)
         self._progress.acked(flushed.acked)
 

@@ -162,17 +162,28 @@ end
 # KEYS of every script, in this order (the helpers index them):
 # 1 ready, 2 waiting, 3 ready_at, 4 inflight, 5 leases, 6 leased, 7 seq, 8 counters,
 # 9 seen, 10 delays, 11 outstanding, 12 owner (the node id that alone may pop),
-# 13 held, 14 failed
+# 13 held, 14 failed, 15 superseded (queue entries replaced by a shallower copy)
 
 PUSH = """
 -- KEYS: the shard's keys (see above); KEYS[9] is the seen filter
--- ARGV: tag, weight, now, host_concurrency, dedup mode ('bloom'|'exact'), then groups
---       of 6: host, level, dedup ('' = do not filter; exact: fingerprint;
+-- ARGV: tag, weight, now, host_concurrency, dedup mode ('bloom'|'exact'), the
+--       crawl's lowest depth with requests queued or leased, the deepest depth a
+--       provisional request may have (DEPTH_LIMIT), levels per depth, then groups
+--       of 7: host, level, dedup ('' = do not filter; exact: fingerprint;
 --       bloom: 32-bit big-endian hashes, bit j of a filter is hash j % bits, see
 --       crawler/frontier/dedup.py), entry json, hold until (ms; '' = queue now),
---       revive ('' or the fingerprint (hex) of a seed whose failure is forgotten)
--- returns: {accepted flags as a string of '1'/'0', best score, wake time}
+--       revive ('' or the fingerprint (hex) of a seed whose failure is forgotten),
+--       depth key ('' or a short fingerprint (hex): depth repair, see below)
+-- Depth repair: a request pushed deeper than one past the lowest depth still in
+-- work may later be found by a shorter path; its depth key is kept in
+-- prov:<depth> until that can no longer happen. Found again shallower, it is
+-- queued again at the shallower depth, and its deeper copy, if still queued, is
+-- marked superseded (in KEYS[15]); if it was fetched already, the shallower copy
+-- is fetched again, so its links are followed at their true depths too.
+-- returns: {flags as a string: '1' new, '2' new at a shorter depth, '0' seen,
+--           best score, wake time}
 local concurrency, mode = tonumber(ARGV[4]), ARGV[5]
+local floor, deepest, per_depth = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 
 local function bloom_add(hashes)
   local seen = KEYS[9]
@@ -212,14 +223,35 @@ local function is_new(dedup)
   return bloom_add(dedup)
 end
 
+-- The depth at which *key* is queued provisionally, deeper than *depth*: forgotten
+-- there, and its queued copy marked superseded. False if it is not.
+local function shorten(key, depth)
+  for d = depth + 1, deepest do
+    local seq = redis.call('HGET', tag .. 'prov:' .. d, key)
+    if seq then
+      redis.call('HDEL', tag .. 'prov:' .. d, key)
+      redis.call('SADD', KEYS[15], seq)
+      redis.call('HINCRBY', KEYS[8], 'shortened', 1)
+      return true
+    end
+  end
+  return false
+end
+
 local flags = {}
-for i = 6, #ARGV, 6 do
-  local host, level, hold = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 4])
+for i = 9, #ARGV, 7 do
+  local host, level, hold, key = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 4]), ARGV[i + 6]
+  local depth = math.floor(tonumber(level) / per_depth)
   local new = is_new(ARGV[i + 2])
   if type(new) == 'table' then return new end
   if not new and ARGV[i + 5] ~= '' then new = revive(ARGV[i + 5]) end
-  if new then
-    local entry = redis.call('INCR', KEYS[7]) .. '|' .. ARGV[i + 3]
+  local shorter = not new and key ~= '' and shorten(key, depth)
+  if new or shorter then
+    local seq = redis.call('INCR', KEYS[7])
+    local entry = seq .. '|' .. ARGV[i + 3]
+    if key ~= '' and depth > floor + 1 then
+      redis.call('HSET', tag .. 'prov:' .. depth, key, seq)
+    end
     if hold and hold > now then
       redis.call('ZADD', KEYS[13], hold, level .. ' ' .. #host .. ' ' .. host .. entry)
       redis.call('HINCRBY', KEYS[8], 'held', 1)
@@ -229,7 +261,7 @@ for i = 6, #ARGV, 6 do
       touch(host, concurrency)
     end
   end
-  flags[#flags + 1] = new and '1' or '0'
+  flags[#flags + 1] = (new and '1') or (shorter and '2') or '0'
 end
 return {table.concat(flags), unpack(summary())}
 """
@@ -248,14 +280,28 @@ if redis.call('GET', KEYS[12]) ~= ARGV[9] then
 end
 promote(tonumber(ARGV[7]))
 release_held(tonumber(ARGV[7]), concurrency)
-local hosts = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[8], 'LIMIT', 0, 1)
-if #hosts == 0 then return {false, false, unpack(summary())} end
-local host = hosts[1]
-local levels_key = tag .. 'lv:' .. host
-local level = redis.call('ZRANGE', levels_key, 0, 0)[1]
-local queue = tag .. 'q:' .. host .. ':' .. level
-local entry = redis.call('LPOP', queue)
-if redis.call('LLEN', queue) == 0 then redis.call('ZREM', levels_key, level) end
+-- The head request of the best ready host; one superseded by a shallower copy of
+-- itself (depth repair) is dropped on the way.
+local host, level, entry
+for _ = 1, 1000 do
+  local hosts = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[8], 'LIMIT', 0, 1)
+  if #hosts == 0 then return {false, false, unpack(summary())} end
+  host = hosts[1]
+  local levels_key = tag .. 'lv:' .. host
+  level = redis.call('ZRANGE', levels_key, 0, 0)[1]
+  local queue = tag .. 'q:' .. host .. ':' .. level
+  entry = redis.call('LPOP', queue)
+  if redis.call('LLEN', queue) == 0 then redis.call('ZREM', levels_key, level) end
+  local seq = string.match(entry, '^(%d+)|')
+  if not (seq and redis.call('SREM', KEYS[15], seq) == 1) then break end
+  redis.call('HINCRBY', KEYS[8], 'queued', -1)
+  redis.call('HINCRBY', KEYS[8], 'superseded', 1)
+  if redis.call('HINCRBY', KEYS[11], level, -1) <= 0 then redis.call('HDEL', KEYS[11], level) end
+  redis.call('ZREM', KEYS[1], host)
+  touch(host, concurrency)
+  entry = nil
+end
+if not entry then return {false, false, unpack(summary())} end
 local id = redis.call('INCR', KEYS[7])
 local prior = redis.call('HGET', KEYS[3], host) or '0'
 redis.call('HSET', KEYS[6], id, level .. ' ' .. prior .. ' ' .. #host .. ' ' .. host .. entry)
@@ -334,10 +380,15 @@ return {count, unpack(summary())}
 PROMOTE = """
 -- KEYS: the shard's keys (see above)
 -- ARGV: tag, weight, now, most waiting hosts (and held entries) to promote,
---       host_concurrency
+--       host_concurrency, the crawl's lowest depth with requests queued or leased
+--       ('' if unknown): provisional depths it has passed are forgotten
 -- returns: {best score, wake time}
 promote(tonumber(ARGV[4]))
 release_held(tonumber(ARGV[4]), tonumber(ARGV[5]))
+local floor = tonumber(ARGV[6])
+if floor then
+  for d = 0, floor + 1 do redis.call('DEL', tag .. 'prov:' .. d) end
+end
 return summary()
 """
 
@@ -507,4 +558,5 @@ def _shard_keys(keys: Keys) -> tuple[str, ...]:
         keys.owner,
         keys.held,
         keys.failed,
+        keys.superseded,
     )

@@ -3,27 +3,33 @@
 A link-heavy crawl sees each URL many times; Redis' seen filter answers for the
 cluster, this bounded cache answers for the common case of a node seeing a link it
 queued itself. It only ever says "seen" for fingerprints that were pushed to Redis,
-so it never lets a new URL be lost.
+so it never lets a new URL be lost; nor a shorter path to one: a URL seen again at a
+shallower depth goes to Redis, which may queue it again there (depth repair).
 """
 
 from __future__ import annotations
 
 
 class SeenCache:
-    """A bounded set that forgets its oldest entries first."""
+    """A bounded map fingerprint -> shallowest depth seen; forgets the oldest first."""
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._entries: dict[bytes, None] = {}
+        self._entries: dict[bytes, int] = {}
 
-    def add(self, fingerprint: bytes) -> bool:
-        """Add *fingerprint*; False if it was already there."""
-        if fingerprint in self._entries:
-            return False
+    def add(self, fingerprint: bytes, depth: int = 0) -> bool:
+        """Add *fingerprint* at *depth*; False if it was there at that depth or
+        shallower."""
+        known = self._entries.get(fingerprint)
+        if known is not None:
+            if known <= depth:
+                return False
+            self._entries[fingerprint] = depth
+            return True
         if self._size:
             if len(self._entries) >= self._size:
                 del self._entries[next(iter(self._entries))]
-            self._entries[fingerprint] = None
+            self._entries[fingerprint] = depth
         return True
 
     def __len__(self) -> int:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from crawler.frontier.dedup import shard_layouts
 from crawler.frontier.keys import SCHEMA_VERSION, CrawlKeys
 from crawler.frontier.scripts import Call, script_runner
-from crawler.policy.order import LEVEL_WEIGHT
+from crawler.policy.order import LEVEL_WEIGHT, TIERS_PER_DEPTH
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Sequence
@@ -28,6 +28,8 @@ logger = logging.getLogger(__name__)
 # Waiting hosts one script call moves to ready at most (bounds a call's work).
 PROMOTE_LIMIT = 100
 REQUEUE_LIMIT = 500
+# Deepest provisional depth looked at when DEPTH_LIMIT is 0 (no limit).
+MAX_DEPTH = 64
 
 
 class SchemaMismatchError(RuntimeError):
@@ -47,7 +49,9 @@ class Summary:
 class Pending:
     """A request accepted locally, waiting to be pushed to its shard: queued, or held
     until *hold_until* (epoch seconds) when it is to be tried again later. *revive*
-    is the fingerprint (hex) of a seed that is queued again if it failed for good."""
+    is the fingerprint (hex) of a seed that is queued again if it failed for good.
+    *depth_key* names it while a shorter path to it may still be found (depth
+    repair, see the push script)."""
 
     shard: int
     host: str
@@ -56,6 +60,7 @@ class Pending:
     entry: str
     hold_until: float | None = None
     revive: str = ""
+    depth_key: str = ""
 
 
 class Ack(NamedTuple):
@@ -88,12 +93,14 @@ class PopOrder:
 class Flushed:
     """What a flush did: whether each pushed request was new, how many leases were
     still held when acked, the request popped, if one was asked for, and whether
-    the pop was refused because another node owns the shard now (fencing)."""
+    the pop was refused because another node owns the shard now (fencing), and
+    how many pushes were requests found again by a shorter path (depth repair)."""
 
     new: list[bool]
     acked: int
     popped: tuple[Lease, bytes] | None = None
     fenced: bool = False
+    shortened: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,9 +168,11 @@ class FrontierStore:
             call.keys.shard: iter(reply[0])
             for call, reply in zip(calls[:pushes], replies[:pushes], strict=True)
         }
-        new = [next(flags[pending.shard]) == ord("1") for pending in batch]
+        marks = [next(flags[pending.shard]) for pending in batch]
+        new = [mark != ord("0") for mark in marks]
         acked = sum(reply[0] for reply in replies[pushes:])
-        return Flushed(new, acked, popped, fenced)
+        shortened = marks.count(ord("2"))
+        return Flushed(new, acked, popped, fenced, shortened)
 
     def pop(self, order: PopOrder, now: float) -> tuple[Lease, bytes] | None:
         """Lease the best ready request of a shard: its lease and entry, or None."""
@@ -175,10 +184,14 @@ class FrontierStore:
             _ms(now),
             self.config.host_concurrency,
             self.config.dedup.mode,
+            self.lowest_depth() or 0,
+            self.config.depth_limit if self.config.depth_limit > 0 else MAX_DEPTH,
+            TIERS_PER_DEPTH,
         ]
         for item in items:
             hold = "" if item.hold_until is None else _ms(item.hold_until)
             args += [item.host, item.level, item.dedup, item.entry, hold, item.revive]
+            args.append(item.depth_key)
         return Call("push", self.keys[shard], args)
 
     def _ack_call(self, ack: Ack, now: float) -> Call:
@@ -261,7 +274,14 @@ class FrontierStore:
     def promote(self, shards: Iterable[int], now: float) -> None:
         """Move hosts whose delay ended to ready, and refresh the shards' summaries."""
         shards = list(shards)
-        args = [LEVEL_WEIGHT, _ms(now), PROMOTE_LIMIT, self.config.host_concurrency]
+        floor = self.lowest_depth()
+        args = [
+            LEVEL_WEIGHT,
+            _ms(now),
+            PROMOTE_LIMIT,
+            self.config.host_concurrency,
+            "" if floor is None else floor,
+        ]
         calls = [Call("promote", self.keys[s], args) for s in shards]
         for shard, reply in zip(shards, self._scripts.run(calls), strict=True):
             self._remember(shard, reply)
@@ -284,6 +304,11 @@ class FrontierStore:
         """The lowest level with requests queued or leased, over every shard."""
         levels = [s.lowest_level for s in self.summaries if s.lowest_level is not None]
         return min(levels) if levels else None
+
+    def lowest_depth(self) -> int | None:
+        """The lowest depth with requests queued or leased, over every shard."""
+        level = self.lowest_level()
+        return None if level is None else level // TIERS_PER_DEPTH
 
     def due_shards(self, now: float) -> list[int]:
         """Shards with a waiting host whose delay has ended by *now*."""

@@ -12,7 +12,7 @@ from crawler.frontier.keys import CrawlKeys, Keys
 
 PREFIX = "crawl"
 # Arguments for each key-building method, by parameter name.
-ARGUMENTS = {"host": "www.example.com", "level": 17, "index": 3}
+ARGUMENTS = {"host": "www.example.com", "level": 17, "index": 3, "depth": 5}
 SHARDS = [0, 1, 7, 10, 63, 99, 100, 1023]
 
 

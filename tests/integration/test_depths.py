@@ -1,0 +1,75 @@
+"""Every page within DEPTH_LIMIT is fetched and recorded at its shortest link
+distance from the seeds, under politeness and with hosts running ahead (the default
+FRONTIER_BFS_LOOKAHEAD=-1), where a page is often found first by a longer path.
+
+The truth comes from the site's own link graph (tests/site.py bfs_depths), never
+from the crawler.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from scrapy import signals
+from scrapy.utils.defer import deferred_f_from_coro_f
+from scrapy.utils.test import get_crawler
+
+from crawler.spiders.bfs import BfsSpider
+from tests.servers import running_site
+from tests.site import bfs_depths, url_of
+
+if TYPE_CHECKING:
+    from tests.servers import RunningSite
+
+pytestmark = pytest.mark.integration
+
+LIMIT = 4
+SITE = {"hosts": 8, "pages": 60, "links": 2, "cross": 0.5, "seed": 3}
+# Pages within LIMIT of a root: enough that some are first found by a longer path.
+
+
+async def recorded_depths(values: dict[str, Any], site: RunningSite) -> dict[str, int]:
+    """Crawl from every host's root, confined to the site's hosts; the depth of
+    each page record, by URL (the last record of a URL wins, as in the records
+    database)."""
+    crawler = get_crawler(BfsSpider, values)
+    depths: dict[str, int] = {}
+
+    def scraped(item: Any) -> None:
+        depths[item.url] = item.depth
+
+    crawler.signals.connect(scraped, signal=signals.item_scraped)
+    await crawler.crawl_async(seeds=",".join(site.seeds), scope="seed-hosts")
+    return depths
+
+
+def within_limit(site: RunningSite) -> dict[str, int]:
+    """The true depth of every page within LIMIT links of a root."""
+    roots = [(host, 0) for host in range(site.spec.hosts)]
+    depths = bfs_depths(site.spec, roots)
+    return {url_of(site.spec, *page): d for page, d in depths.items() if d <= LIMIT}
+
+
+def polite(settings: Any, **overrides: Any) -> dict[str, Any]:
+    return settings(
+        DEPTH_LIMIT=LIMIT,
+        POLITENESS_DAY_DELAY=0.3,
+        POLITENESS_NIGHT_DELAY=0.3,
+        **overrides,
+    )
+
+
+@deferred_f_from_coro_f
+async def test_every_page_within_the_limit_is_recorded_at_its_distance(settings):
+    with running_site(**SITE) as site:
+        depths = await recorded_depths(polite(settings), site)
+        expected = within_limit(site)
+
+    wrong = {
+        url: (d, depths.get(url)) for url, d in expected.items() if depths.get(url) != d
+    }
+    assert not wrong, (
+        f"{len(wrong)} of {len(expected)} pages missed or misplaced: {wrong}"
+    )
+    assert set(depths) == set(expected)  # nothing beyond the limit
