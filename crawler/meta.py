@@ -18,5 +18,11 @@ FATE = "frontier_fate"
 # Marks the crawler's own robots.txt fetches (never Scrapy's dont_obey_robotstxt,
 # which a user's request may carry for its own reasons).
 ROBOTS_FETCH = "frontier_robots_fetch"
+# A page fetched at a depth a shorter path has since beaten: its links are to be
+# followed again at their true depths (depth repair).
+REPARSE = "frontier_reparse"
+# Set when such a page was answered from the page store, so its host's politeness
+# delay is not spent on it.
+REPARSED = "frontier_reparsed"
 # A seed: enqueued again even when the seen filter knows it, if it failed for good.
 REVIVE = "frontier_revive"

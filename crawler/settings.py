@@ -54,6 +54,9 @@ DOWNLOADER_MIDDLEWARES = {
     # Next to the engine, after Scrapy's immediate retries: a failure that may pass
     # is held in the frontier and tried again later; a final one gets its fate.
     "crawler.middlewares.retrylater.RetryLaterMiddleware": 2,
+    # Depth repair: a page fetched too deep is answered from the page store, so its
+    # links are followed again at their true depths without asking its host.
+    "crawler.middlewares.reparse.ReparseMiddleware": 50,
     # Scrapy's robots middleware ignores Crawl-delay and allows all when robots.txt
     # fails; ours follows RFC 9309 and shares one fetch per origin across the cluster.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,

@@ -176,9 +176,20 @@ class Keys:
         of the same request was queued since (depth repair)."""
         return self.tag + "superseded"
 
+    @property
+    def reparse(self) -> str:
+        """SET of queue entry sequence numbers of pages fetched at a depth a shorter
+        path has since beaten: their links are followed again (depth repair)."""
+        return self.tag + "reparse"
+
+    def provisional_sequences(self, depth: int) -> str:
+        """HASH sequence number -> depth key of the requests in ``provisional``."""
+        return f"{self.tag}provseq:{depth}"
+
     def provisional(self, depth: int) -> str:
-        """HASH depth key -> sequence number of requests queued at *depth* that a
-        shorter path may still reach (scripts build the same name)."""
+        """HASH depth key -> sequence number (or ``f`` once fetched) of requests
+        queued at *depth* that a shorter path may still reach (scripts build the
+        same name)."""
         return f"{self.tag}prov:{depth}"
 
     @property

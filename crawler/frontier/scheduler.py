@@ -43,7 +43,7 @@ from crawler.frontier.store import (
     PopOrder,
     SchemaMismatchError,
 )
-from crawler.meta import FATE, REVIVE
+from crawler.meta import FATE, REPARSE, REPARSED, REVIVE
 from crawler.policy.fates import FAILED_FATES, UNTOUCHED_FATES
 from crawler.policy.order import deepest_level_allowed
 from crawler.politeness import HostDelays, machine_zone
@@ -298,7 +298,8 @@ class FrontierScheduler(BaseScheduler):
                 held.request
             ).hex()
         delay = self._delays.delay_for(held.host, now=now)
-        return Ack(held.lease, delay, fate, fingerprint, marked in UNTOUCHED_FATES)
+        untouched = marked in UNTOUCHED_FATES or bool(held.meta.get(REPARSED))
+        return Ack(held.lease, delay, fate, fingerprint, untouched)
 
     def _count_flush(self, flushed: Flushed) -> None:
         accepted = sum(flushed.new)
@@ -327,6 +328,8 @@ class FrontierScheduler(BaseScheduler):
             self._drop_bad_entry(lease, entry, exc, now)
             return None
         self._held.hold(lease, request)
+        if lease.reparse:
+            request.meta[REPARSE] = True
         assert self._membership is not None
         request.meta[NODE_META_KEY] = self._membership.node_id
         for key in (

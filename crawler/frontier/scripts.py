@@ -162,7 +162,8 @@ end
 # KEYS of every script, in this order (the helpers index them):
 # 1 ready, 2 waiting, 3 ready_at, 4 inflight, 5 leases, 6 leased, 7 seq, 8 counters,
 # 9 seen, 10 delays, 11 outstanding, 12 owner (the node id that alone may pop),
-# 13 held, 14 failed, 15 superseded (queue entries replaced by a shallower copy)
+# 13 held, 14 failed, 15 superseded (queue entries replaced by a shallower copy),
+# 16 reparse (queue entries of pages fetched too deep, whose links go again)
 
 PUSH = """
 -- KEYS: the shard's keys (see above); KEYS[9] is the seen filter
@@ -176,10 +177,12 @@ PUSH = """
 --       depth key ('' or a short fingerprint (hex): depth repair, see below)
 -- Depth repair: a request pushed deeper than one past the lowest depth still in
 -- work may later be found by a shorter path; its depth key is kept in
--- prov:<depth> until that can no longer happen. Found again shallower, it is
--- queued again at the shallower depth, and its deeper copy, if still queued, is
--- marked superseded (in KEYS[15]); if it was fetched already, the shallower copy
--- is fetched again, so its links are followed at their true depths too.
+-- prov:<depth> (key -> its entry's seq, or 'f' once fetched) until that can no
+-- longer happen, and provseq:<depth> maps the seq back to the key. Found again
+-- shallower, it is queued again at the shallower depth: its deeper copy, if still
+-- queued, is marked superseded (KEYS[15]); if it was fetched already, the new copy
+-- is marked for a reparse (KEYS[16]): its links are followed again at their true
+-- depths, from the page store when it has the page.
 -- returns: {flags as a string: '1' new, '2' new at a shorter depth, '0' seen,
 --           best score, wake time}
 local concurrency, mode = tonumber(ARGV[4]), ARGV[5]
@@ -223,16 +226,18 @@ local function is_new(dedup)
   return bloom_add(dedup)
 end
 
--- The depth at which *key* is queued provisionally, deeper than *depth*: forgotten
--- there, and its queued copy marked superseded. False if it is not.
+-- Whether *key* is known at a provisional depth deeper than *depth*: then it is
+-- forgotten there, and its queued copy superseded; 'fetched' if it was fetched.
 local function shorten(key, depth)
   for d = depth + 1, deepest do
     local seq = redis.call('HGET', tag .. 'prov:' .. d, key)
     if seq then
       redis.call('HDEL', tag .. 'prov:' .. d, key)
-      redis.call('SADD', KEYS[15], seq)
       redis.call('HINCRBY', KEYS[8], 'shortened', 1)
-      return true
+      if seq == 'f' then return 'fetched' end
+      redis.call('HDEL', tag .. 'provseq:' .. d, seq)
+      redis.call('SADD', KEYS[15], seq)
+      return 'queued'
     end
   end
   return false
@@ -251,7 +256,9 @@ for i = 9, #ARGV, 7 do
     local entry = seq .. '|' .. ARGV[i + 3]
     if key ~= '' and depth > floor + 1 then
       redis.call('HSET', tag .. 'prov:' .. depth, key, seq)
+      redis.call('HSET', tag .. 'provseq:' .. depth, seq, key)
     end
+    if shorter == 'fetched' then redis.call('SADD', KEYS[16], seq) end
     if hold and hold > now then
       redis.call('ZADD', KEYS[13], hold, level .. ' ' .. #host .. ' ' .. host .. entry)
       redis.call('HINCRBY', KEYS[8], 'held', 1)
@@ -270,22 +277,24 @@ POP = """
 -- KEYS: the shard's keys (see above)
 -- ARGV: tag, weight, now, host_concurrency, lease expiry time, default delay,
 --       most waiting hosts to promote, highest score allowed (the BFS barrier),
---       the popping node's id (it must own the shard: fencing)
--- returns: {lease id, entry json, summary...}; id and entry false if no host is
---          ready below the barrier; id false and entry 'fenced' if the node does
---          not own the shard
+--       the popping node's id (it must own the shard: fencing), levels per depth
+-- returns: {lease id, entry json, 1 if its links are to be reparsed (depth
+--          repair) else 0, summary...}; id and entry false if no host is ready
+--          below the barrier; id false and entry 'fenced' if the node does not
+--          own the shard
 local concurrency, expiry, default_delay = tonumber(ARGV[4]), ARGV[5], ARGV[6]
 if redis.call('GET', KEYS[12]) ~= ARGV[9] then
-  return {false, 'fenced', unpack(summary())}
+  return {false, 'fenced', 0, unpack(summary())}
 end
 promote(tonumber(ARGV[7]))
 release_held(tonumber(ARGV[7]), concurrency)
 -- The head request of the best ready host; one superseded by a shallower copy of
 -- itself (depth repair) is dropped on the way.
-local host, level, entry
+local host, level, entry, reparse
+local per_depth = tonumber(ARGV[10])
 for _ = 1, 1000 do
   local hosts = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[8], 'LIMIT', 0, 1)
-  if #hosts == 0 then return {false, false, unpack(summary())} end
+  if #hosts == 0 then return {false, false, 0, unpack(summary())} end
   host = hosts[1]
   local levels_key = tag .. 'lv:' .. host
   level = redis.call('ZRANGE', levels_key, 0, 0)[1]
@@ -293,7 +302,16 @@ for _ = 1, 1000 do
   entry = redis.call('LPOP', queue)
   if redis.call('LLEN', queue) == 0 then redis.call('ZREM', levels_key, level) end
   local seq = string.match(entry, '^(%d+)|')
-  if not (seq and redis.call('SREM', KEYS[15], seq) == 1) then break end
+  if not (seq and redis.call('SREM', KEYS[15], seq) == 1) then
+    local depth = math.floor(tonumber(level) / per_depth)
+    local key = seq and redis.call('HGET', tag .. 'provseq:' .. depth, seq)
+    if key then  -- fetched now: a shorter path found later reparses it
+      redis.call('HDEL', tag .. 'provseq:' .. depth, seq)
+      redis.call('HSET', tag .. 'prov:' .. depth, key, 'f')
+    end
+    reparse = seq and redis.call('SREM', KEYS[16], seq) == 1
+    break
+  end
   redis.call('HINCRBY', KEYS[8], 'queued', -1)
   redis.call('HINCRBY', KEYS[8], 'superseded', 1)
   if redis.call('HINCRBY', KEYS[11], level, -1) <= 0 then redis.call('HDEL', KEYS[11], level) end
@@ -301,7 +319,7 @@ for _ = 1, 1000 do
   touch(host, concurrency)
   entry = nil
 end
-if not entry then return {false, false, unpack(summary())} end
+if not entry then return {false, false, 0, unpack(summary())} end
 local id = redis.call('INCR', KEYS[7])
 local prior = redis.call('HGET', KEYS[3], host) or '0'
 redis.call('HSET', KEYS[6], id, level .. ' ' .. prior .. ' ' .. #host .. ' ' .. host .. entry)
@@ -312,7 +330,7 @@ local delay = tonumber(redis.call('HGET', KEYS[10], host) or default_delay)
 redis.call('HSET', KEYS[3], host, now + delay)
 redis.call('ZREM', KEYS[1], host)
 touch(host, concurrency)
-return {id, string.match(entry, '^%d+|(.*)$'), unpack(summary())}
+return {id, string.match(entry, '^%d+|(.*)$'), reparse and 1 or 0, unpack(summary())}
 """
 
 ACK = """
@@ -387,7 +405,9 @@ promote(tonumber(ARGV[4]))
 release_held(tonumber(ARGV[4]), tonumber(ARGV[5]))
 local floor = tonumber(ARGV[6])
 if floor then
-  for d = 0, floor + 1 do redis.call('DEL', tag .. 'prov:' .. d) end
+  for d = 0, floor + 1 do
+    redis.call('DEL', tag .. 'prov:' .. d, tag .. 'provseq:' .. d)
+  end
 end
 return summary()
 """
@@ -559,4 +579,5 @@ def _shard_keys(keys: Keys) -> tuple[str, ...]:
         keys.held,
         keys.failed,
         keys.superseded,
+        keys.reparse,
     )

@@ -8,7 +8,7 @@ scheduler chooses a shard without asking Redis again.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from crawler.frontier.dedup import shard_layouts
@@ -105,10 +105,12 @@ class Flushed:
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """A request handed out to this node: its shard and the lease id there."""
+    """A request handed out to this node: its shard and the lease id there, and
+    whether it is a page fetched too deep whose links are to be followed again."""
 
     shard: int
     lease_id: str
+    reparse: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
         return f"{self.shard}:{self.lease_id}"
@@ -217,6 +219,7 @@ class FrontierStore:
             PROMOTE_LIMIT,
             _score_limit(order.deepest_level),
             order.node_id,
+            TIERS_PER_DEPTH,
         ]
         return Call("pop", self.keys[order.shard], args)
 
@@ -224,10 +227,13 @@ class FrontierStore:
         self, order: PopOrder, reply: list[Any]
     ) -> tuple[tuple[Lease, bytes] | None, bool]:
         """The lease and entry popped, if any, and whether the pop was fenced."""
-        self._remember(order.shard, reply[2:])
+        self._remember(order.shard, reply[3:])
         if reply[0] is None:
             return None, reply[1] == b"fenced"
-        return (Lease(order.shard, str(reply[0])), reply[1]), False
+        return (
+            Lease(order.shard, str(reply[0]), reparse=reply[2] == 1),
+            reply[1],
+        ), False
 
     def requeue(self, now: float, leases: Iterable[Lease] = ()) -> int:
         """Put back *leases*, or every expired lease of every shard; how many."""
@@ -384,8 +390,8 @@ class FrontierStore:
             }
         pipe = self.client.pipeline(transaction=False)
         for keys in self.keys:
-            for field, value in fields.items():
-                pipe.hsetnx(keys.seen, field, value)
+            for name, value in fields.items():
+                pipe.hsetnx(keys.seen, name, value)
         pipe.execute()
 
     def _remember(self, shard: int, state: Sequence[bytes | int | None]) -> None:

@@ -8,6 +8,7 @@ from the crawler.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -61,10 +62,16 @@ def polite(settings: Any, **overrides: Any) -> dict[str, Any]:
 
 
 @deferred_f_from_coro_f
-async def test_every_page_within_the_limit_is_recorded_at_its_distance(settings):
+async def test_every_page_within_the_limit_is_recorded_at_its_distance(
+    settings, tmp_path
+):
+    """With the page store on (the default), a page fetched too deep has its links
+    followed again from its stored copy: no page is fetched twice."""
     with running_site(**SITE) as site:
-        depths = await recorded_depths(polite(settings), site)
+        values = polite(settings, PAGESTORE_DIR=str(tmp_path / "pages"))
+        depths = await recorded_depths(values, site)
         expected = within_limit(site)
+        fetches = Counter((row["host"], row["path"]) for row in site.pages())
 
     wrong = {
         url: (d, depths.get(url)) for url, d in expected.items() if depths.get(url) != d
@@ -73,3 +80,28 @@ async def test_every_page_within_the_limit_is_recorded_at_its_distance(settings)
         f"{len(wrong)} of {len(expected)} pages missed or misplaced: {wrong}"
     )
     assert set(depths) == set(expected)  # nothing beyond the limit
+    assert max(fetches.values()) == 1
+
+
+@deferred_f_from_coro_f
+async def test_without_a_page_store_pages_fetched_too_deep_are_fetched_again(
+    settings,
+):
+    with running_site(**SITE) as site:
+        depths = await recorded_depths(polite(settings), site)
+        expected = within_limit(site)
+
+    assert {url: depths.get(url) for url in expected} == expected
+
+
+@deferred_f_from_coro_f
+async def test_without_repair_pages_found_by_a_longer_path_keep_its_depth(settings):
+    """The control: the same crawl without depth repair misplaces pages."""
+    with running_site(**SITE) as site:
+        depths = await recorded_depths(
+            polite(settings, FRONTIER_DEPTH_REPAIR=False), site
+        )
+        expected = within_limit(site)
+
+    wrong = [url for url, d in expected.items() if depths.get(url) != d]
+    assert wrong
