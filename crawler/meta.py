@@ -24,5 +24,8 @@ REPARSE = "frontier_reparse"
 # Set when such a page was answered from the page store, so its host's politeness
 # delay is not spent on it.
 REPARSED = "frontier_reparsed"
+# How many times the request was sent back to the frontier unchanged, to be queued
+# under its own host (a reparse whose page the page store lacks).
+REQUEUED = "frontier_requeued"
 # A seed: enqueued again even when the seen filter knows it, if it failed for good.
 REVIVE = "frontier_revive"

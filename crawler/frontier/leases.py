@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from crawler.frontier.acks import LEASE_META_KEY
-from crawler.meta import HELD_TIMES
+from crawler.meta import HELD_TIMES, REQUEUED
 from crawler.policy.hosts import host_of
 
 if TYPE_CHECKING:
@@ -35,7 +35,8 @@ class Held:
     meta: Mapping[str, Any] = field(default_factory=dict, compare=False)
     request: Request | None = field(default=None, compare=False)
     # Why a new request took this lease over: "retry", "redirect", "escalation",
-    # "hold" (retry-later); empty while it is the request's own lease.
+    # "hold" (retry-later), "requeue" (a reparse the page store could not answer);
+    # empty while it is the request's own lease.
     replaced_by: str = ""
 
     @property
@@ -83,6 +84,7 @@ class HeldLeases:
             "retry": request.meta.get("retry_times", 0) > held.retry_times,
             "escalation": request.meta.get("tier", 0) > held.tier,
             "hold": request.meta.get(HELD_TIMES, 0) > held.held_times,
+            "requeue": request.meta.get(REQUEUED, 0) > held.meta.get(REQUEUED, 0),
         }
         reason = next((name for name, true in reasons.items() if true), "")
         if reason:

@@ -298,7 +298,11 @@ class FrontierScheduler(BaseScheduler):
                 held.request
             ).hex()
         delay = self._delays.delay_for(held.host, now=now)
-        untouched = marked in UNTOUCHED_FATES or bool(held.meta.get(REPARSED))
+        untouched = (
+            marked in UNTOUCHED_FATES
+            or bool(held.meta.get(REPARSED))
+            or held.replaced_by == "requeue"
+        )
         return Ack(held.lease, delay, fate, fingerprint, untouched)
 
     def _count_flush(self, flushed: Flushed) -> None:

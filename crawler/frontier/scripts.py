@@ -95,6 +95,9 @@ local function summary()
   return {best[2] or false, wake or false, lowest_level()}
 end
 
+-- The queue of pages reparsed from the page store (never a real host name).
+local REPARSE_HOST = '~'
+
 local function push_entry(host, level, entry)
   local queue = tag .. 'q:' .. host .. ':' .. level
   if redis.call('RPUSH', queue, entry) == 1 then
@@ -181,8 +184,10 @@ PUSH = """
 -- longer happen, and provseq:<depth> maps the seq back to the key. Found again
 -- shallower, it is queued again at the shallower depth: its deeper copy, if still
 -- queued, is marked superseded (KEYS[15]); if it was fetched already, the new copy
--- is marked for a reparse (KEYS[16]): its links are followed again at their true
--- depths, from the page store when it has the page.
+-- is marked for a reparse (KEYS[16]) and queued under the pseudo-host '~', which
+-- no politeness delay holds back: its links are followed again at their true
+-- depths, from the page store (when it lacks the page, the request is queued again
+-- under its own host, politely).
 -- returns: {flags as a string: '1' new, '2' new at a shorter depth, '0' seen,
 --           best score, wake time}
 local concurrency, mode = tonumber(ARGV[4]), ARGV[5]
@@ -228,8 +233,9 @@ end
 
 -- Whether *key* is known at a provisional depth deeper than *depth*: then it is
 -- forgotten there, and its queued copy superseded; 'fetched' if it was fetched.
+local deepest_known = tonumber(redis.call('HGET', KEYS[8], 'prov_deepest') or '-1')
 local function shorten(key, depth)
-  for d = depth + 1, deepest do
+  for d = depth + 1, math.min(deepest, deepest_known) do
     local seq = redis.call('HGET', tag .. 'prov:' .. d, key)
     if seq then
       redis.call('HDEL', tag .. 'prov:' .. d, key)
@@ -257,8 +263,15 @@ for i = 9, #ARGV, 7 do
     if key ~= '' and depth > floor + 1 then
       redis.call('HSET', tag .. 'prov:' .. depth, key, seq)
       redis.call('HSET', tag .. 'provseq:' .. depth, seq, key)
+      if depth > deepest_known then
+        deepest_known = depth
+        redis.call('HSET', KEYS[8], 'prov_deepest', depth)
+      end
     end
-    if shorter == 'fetched' then redis.call('SADD', KEYS[16], seq) end
+    if shorter == 'fetched' then  -- reparsed from the page store: no host to wait for
+      redis.call('SADD', KEYS[16], seq)
+      host = REPARSE_HOST
+    end
     if hold and hold > now then
       redis.call('ZADD', KEYS[13], hold, level .. ' ' .. #host .. ' ' .. host .. entry)
       redis.call('HINCRBY', KEYS[8], 'held', 1)

@@ -3,8 +3,9 @@
 Depth repair (crawler/frontier/scripts.py) queues a page again when a shorter path
 to it turns up after it was fetched, so that its links are followed at their true
 depths. Its body is already in the page store: answering from there costs the host
-nothing (no request, no politeness delay). Without a stored copy, the page is
-fetched again.
+nothing (no request, no politeness delay), so the frontier hands such pages out with
+no host's delay to wait for. Without a stored copy, the page goes back to the
+frontier under its own host, to be fetched again politely.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 from scrapy.exceptions import NotConfigured
 from scrapy.responsetypes import responsetypes
 
-from crawler.meta import REPARSE, REPARSED
+from crawler.meta import REPARSE, REPARSED, REQUEUED
 from crawler.policy.storepath import store_path
 
 if TYPE_CHECKING:
@@ -39,13 +40,16 @@ class ReparseMiddleware:
             raise NotConfigured("PAGESTORE_DIR is empty: pages are fetched again")
         return cls(crawler, Path(directory))
 
-    def process_request(self, request: Request) -> Response | None:
+    def process_request(self, request: Request) -> Request | Response | None:
         if not request.meta.get(REPARSE):
             return None
         body = self._stored(request.url)
         if body is None:
             self._stats.inc_value("reparse/fetched")
-            return None
+            meta = {k: v for k, v in request.meta.items() if k != REPARSE}
+            requeued = meta.get(REQUEUED, 0)
+            meta[REQUEUED] = (requeued if isinstance(requeued, int) else 0) + 1
+            return request.replace(dont_filter=True, meta=meta)
         self._stats.inc_value("reparse/from_store")
         request.meta[REPARSED] = True
         response_class = responsetypes.from_args(url=request.url, body=body)

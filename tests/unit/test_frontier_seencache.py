@@ -71,3 +71,13 @@ def test_cache_matches_a_model_and_stays_bounded(
         if expected and size:
             model = [*model, fingerprint][-size:]
         assert len(cache) == len(model) <= size
+
+
+def test_a_fingerprint_seen_again_shallower_goes_to_redis_again() -> None:
+    """Depth repair: only Redis knows whether a shorter path re-queues the URL."""
+    cache = SeenCache(10)
+    assert cache.add(b"a", 5)
+    assert not cache.add(b"a", 5)
+    assert not cache.add(b"a", 7)
+    assert cache.add(b"a", 3)
+    assert not cache.add(b"a", 4)  # 3 is remembered now
