@@ -2,6 +2,8 @@
 
 An entry is a JSON object with a version field ``v`` and short field names; fields at
 their default value are left out, so a typical link costs its URL plus a few bytes.
+Meta and cb_kwargs are typed JSON (``values``), so tuples, bytes, dates, items...
+come back as they were; version-1 entries (plain JSON meta) are still read.
 Decoding accepts only known versions, known fields of the expected types, callbacks
 that are methods of the spider (never dunders), and request classes from a short
 allow-list. Headers are kept as their bytes (each byte one latin-1 character), and the
@@ -19,12 +21,17 @@ from scrapy import Request
 from scrapy.http import FormRequest, JsonRequest
 from w3lib.url import safe_url_string
 
+from crawler.frontier import values
+from crawler.frontier.allowlist import Classes
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from scrapy import Spider
 
-VERSION = 1
+VERSION = 2
+# Entries of version 1 (meta and cb_kwargs as plain JSON) may still be queued.
+VERSIONS = (1, VERSION)
 # Meta keys that describe one attempt, not the request: never stored.
 # Meta of one attempt only: the timeouts middleware sets download_timeout per tier.
 TRANSIENT_META = frozenset(
@@ -64,11 +71,19 @@ class BadEntryError(ValueError):
 
 
 class UnencodableRequestError(TypeError):
-    """A request whose meta or arguments cannot be stored as JSON."""
+    """A request the frontier cannot store: ``where`` names the part (a meta key,
+    the callback...) and ``value_type`` the type it holds that cannot be stored."""
+
+    def __init__(self, where: str, value_type: str, reason: str) -> None:
+        self.where = where
+        self.value_type = value_type
+        self.reason = reason
+        super().__init__(f"{where} holds a value of type {value_type}: {reason}")
 
 
 def encode(request: Request, spider: Spider) -> str:
     """Compact JSON for *request*; raises ``UnencodableRequestError`` naming the key."""
+    classes = Classes(spider)
     entry: dict[str, Any] = {"v": VERSION, "u": request.url}
     if request.method != "GET":
         entry["m"] = request.method
@@ -80,7 +95,7 @@ def encode(request: Request, spider: Spider) -> str:
         entry["k"] = request.cookies
     meta = {k: v for k, v in request.meta.items() if k not in TRANSIENT_META}
     if meta:
-        entry["t"] = meta
+        entry["t"] = _typed(meta, "meta", classes)
     if request.encoding != "utf-8":
         entry["n"] = request.encoding
     if request.priority:
@@ -90,7 +105,7 @@ def encode(request: Request, spider: Spider) -> str:
     if request.flags:
         entry["g"] = request.flags
     if request.cb_kwargs:
-        entry["a"] = request.cb_kwargs
+        entry["a"] = _typed(request.cb_kwargs, "cb_kwargs", classes)
     entry.update(_callbacks(request, spider))
     if type(request) is not Request:
         entry["x"] = _class_name(request)
@@ -100,10 +115,9 @@ def encode(request: Request, spider: Spider) -> str:
 def decode(data: str | bytes, spider: Spider) -> Request:
     """The request stored in *data*; raises ``BadEntryError`` for anything else."""
     entry = _loads(data)
+    version = entry.pop("v")
     kwargs: dict[str, Any] = {}
     for field, value in entry.items():
-        if field == "v":
-            continue
         if field not in _FIELDS:
             raise BadEntryError(f"unknown field {field!r}")
         expected, keyword = _FIELDS[field]
@@ -114,11 +128,26 @@ def decode(data: str | bytes, spider: Spider) -> Request:
         kwargs[keyword] = value
     if "url" not in kwargs:
         raise BadEntryError("no URL")
+    for keyword in ("meta", "cb_kwargs"):
+        if keyword in kwargs and version == VERSION:
+            try:
+                kwargs[keyword] = values.mapping_from_json(kwargs[keyword], spider)
+            except values.BadValueError as exc:
+                raise BadEntryError(f"{keyword}: {exc}") from None
     return _build(kwargs, spider)
 
 
+def _typed(mapping: dict[Any, Any], part: str, classes: Classes) -> Any:
+    """*mapping* (meta, cb_kwargs) as typed JSON; refused naming the key at fault."""
+    try:
+        return values.mapping_to_json(mapping, classes)
+    except values.UnencodableValueError as exc:
+        where = part if exc.key is None else f"{part} key {exc.key}"
+        raise UnencodableRequestError(where, exc.value_type, exc.reason) from None
+
+
 def _loads(data: str | bytes) -> dict[str, Any]:
-    """The parsed version-1 entry; raises ``BadEntryError`` for anything else.
+    """The parsed entry of a known version; raises ``BadEntryError`` for the rest.
 
     ``RecursionError`` is caught as well: a deeply nested document from Redis is
     hostile input like any other, not a crash of the scheduler.
@@ -127,14 +156,14 @@ def _loads(data: str | bytes) -> dict[str, Any]:
         entry = json.loads(data)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise BadEntryError(f"not JSON: {exc}") from None
-    if not isinstance(entry, dict) or not _is_current_version(entry.get("v")):
-        raise BadEntryError("not a version-1 frontier entry")
+    if not isinstance(entry, dict) or not _is_known_version(entry.get("v")):
+        raise BadEntryError("not a frontier entry of a known version")
     return entry
 
 
-def _is_current_version(version: object) -> bool:
-    """Only the integer 1: ``True == 1`` and ``1.0 == 1``, so ``==`` is not enough."""
-    return type(version) is int and version == VERSION
+def _is_known_version(version: object) -> bool:
+    """Only the integers: ``True == 1`` and ``1.0 == 1``, so ``in`` is not enough."""
+    return type(version) is int and version in VERSIONS
 
 
 def _build(kwargs: dict[str, Any], spider: Spider) -> Request:
@@ -261,9 +290,10 @@ def _callbacks(request: Request, spider: Spider) -> dict[str, str]:
         name = getattr(function, "__name__", None)
         if not isinstance(name, str) or _spider_method(spider, name) != function:
             raise UnencodableRequestError(
-                f"{request}: {function!r} is not a method of the spider the frontier "
-                "can name, so it cannot store it (use a spider method whose name does "
-                "not start with '__')"
+                "callback" if field == "c" else "errback",
+                values.type_name(type(function)),
+                f"{function!r} is not a method of the spider the frontier can name "
+                "(use a spider method whose name does not start with '__')",
             )
         names[field] = name
     return names
@@ -274,8 +304,9 @@ def _class_name(request: Request) -> str:
         if type(request) is request_class:
             return name
     raise UnencodableRequestError(
-        f"{request}: request class {type(request).__name__} cannot be stored in the "
-        f"frontier (supported: Request, {', '.join(_CLASSES)})"
+        "request",
+        values.type_name(type(request)),
+        f"supported request classes: Request, {', '.join(_CLASSES)}",
     )
 
 
@@ -283,15 +314,6 @@ def _dumps(entry: dict[str, Any]) -> str:
     """ASCII JSON, so that it is valid UTF-8 even for a string with a lone surrogate."""
     try:
         return json.dumps(entry, separators=(",", ":"), ensure_ascii=True)
-    except (TypeError, ValueError, RecursionError):
-        pass
-    for key, value in entry.get("t", {}).items():
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise UnencodableRequestError(
-                f"request meta key {key!r} cannot be stored in the frontier: {exc}"
-            ) from None
-    raise UnencodableRequestError(
-        "request cookies or cb_kwargs cannot be stored in the frontier as JSON"
-    )
+    except (TypeError, ValueError, RecursionError) as exc:
+        # Meta and cb_kwargs are JSON-ready by now: only cookies are stored untyped.
+        raise UnencodableRequestError("cookies", "value", str(exc)) from None
