@@ -136,7 +136,7 @@ def _object_to_json(value: Any, classes: Classes, depth: int) -> dict[str, Any]:
                     value, f"field {field.name} unset"
                 ) from None
     else:
-        raise UnencodableValueError(value, "not a type the frontier can store")
+        raise UnencodableValueError(value, "not a supported type")
     try:
         name = classes.name_of(type(value))
     except ClassNotAllowedError as exc:
@@ -222,7 +222,7 @@ def _object_from_json(
         except KeyError as exc:
             raise BadValueError(f"{kind.__qualname__} has no field {exc}") from None
         return item
-    if issubclass(kind, Item):
+    if issubclass(kind, Item) or not dataclasses.is_dataclass(kind):
         raise BadValueError(f"{kind.__qualname__} is not a dataclass")
     names = {field.name for field in dataclasses.fields(kind)}
     if fields.keys() != names:
