@@ -528,17 +528,30 @@ HOSTILE_FIELDS = st.dictionaries(
         st.sampled_from(["parse", "on_error", "_secret", "__class__", "borrowed"]),
         st.sampled_from([URL, "FormRequest", "JsonRequest", "YQ==", "POST"]),
         st.sampled_from(["utf-16", "rot13", "base64", "idna", "undefined", "nope"]),
+        st.dictionaries(  # typed meta and cb_kwargs: tags with any payload
+            st.sampled_from(["x", "~", "v"]),
+            st.builds(
+                lambda tag, payload: {"~": tag, "v": payload},
+                st.sampled_from(["tuple", "set", "bytes", "dict", "datetime", "?"]),
+                JSON_VALUES,
+            ),
+            max_size=2,
+        ),
     ),
     max_size=6,
 )
 
 
 @PROPERTY
-@given(values=HOSTILE_FIELDS, url=st.sampled_from([URL, None]))
-def test_hostile_version_one_entry_gives_a_request_or_bad_entry(
-    values: dict[str, object], url: str | None
+@given(
+    values=HOSTILE_FIELDS,
+    url=st.sampled_from([URL, None]),
+    version=st.sampled_from([1, 2]),
+)
+def test_hostile_entry_of_a_known_version_gives_a_request_or_bad_entry(
+    values: dict[str, object], url: str | None, version: int
 ) -> None:
-    data: dict[str, object] = {"v": 1}
+    data: dict[str, object] = {"v": version}
     if url is not None:
         data["u"] = url
     data.update(values)
