@@ -210,8 +210,12 @@ def _dict_from_json(payload: Any, classes: Classes, depth: int) -> dict[Any, Any
 def _object_from_json(
     tag: str, kind: type, payload: dict[str, Any], classes: Classes, depth: int
 ) -> Any:
-    """An instance of allow-listed *kind* with the stored fields, as pickle restores
-    a dataclass: without running ``__init__`` again (it may transform its input)."""
+    """An instance of allow-listed *kind* with the stored fields.
+
+    An item is made empty and filled, as Scrapy's own code does; a dataclass is
+    restored as pickle restores it, without running ``__init__`` (or
+    ``__post_init__``) again, which may transform its input a second time.
+    """
     fields = {key: from_json(item, classes, depth) for key, item in payload.items()}
     if tag == "item":
         if not issubclass(kind, Item):

@@ -179,6 +179,7 @@ EXAMPLES: dict[str, Any] = {
     ),
     "named offset": datetime(2024, 1, 1, tzinfo=timezone(timedelta(hours=1), "CET")),
     "zoneinfo datetime": datetime(2024, 7, 1, 12, tzinfo=PARIS),
+    "zoneinfo time": time(12, tzinfo=PARIS),
     "zoneinfo datetime, second of a repeated hour": datetime(
         2024, 10, 27, 2, 30, tzinfo=PARIS, fold=1
     ),
@@ -261,6 +262,12 @@ def _open_file() -> Any:
     return Path(__file__).open(encoding="utf-8")
 
 
+def _self_holding_list() -> list[Any]:
+    value: list[Any] = [1]
+    value.append(value)
+    return value
+
+
 UNENCODABLE: dict[str, Callable[[], Any]] = {
     "lambda": lambda: lambda: None,
     "function": lambda: round_trip,
@@ -282,6 +289,7 @@ UNENCODABLE: dict[str, Callable[[], Any]] = {
     "Item field": lambda: Product(name=lambda: None),
     "set element": lambda: {1, lambda: None},
     "dict key": lambda: {object(): 1},
+    "a list that holds itself": _self_holding_list,
 }
 
 
