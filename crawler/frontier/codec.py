@@ -6,7 +6,7 @@ Meta and cb_kwargs are typed JSON (``values``), so tuples, bytes, dates, items..
 come back as they were; version-1 entries (plain JSON meta) are still read.
 Decoding accepts only known versions, known fields of the expected types, callbacks
 that are methods of the spider (never dunders), and request classes from a short
-allow-list. Headers are kept as their bytes (each byte one latin-1 character), and the
+allow-list. Headers are kept as their bytes (``headertext``), and the
 JSON is ASCII (other characters escaped), so any text, even a lone surrogate, is kept.
 """
 
@@ -23,6 +23,7 @@ from w3lib.url import safe_url_string
 
 from crawler.frontier import values
 from crawler.frontier.allowlist import Classes
+from crawler.frontier.headertext import header_bytes, header_text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -88,7 +89,7 @@ def encode(request: Request, spider: Spider) -> str:
     if request.method != "GET":
         entry["m"] = request.method
     if request.headers:
-        entry["h"] = _header_text(request)
+        entry["h"] = header_text(request)
     if request.body:
         entry["b"] = base64.b64encode(request.body).decode("ascii")
     if request.cookies:
@@ -168,7 +169,10 @@ def _is_known_version(version: object) -> bool:
 
 def _build(kwargs: dict[str, Any], spider: Spider) -> Request:
     request_class = _request_class(kwargs.pop("class", None))
-    headers = _header_bytes(kwargs.pop("headers", {}))
+    try:
+        headers = header_bytes(kwargs.pop("headers", {}))
+    except ValueError as exc:
+        raise BadEntryError(str(exc)) from None
     _check_url(kwargs["url"])
     _check_encoding(kwargs.get("encoding", "utf-8"))
     for name in ("callback", "errback"):
@@ -228,34 +232,6 @@ def _request_class(name: str | None) -> type[Request]:
     if name not in _CLASSES:
         raise BadEntryError(f"request class {name!r} is not allowed")
     return _CLASSES[name]
-
-
-def _header_text(request: Request) -> dict[str, list[str]]:
-    """The header bytes Scrapy holds, one latin-1 character a byte, for JSON.
-
-    Read from the underlying dict: ``Headers.items()`` looks each key up again
-    title-cased, which misses keys encoded in UTF-16.
-    """
-    return {
-        key.decode("latin-1"): [value.decode("latin-1") for value in values]
-        for key, values in dict.items(request.headers)
-    }
-
-
-def _header_bytes(headers: dict[str, Any]) -> dict[bytes, list[bytes]]:
-    """The header bytes encode stored, back as bytes (see ``_header_text``)."""
-    if not all(
-        isinstance(values, list) and all(isinstance(v, str) for v in values)
-        for values in headers.values()
-    ):
-        raise BadEntryError("header values are not lists of strings")
-    try:
-        return {
-            key.encode("latin-1"): [value.encode("latin-1") for value in values]
-            for key, values in headers.items()
-        }
-    except UnicodeEncodeError:
-        raise BadEntryError("header text is not latin-1") from None
 
 
 def _named_method(spider: Spider, name: str) -> Callable[..., Any]:
