@@ -147,7 +147,8 @@ async def test_every_meta_type_survives_the_frontier_and_the_rest_is_refused(
 
 
 class RepeatSpider(Spider):
-    """Yields the same unencodable shape many times, and one of another kind."""
+    """Yields the same unencodable shape many times, and one of another kind; then
+    the first refused URL again, with values that can be stored."""
 
     name = "repeat"
 
@@ -162,6 +163,10 @@ class RepeatSpider(Spider):
         for url in self.urls[1:4]:
             yield Request(url, callback=self.parse, meta={"handle": object()})
         yield Request(self.urls[4], callback=self.parse, cb_kwargs={"x": self.parse})
+        yield Request(self.urls[1], callback=self.done, meta={"handle": (1, 2)})
+
+    def done(self, response: Response) -> None:
+        """The end of the crawl: follows nothing."""
 
 
 @deferred_f_from_coro_f
@@ -171,6 +176,8 @@ async def test_each_kind_of_refusal_is_logged_once_then_counted(settings, caplog
         crawler = get_crawler(RepeatSpider, settings())
         with caplog.at_level(logging.ERROR, logger="crawler.frontier.admission"):
             await crawler.crawl_async(urls=urls)
+        fetched = [f"http://{row['host']}{row['path']}" for row in site.pages()]
+    assert sorted(fetched) == sorted([urls[0], urls[1]])  # refused, then stored
     assert crawler.stats.get_value("frontier/unencodable") == 4
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 2

@@ -71,3 +71,15 @@ def test_cache_matches_a_model_and_stays_bounded(
         if expected and size:
             model = [*model, fingerprint][-size:]
         assert len(cache) == len(model) <= size
+
+
+def test_discarded_fingerprint_is_new_again() -> None:
+    """A fingerprint that was not pushed after all (a refused request) is forgotten."""
+    cache = SeenCache(4)
+    cache.add(b"a")
+    cache.add(b"b")
+    cache.discard(b"a")
+    cache.discard(b"never added")
+    assert len(cache) == 1
+    assert cache.add(b"a")
+    assert not cache.add(b"b")
