@@ -2,11 +2,13 @@
 
 Every check that needs no Redis happens here, before a request costs a round trip:
 the depth limit, a usable host, and the local cache of fingerprints already pushed.
-What passes is encoded and addressed (shard, host, BFS level, dedup argument).
+What passes is encoded and addressed (shard, host, BFS level, dedup argument). A
+request the frontier cannot store is refused here, loudly, not lost in the engine.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from crawler.frontier import codec
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
 
     from crawler.frontier.config import FrontierConfig
 
+logger = logging.getLogger(__name__)
+
 
 class Admission:
     def __init__(
@@ -40,20 +44,20 @@ class Admission:
         self.config = config
         self._seen = SeenCache(config.local_seen_cache)
         self._duplicates = 0
+        # (callback, part, type) of the refusals already logged: the rest are counted.
+        self._refusals_logged: set[tuple[str, str, str]] = set()
         # Enough hashes for the filter of a shard that needs the most.
         self._hashes = most_hashes(shard_layouts(config.dedup, config.shards))
 
     def admit(self, request: Request) -> Pending | None:
-        """The request ready to push, or None (counted) if it must not be queued.
-
-        Raises ``codec.UnencodableRequestError`` for a request that cannot be stored.
-        """
+        """The request ready to push, or None (counted) if it must not be queued."""
         depth = request.meta.get("depth", 0)
         if not depth_allowed(depth, self.config.depth_limit):
             self._stats.inc_value("frontier/depth_limited")
             return None
         dedup: str | bytes = ""
         revive = depth_key = ""
+        fingerprint = None
         if not request.dont_filter:
             fingerprint = self._fingerprinter.fingerprint(request)
             if is_seed(request):  # Redis decides: it may have failed for good
@@ -72,10 +76,49 @@ class Admission:
             return None
         shard = shard_of(shard_key(host, self.config.shard_by), self.config.shards)
         hold = request.meta.pop(HOLD_UNTIL, None)
-        entry = codec.encode(request, self._spider)
+        try:
+            entry = codec.encode(request, self._spider)
+        except codec.UnencodableRequestError as exc:
+            self._refuse(request, exc, fingerprint)
+            return None
         level = level_of(depth, tier_of(request))
         hold_until = float(hold) if isinstance(hold, int | float) else None
         return Pending(shard, host, level, dedup, entry, hold_until, revive, depth_key)
+
+    def _refuse(
+        self,
+        request: Request,
+        error: codec.UnencodableRequestError,
+        fingerprint: bytes | None,
+    ) -> None:
+        """Count a request that cannot be stored; log the first of each kind.
+
+        Its fingerprint leaves the local cache (never pushed, it must not hide the
+        same URL yielded later with values that can be stored).
+        """
+        if fingerprint is not None:
+            self._seen.discard(fingerprint)
+        self._stats.inc_value("frontier/unencodable")
+        callback = callback_name(request)
+        kind = (callback, error.where, error.value_type)
+        if kind in self._refusals_logged:
+            return
+        self._refusals_logged.add(kind)
+        logger.error(
+            "Refused %(request)s from callback %(callback)s: %(where)s holds a value "
+            "of type %(type)s, which the frontier cannot store (%(reason)s). Meta and "
+            "cb_kwargs may hold JSON values, tuples, bytes, sets, dates and times, "
+            "Decimal, UUID, and Items and dataclasses of the spider's modules. Further "
+            "refusals like it are only counted in frontier/unencodable",
+            {
+                "request": request,
+                "callback": callback,
+                "where": error.where,
+                "type": error.value_type,
+                "reason": error.reason,
+            },
+            extra={"spider": self._spider},
+        )
 
     def count_duplicates(self, count: int) -> None:
         """Count *count* duplicates found in Redis, and those found here since."""
@@ -95,6 +138,13 @@ def is_seed(request: Request) -> bool:
     """A start request, or a URL given to a running crawl (``scrapy frontier seed``):
     queued again if it failed for good before, whatever the seen filter says."""
     return bool(request.meta.get("is_start_request") or request.meta.get(REVIVE))
+
+
+def callback_name(request: Request) -> str:
+    """The callback's qualified name, for log lines (``parse``: Scrapy's default)."""
+    if request.callback is None:
+        return "parse"
+    return str(getattr(request.callback, "__qualname__", repr(request.callback)))
 
 
 def tier_of(request: Request) -> int:

@@ -2,9 +2,11 @@
 
 An entry is a JSON object with a version field ``v`` and short field names; fields at
 their default value are left out, so a typical link costs its URL plus a few bytes.
+Meta and cb_kwargs are typed JSON (``values``), so tuples, bytes, dates, items...
+come back as they were; version-1 entries (plain JSON meta) are still read.
 Decoding accepts only known versions, known fields of the expected types, callbacks
 that are methods of the spider (never dunders), and request classes from a short
-allow-list. Headers are kept as their bytes (each byte one latin-1 character), and the
+allow-list. Headers are kept as their bytes (``headertext``), and the
 JSON is ASCII (other characters escaped), so any text, even a lone surrogate, is kept.
 """
 
@@ -19,20 +21,30 @@ from scrapy import Request
 from scrapy.http import FormRequest, JsonRequest
 from w3lib.url import safe_url_string
 
+from crawler import meta as meta_keys
+from crawler.frontier import values
+from crawler.frontier.allowlist import Classes
+from crawler.frontier.headertext import header_bytes, header_text
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from scrapy import Spider
 
-VERSION = 1
+VERSION = 2
+# Entries of version 1 (meta and cb_kwargs as plain JSON) may still be queued.
+VERSIONS = (1, VERSION)
 # Meta keys that describe one attempt, not the request: never stored.
 # Meta of one attempt only: the timeouts middleware sets download_timeout per tier.
 TRANSIENT_META = frozenset(
     {
         "download_latency",
         "download_timeout",
-        "frontier_lease",
-        "frontier_node",
+        meta_keys.LEASE,
+        meta_keys.NODE,
+        meta_keys.FATE,
+        meta_keys.REPARSE,
+        meta_keys.REPARSED,
         "_frontier_host",
     }
 )
@@ -64,23 +76,31 @@ class BadEntryError(ValueError):
 
 
 class UnencodableRequestError(TypeError):
-    """A request whose meta or arguments cannot be stored as JSON."""
+    """A request the frontier cannot store: ``where`` names the part (a meta key,
+    the callback...) and ``value_type`` the type it holds that cannot be stored."""
+
+    def __init__(self, where: str, value_type: str, reason: str) -> None:
+        self.where = where
+        self.value_type = value_type
+        self.reason = reason
+        super().__init__(f"{where} holds a value of type {value_type}: {reason}")
 
 
 def encode(request: Request, spider: Spider) -> str:
     """Compact JSON for *request*; raises ``UnencodableRequestError`` naming the key."""
+    classes = Classes(spider)
     entry: dict[str, Any] = {"v": VERSION, "u": request.url}
     if request.method != "GET":
         entry["m"] = request.method
     if request.headers:
-        entry["h"] = _header_text(request)
+        entry["h"] = header_text(request)
     if request.body:
         entry["b"] = base64.b64encode(request.body).decode("ascii")
     if request.cookies:
         entry["k"] = request.cookies
     meta = {k: v for k, v in request.meta.items() if k not in TRANSIENT_META}
     if meta:
-        entry["t"] = meta
+        entry["t"] = _typed(meta, "meta", classes)
     if request.encoding != "utf-8":
         entry["n"] = request.encoding
     if request.priority:
@@ -90,7 +110,7 @@ def encode(request: Request, spider: Spider) -> str:
     if request.flags:
         entry["g"] = request.flags
     if request.cb_kwargs:
-        entry["a"] = request.cb_kwargs
+        entry["a"] = _typed(request.cb_kwargs, "cb_kwargs", classes)
     entry.update(_callbacks(request, spider))
     if type(request) is not Request:
         entry["x"] = _class_name(request)
@@ -100,10 +120,9 @@ def encode(request: Request, spider: Spider) -> str:
 def decode(data: str | bytes, spider: Spider) -> Request:
     """The request stored in *data*; raises ``BadEntryError`` for anything else."""
     entry = _loads(data)
+    version = entry.pop("v")
     kwargs: dict[str, Any] = {}
     for field, value in entry.items():
-        if field == "v":
-            continue
         if field not in _FIELDS:
             raise BadEntryError(f"unknown field {field!r}")
         expected, keyword = _FIELDS[field]
@@ -114,11 +133,26 @@ def decode(data: str | bytes, spider: Spider) -> Request:
         kwargs[keyword] = value
     if "url" not in kwargs:
         raise BadEntryError("no URL")
+    for keyword in ("meta", "cb_kwargs"):
+        if keyword in kwargs and version == VERSION:
+            try:
+                kwargs[keyword] = values.mapping_from_json(kwargs[keyword], spider)
+            except values.BadValueError as exc:
+                raise BadEntryError(f"{keyword}: {exc}") from None
     return _build(kwargs, spider)
 
 
+def _typed(mapping: dict[Any, Any], part: str, classes: Classes) -> Any:
+    """*mapping* (meta, cb_kwargs) as typed JSON; refused naming the key at fault."""
+    try:
+        return values.mapping_to_json(mapping, classes)
+    except values.UnencodableValueError as exc:
+        where = part if exc.key is None else f"{part} key {exc.key}"
+        raise UnencodableRequestError(where, exc.value_type, exc.reason) from None
+
+
 def _loads(data: str | bytes) -> dict[str, Any]:
-    """The parsed version-1 entry; raises ``BadEntryError`` for anything else.
+    """The parsed entry of a known version; raises ``BadEntryError`` for the rest.
 
     ``RecursionError`` is caught as well: a deeply nested document from Redis is
     hostile input like any other, not a crash of the scheduler.
@@ -127,19 +161,22 @@ def _loads(data: str | bytes) -> dict[str, Any]:
         entry = json.loads(data)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise BadEntryError(f"not JSON: {exc}") from None
-    if not isinstance(entry, dict) or not _is_current_version(entry.get("v")):
-        raise BadEntryError("not a version-1 frontier entry")
+    if not isinstance(entry, dict) or not _is_known_version(entry.get("v")):
+        raise BadEntryError("not a frontier entry of a known version")
     return entry
 
 
-def _is_current_version(version: object) -> bool:
-    """Only the integer 1: ``True == 1`` and ``1.0 == 1``, so ``==`` is not enough."""
-    return type(version) is int and version == VERSION
+def _is_known_version(version: object) -> bool:
+    """Only the integers: ``True == 1`` and ``1.0 == 1``, so ``in`` is not enough."""
+    return type(version) is int and version in VERSIONS
 
 
 def _build(kwargs: dict[str, Any], spider: Spider) -> Request:
     request_class = _request_class(kwargs.pop("class", None))
-    headers = _header_bytes(kwargs.pop("headers", {}))
+    try:
+        headers = header_bytes(kwargs.pop("headers", {}))
+    except ValueError as exc:
+        raise BadEntryError(str(exc)) from None
     _check_url(kwargs["url"])
     _check_encoding(kwargs.get("encoding", "utf-8"))
     for name in ("callback", "errback"):
@@ -201,34 +238,6 @@ def _request_class(name: str | None) -> type[Request]:
     return _CLASSES[name]
 
 
-def _header_text(request: Request) -> dict[str, list[str]]:
-    """The header bytes Scrapy holds, one latin-1 character a byte, for JSON.
-
-    Read from the underlying dict: ``Headers.items()`` looks each key up again
-    title-cased, which misses keys encoded in UTF-16.
-    """
-    return {
-        key.decode("latin-1"): [value.decode("latin-1") for value in values]
-        for key, values in dict.items(request.headers)
-    }
-
-
-def _header_bytes(headers: dict[str, Any]) -> dict[bytes, list[bytes]]:
-    """The header bytes encode stored, back as bytes (see ``_header_text``)."""
-    if not all(
-        isinstance(values, list) and all(isinstance(v, str) for v in values)
-        for values in headers.values()
-    ):
-        raise BadEntryError("header values are not lists of strings")
-    try:
-        return {
-            key.encode("latin-1"): [value.encode("latin-1") for value in values]
-            for key, values in headers.items()
-        }
-    except UnicodeEncodeError:
-        raise BadEntryError("header text is not latin-1") from None
-
-
 def _named_method(spider: Spider, name: str) -> Callable[..., Any]:
     """The spider's method *name*; raises ``BadEntryError`` if there is none."""
     method = _spider_method(spider, name)
@@ -261,9 +270,10 @@ def _callbacks(request: Request, spider: Spider) -> dict[str, str]:
         name = getattr(function, "__name__", None)
         if not isinstance(name, str) or _spider_method(spider, name) != function:
             raise UnencodableRequestError(
-                f"{request}: {function!r} is not a method of the spider the frontier "
-                "can name, so it cannot store it (use a spider method whose name does "
-                "not start with '__')"
+                "callback" if field == "c" else "errback",
+                values.type_name(type(function)),
+                f"{function!r} is not a method of the spider the frontier can name "
+                "(use a spider method whose name does not start with '__')",
             )
         names[field] = name
     return names
@@ -274,8 +284,9 @@ def _class_name(request: Request) -> str:
         if type(request) is request_class:
             return name
     raise UnencodableRequestError(
-        f"{request}: request class {type(request).__name__} cannot be stored in the "
-        f"frontier (supported: Request, {', '.join(_CLASSES)})"
+        "request",
+        values.type_name(type(request)),
+        f"supported request classes: Request, {', '.join(_CLASSES)}",
     )
 
 
@@ -283,15 +294,6 @@ def _dumps(entry: dict[str, Any]) -> str:
     """ASCII JSON, so that it is valid UTF-8 even for a string with a lone surrogate."""
     try:
         return json.dumps(entry, separators=(",", ":"), ensure_ascii=True)
-    except (TypeError, ValueError, RecursionError):
-        pass
-    for key, value in entry.get("t", {}).items():
-        try:
-            json.dumps(value)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise UnencodableRequestError(
-                f"request meta key {key!r} cannot be stored in the frontier: {exc}"
-            ) from None
-    raise UnencodableRequestError(
-        "request cookies or cb_kwargs cannot be stored in the frontier as JSON"
-    )
+    except (TypeError, ValueError, RecursionError) as exc:
+        # Meta and cb_kwargs are JSON-ready by now: only cookies are stored untyped.
+        raise UnencodableRequestError("cookies", "value", str(exc)) from None

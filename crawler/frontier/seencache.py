@@ -32,5 +32,9 @@ class SeenCache:
             self._entries[fingerprint] = depth
         return True
 
+    def discard(self, fingerprint: bytes) -> None:
+        """Forget *fingerprint*: it was not pushed after all (see the module doc)."""
+        self._entries.pop(fingerprint, None)
+
     def __len__(self) -> int:
         return len(self._entries)

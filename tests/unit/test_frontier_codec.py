@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import pickle
+from datetime import date, datetime, time, timedelta, timezone
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
+from zoneinfo import ZoneInfo
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from scrapy import Request, Spider
+from scrapy import Field, Item, Request, Spider
 from scrapy.http import FormRequest, JsonRequest
 
 from crawler.frontier.codec import (
@@ -20,6 +26,7 @@ from crawler.frontier.codec import (
     encode,
 )
 from tests.unit.properties import PROPERTY
+from tests.unit.test_frontier_values import same
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -167,7 +174,7 @@ def test_transient_meta_is_not_stored() -> None:
 
 
 def test_default_fields_are_left_out() -> None:
-    assert encode(Request(URL), SPIDER) == '{"v":1,"u":"http://example.com/page"}'
+    assert encode(Request(URL), SPIDER) == '{"v":2,"u":"http://example.com/page"}'
 
 
 def test_typical_link_costs_its_url_plus_thirty_bytes() -> None:
@@ -191,7 +198,7 @@ BAD_ENTRIES: dict[str, str | bytes] = {
     "string": '"http://example.com/"',
     "JSON list": "[1, 2]",
     "list of an entry": json.dumps([{"v": 1, "u": URL}]),
-    "version 2": entry(v=2),
+    "version 3": entry(v=3),
     "version 0": entry(v=0),
     "version as string": entry(v="1"),
     "version null": json.dumps({"v": None, "u": URL}),
@@ -272,8 +279,8 @@ def test_class_on_allow_list_is_accepted(request_class: type[Request]) -> None:
     assert type(decoded) is request_class
 
 
-@pytest.mark.parametrize("version", [True, 1.0])
-def test_version_must_be_the_integer_one(version: object) -> None:
+@pytest.mark.parametrize("version", [True, 1.0, 2.0, "2"])
+def test_version_must_be_a_known_integer(version: object) -> None:
     with pytest.raises(BadEntryError):
         decode(entry(v=version), SPIDER)
 
@@ -303,16 +310,29 @@ def test_deeply_nested_json_is_a_bad_entry(data: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("meta", "key"),
+    ("meta", "key", "value_type"),
     [
-        ({"depth": 1, "handle": object()}, "handle"),
-        ({"raw": b"bytes"}, "raw"),
-        ({"depth": 1, "when": {1, 2}}, "when"),
+        ({"depth": 1, "handle": object()}, "handle", "object"),
+        ({"call": lambda: None}, "call", "function"),
+        ({"depth": 1, "when": {1, _Helper()}}, "when", f"{__name__}._Helper"),
+        ({"nested": [(1, {"x": _Helper})]}, "nested", "type"),
     ],
 )
-def test_meta_value_that_is_not_json_is_named(meta: dict[str, Any], key: str) -> None:
-    with pytest.raises(UnencodableRequestError, match=repr(key)):
+def test_meta_value_that_cannot_be_stored_is_named(
+    meta: dict[str, Any], key: str, value_type: str
+) -> None:
+    with pytest.raises(UnencodableRequestError, match=repr(key)) as raised:
         encode(Request(URL, meta=meta), SPIDER)
+    assert raised.value.where == f"meta key {key!r}"
+    assert raised.value.value_type == value_type
+
+
+def test_cb_kwargs_value_that_cannot_be_stored_is_named() -> None:
+    request = Request(URL, callback=SPIDER.parse, cb_kwargs={"ok": 1, "bad": object()})
+    with pytest.raises(UnencodableRequestError) as raised:
+        encode(request, SPIDER)
+    assert raised.value.where == "cb_kwargs key 'bad'"
+    assert raised.value.value_type == "object"
 
 
 def _module_function(response: object) -> None:
@@ -508,17 +528,30 @@ HOSTILE_FIELDS = st.dictionaries(
         st.sampled_from(["parse", "on_error", "_secret", "__class__", "borrowed"]),
         st.sampled_from([URL, "FormRequest", "JsonRequest", "YQ==", "POST"]),
         st.sampled_from(["utf-16", "rot13", "base64", "idna", "undefined", "nope"]),
+        st.dictionaries(  # typed meta and cb_kwargs: tags with any payload
+            st.sampled_from(["x", "~", "v"]),
+            st.builds(
+                lambda tag, payload: {"~": tag, "v": payload},
+                st.sampled_from(["tuple", "set", "bytes", "dict", "datetime", "?"]),
+                JSON_VALUES,
+            ),
+            max_size=2,
+        ),
     ),
     max_size=6,
 )
 
 
 @PROPERTY
-@given(values=HOSTILE_FIELDS, url=st.sampled_from([URL, None]))
-def test_hostile_version_one_entry_gives_a_request_or_bad_entry(
-    values: dict[str, object], url: str | None
+@given(
+    values=HOSTILE_FIELDS,
+    url=st.sampled_from([URL, None]),
+    version=st.sampled_from([1, 2]),
+)
+def test_hostile_entry_of_a_known_version_gives_a_request_or_bad_entry(
+    values: dict[str, object], url: str | None, version: int
 ) -> None:
-    data: dict[str, object] = {"v": 1}
+    data: dict[str, object] = {"v": version}
     if url is not None:
         data["u"] = url
     data.update(values)
@@ -563,3 +596,141 @@ def requests(draw: st.DrawFn) -> Request:
 @given(original=requests())
 def test_generated_requests_round_trip(original: Request) -> None:
     assert fields(round_trip(original)) == fields(original)
+
+
+# --- typed meta and cb_kwargs (entry version 2) ---------------------------------------
+
+
+class Tagged(Item):
+    name = Field()
+    when = Field()
+
+
+@dataclasses.dataclass(frozen=True)
+class Span:
+    start: Any
+    end: Any
+
+
+RICH: dict[Any, Any] = {
+    "depth": 2,
+    "pair": (1, "a"),
+    "raw": b"\x00\xff",
+    "at": datetime(2024, 10, 27, 2, 30, tzinfo=ZoneInfo("Europe/Paris"), fold=1),
+    "day": date(2024, 1, 31),
+    "clock": time(12, 0, tzinfo=timezone(timedelta(hours=-5))),
+    "wait": timedelta(seconds=90),
+    "price": Decimal("19.90"),
+    "id": UUID("12345678-1234-5678-1234-567812345678"),
+    "tags": {"x", "y"},
+    "frozen": frozenset({1}),
+    "by_id": {1: "one", (2, 3): "pair"},
+    "tag_key": {"~": "bytes", "v": "AA=="},
+    "nan": math.nan,
+    "item": Tagged(name="n", when=date(2020, 2, 2)),
+    "span": Span(1.5, (2, b"x")),
+    7: "a meta key that is not a string",
+}
+
+
+def test_rich_meta_and_cb_kwargs_round_trip_exactly() -> None:
+    original = Request(URL, meta=RICH, cb_kwargs=dict(RICH), callback=SPIDER.parse)
+    decoded = decode(encode(original, SPIDER).encode("utf-8"), SPIDER)
+    assert same(decoded.meta, RICH)
+    assert same(decoded.cb_kwargs, RICH)
+    assert decoded.callback == SPIDER.parse
+
+
+def test_typical_link_entry_is_no_longer_than_in_version_one() -> None:
+    url = "http://example.com/some/path/page.html"
+    version_one = '{"v":1,"u":"' + url + '","t":{"depth":3}}'
+    encoded = encode(Request(url, meta={"depth": 3}), SPIDER)
+    assert len(encoded) <= len(version_one)
+    assert decode(version_one, SPIDER).meta == decode(encoded, SPIDER).meta
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {"~": "tuple", "v": [1, 2]},
+        {"a": {"~": "bytes", "v": "AA=="}, "b": [1, 2]},
+        {"~": 1},
+    ],
+)
+def test_version_one_meta_is_read_as_plain_json(meta: dict[str, Any]) -> None:
+    """Entries queued before typed meta hold plain JSON: nothing in them is a tag."""
+    stored = entry(t=meta, a={"x": meta}, c="parse")
+    decoded = decode(stored, SPIDER)
+    assert decoded.meta == meta
+    assert decoded.cb_kwargs == {"x": meta}
+
+
+def entry2(**values: Any) -> str:
+    """A version-2 queue entry (see ``entry``)."""
+    return entry(v=2, **values)
+
+
+HOSTILE_TYPED: dict[str, str] = {
+    "unknown tag in meta": entry2(t={"x": {"~": "pickle", "v": "gAR9lC4="}}),
+    "meta that is a tagged tuple": entry2(t={"~": "tuple", "v": [1]}),
+    "meta class outside the allow-list": entry2(
+        t={"x": {"~": "dataclass", "c": "subprocess:Popen", "v": {}}}
+    ),
+    "meta dunder class name": entry2(
+        t={"x": {"~": "item", "c": f"{__name__}:Tagged.__class__", "v": {}}}
+    ),
+    "cb_kwargs with an unhashable dict key": entry2(
+        a={"~": "dict", "v": [[[1], 2]]}, c="parse"
+    ),
+    "cb_kwargs item with an unknown field": entry2(
+        a={"x": {"~": "item", "c": f"{__name__}:Tagged", "v": {"evil": 1}}}
+    ),
+    "meta nested too deep": entry2(t={"x": json.loads("[" * 150 + "]" * 150)}),
+}
+
+
+@pytest.mark.parametrize("data", HOSTILE_TYPED.values(), ids=HOSTILE_TYPED.keys())
+def test_hostile_typed_meta_is_a_bad_entry(data: str) -> None:
+    with pytest.raises(BadEntryError):
+        decode(data, SPIDER)
+
+
+def test_valid_typed_meta_entry_is_accepted() -> None:
+    """The control for the hostile typed entries: a valid tag in each field decodes."""
+    stored = entry2(
+        t={"x": {"~": "tuple", "v": [1]}},
+        a={"y": {"~": "item", "c": f"{__name__}:Tagged", "v": {"name": "n"}}},
+    )
+    decoded = decode(stored, SPIDER)
+    assert decoded.meta == {"x": (1,)}
+    assert decoded.cb_kwargs == {"y": Tagged(name="n")}
+
+
+TYPED_META = st.dictionaries(
+    JSON_TEXT.filter(lambda key: key not in TRANSIENT_META),
+    st.recursive(
+        st.none() | st.integers() | st.floats() | JSON_TEXT | st.binary(max_size=6)
+        | st.datetimes(timezones=st.none() | st.timezones()) | st.decimals()
+        | st.builds(Span, st.integers(), st.text(max_size=3)),
+        lambda children: (
+            st.lists(children, max_size=3)
+            | st.tuples(children, children)
+            | st.dictionaries(st.integers() | JSON_TEXT, children, max_size=3)
+            | st.frozensets(st.integers() | st.binary(max_size=3), max_size=3)
+            | st.builds(Tagged, name=children)
+        ),
+        max_leaves=8,
+    ),
+    max_size=4,
+)  # fmt: skip
+
+
+@PROPERTY
+@given(meta=TYPED_META, cb_kwargs=TYPED_META)
+def test_generated_typed_meta_round_trips_exactly(
+    meta: dict[str, Any], cb_kwargs: dict[str, Any]
+) -> None:
+    original = Request(URL, meta=meta, cb_kwargs=cb_kwargs)
+    decoded = round_trip(original)
+    assert same(decoded.meta, meta)
+    assert same(decoded.cb_kwargs, cb_kwargs)

@@ -81,3 +81,15 @@ def test_a_fingerprint_seen_again_shallower_goes_to_redis_again() -> None:
     assert not cache.add(b"a", 7)
     assert cache.add(b"a", 3)
     assert not cache.add(b"a", 4)  # 3 is remembered now
+
+
+def test_discarded_fingerprint_is_new_again() -> None:
+    """A fingerprint that was not pushed after all (a refused request) is forgotten."""
+    cache = SeenCache(4)
+    cache.add(b"a")
+    cache.add(b"b")
+    cache.discard(b"a")
+    cache.discard(b"never added")
+    assert len(cache) == 1
+    assert cache.add(b"a")
+    assert not cache.add(b"b")
