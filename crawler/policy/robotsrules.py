@@ -1,0 +1,91 @@
+"""The rules of one robots.txt for our product token: what RobotsMiddleware asks.
+
+Pure. ``crawler.policy.robotsgroups`` picks the lines that apply to the token, as
+RFC 9309 and Google's reference parser do; Protego matches paths against them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from protego import Protego
+
+from crawler.policy.robots import MAX_BYTES, redirect_target
+from crawler.policy.robotsgroups import protego_text, select
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+# Sitemaps one robots.txt may announce; a hostile file could list thousands.
+MAX_SITEMAPS = 50
+# What a file may start with and still be read as UTF-8 text: the byte order mark,
+# or, as Google's parser allows, the first bytes of one.
+_BOM_PREFIXES = (b"\xef\xbb\xbf", b"\xef\xbb", b"\xef")
+
+
+def robots_text(body: bytes) -> tuple[str, bool]:
+    """The text to parse, and whether *body* was cut to ``MAX_BYTES``.
+
+    A cut file loses its last, partial line; a leading byte order mark (whole or
+    partial) goes; bytes that are not UTF-8 become U+FFFD.
+    """
+    truncated = len(body) > MAX_BYTES
+    if truncated:
+        body = body[:MAX_BYTES]
+        end = max(body.rfind(b"\n"), body.rfind(b"\r"))
+        if end >= 0:
+            body = body[: end + 1]
+    for prefix in _BOM_PREFIXES:
+        if body.startswith(prefix):
+            body = body[len(prefix) :]
+            break
+    return body.decode("utf-8", errors="replace"), truncated
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsRules:
+    """A parsed robots.txt, as it applies to one product token.
+
+    *parser* holds only the rules selected for the token, as one ``*`` group.
+    """
+
+    parser: Protego
+    user_agent: str
+    crawl_delay: float | None
+    sitemaps: tuple[str, ...]
+
+    def allows(self, url: str) -> bool:
+        try:
+            return bool(self.parser.can_fetch(url, self.user_agent))
+        except ValueError:  # a URL Protego cannot split; the downloader will refuse it
+            return True
+
+
+def parse_rules(text: str, *, user_agent: str, base_url: str) -> RobotsRules | None:
+    """The rules of *text* for *user_agent*; None if it cannot be parsed at all.
+
+    Lines that cannot be read are skipped, as RFC 9309 2.2 asks ("parsers MUST
+    ignore" them), so this is about a failure of the parsers themselves. Nothing
+    parsed means nothing restricted: the caller treats None as no restrictions and
+    counts it.
+    """
+    try:
+        selection = select(text, user_agent)
+        parser = Protego.parse(protego_text(selection.rules))
+        sitemaps = sitemap_urls(selection.sitemaps, base_url)
+    except Exception:  # noqa: BLE001 (hostile input: the caller counts and logs it)
+        return None
+    return RobotsRules(parser, user_agent, selection.crawl_delay, sitemaps)
+
+
+def sitemap_urls(values: Iterable[str], base_url: str) -> tuple[str, ...]:
+    """The distinct http(s) sitemap URLs among *values*, at most ``MAX_SITEMAPS``."""
+    urls: dict[str, None] = {}
+    for value in values:
+        target = redirect_target(base_url, value)
+        if target is not None:
+            urls[target] = None
+            if len(urls) >= MAX_SITEMAPS:
+                break
+    return tuple(urls)
