@@ -17,6 +17,12 @@ from crawler.policy.robotsgroups import protego_text, select
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+# Departures from Google's reference parser, where RFC 9309 says otherwise (see
+# docs/politeness.md and tests/unit/test_robots_reference.py): Protego percent-encodes
+# the non-ASCII octets of URL and rule before comparing them (RFC 9309 2.2.2), and
+# decodes escaped unreserved characters (RFC 3986 6.2.2.2), so "/ツ" and "/%E3%83%84",
+# "/%62az" and "/baz", are one path each; the reference compares them as written.
+
 # Sitemaps one robots.txt may announce; a hostile file could list thousands.
 MAX_SITEMAPS = 50
 # What a file may start with and still be read as UTF-8 text: the byte order mark,
