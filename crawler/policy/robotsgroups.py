@@ -1,14 +1,13 @@
 """Which lines of a robots.txt apply to our product token, read as Google's parser does.
 
-Pure. Protego (0.7) matches paths well but groups lines its own way: a
-``Crawl-delay`` line between two ``User-agent`` lines ends the group, ``FOO BAR`` is
-not the token ``foo``, ``FooBot/1.0`` is not ``FooBot``, and a group for ``crawl``
-applies to ``crawler``. So the file is read here as RFC 9309 2.1-2.2 and Google's
-reference parser (github.com/google/robotstxt, robots.cc) read it: lines, groups,
-the groups of our token (else of ``*``), merged; and only their ``Allow`` and
-``Disallow`` values are handed to Protego, as one ``User-agent: *`` group
-(``protego_text``), for its wildcard and longest-match logic. Deliberate departures
-from the reference parser are listed in docs/politeness.md.
+Pure. Protego (0.7) groups lines its own way: a ``Crawl-delay`` line between two
+``User-agent`` lines ends the group, ``FOO BAR`` is not the token ``foo``,
+``FooBot/1.0`` is not ``FooBot``, and a group for ``crawl`` applies to ``crawler``.
+So the file is read here as RFC 9309 2.1-2.2 and Google's reference parser
+(github.com/google/robotstxt, robots.cc) read it: lines, groups, the groups of our
+token (else of ``*``), merged. ``crawler.policy.robotsmatch`` matches URLs against
+the ``Allow`` and ``Disallow`` values selected. Deliberate departures from the
+reference parser are listed in docs/politeness.md.
 """
 
 from __future__ import annotations
@@ -184,11 +183,3 @@ def crawl_delay(values: list[str]) -> float | None:
         if math.isfinite(delay) and delay >= 0:
             delays.append(delay)
     return max(delays, default=None)
-
-
-def protego_text(rules: tuple[Rule, ...]) -> str:
-    """*rules* as one ``User-agent: *`` group that Protego parses back unchanged
-    (values hold no ``#`` nor line end, and are not empty)."""
-    lines = ["User-agent: *"]
-    lines += [f"{'Allow' if kind == 'allow' else 'Disallow'}: {v}" for kind, v in rules]
-    return "\n".join(lines) + "\n"

@@ -1,7 +1,8 @@
 """The rules of one robots.txt for our product token: what RobotsMiddleware asks.
 
-Pure. ``crawler.policy.robotsgroups`` picks the lines that apply to the token, as
-RFC 9309 and Google's reference parser do; Protego matches paths against them.
+Pure. ``crawler.policy.robotsgroups`` picks the lines that apply to the token and
+``crawler.policy.robotsmatch`` matches URLs against them, as RFC 9309 and Google's
+reference parser do.
 """
 
 from __future__ import annotations
@@ -9,19 +10,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from protego import Protego
-
 from crawler.policy.robots import MAX_BYTES, redirect_target
-from crawler.policy.robotsgroups import protego_text, select
+from crawler.policy.robotsgroups import select
+from crawler.policy.robotsmatch import Matcher, compiled, path_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
 # Departures from Google's reference parser, where RFC 9309 says otherwise (see
-# docs/politeness.md and tests/unit/test_robots_reference.py): Protego percent-encodes
-# the non-ASCII octets of URL and rule before comparing them (RFC 9309 2.2.2), and
-# decodes escaped unreserved characters (RFC 3986 6.2.2.2), so "/ツ" and "/%E3%83%84",
-# "/%62az" and "/baz", are one path each; the reference compares them as written.
+# docs/politeness.md and tests/unit/test_robots_reference.py): the URL is normalized
+# like the rules before they are compared (RFC 9309 2.2.2: non-ASCII octets escaped;
+# RFC 3986 6.2.2: escaped unreserved characters decoded, hex in upper case), so
+# "/ツ" and "/%E3%83%84", "/%62az" and "/baz", are one path each; the reference
+# normalizes the rules only and compares them with the URL as given.
 
 # Sitemaps one robots.txt may announce; a hostile file could list thousands.
 MAX_SITEMAPS = 50
@@ -51,21 +52,22 @@ def robots_text(body: bytes) -> tuple[str, bool]:
 
 @dataclass(frozen=True, slots=True)
 class RobotsRules:
-    """A parsed robots.txt, as it applies to one product token.
+    """A parsed robots.txt, as it applies to one product token (*user_agent*).
 
-    *parser* holds only the rules selected for the token, as one ``*`` group.
+    *matcher* holds the rules selected for the token.
     """
 
-    parser: Protego
+    matcher: Matcher
     user_agent: str
     crawl_delay: float | None
     sitemaps: tuple[str, ...]
 
     def allows(self, url: str) -> bool:
         try:
-            return bool(self.parser.can_fetch(url, self.user_agent))
-        except ValueError:  # a URL Protego cannot split; the downloader will refuse it
+            path = path_of(url)
+        except ValueError:  # a URL that cannot be split; the downloader will refuse it
             return True
+        return self.matcher.allows(path)
 
 
 def parse_rules(text: str, *, user_agent: str, base_url: str) -> RobotsRules | None:
@@ -78,11 +80,11 @@ def parse_rules(text: str, *, user_agent: str, base_url: str) -> RobotsRules | N
     """
     try:
         selection = select(text, user_agent)
-        parser = Protego.parse(protego_text(selection.rules))
+        matcher = compiled(selection.rules)
         sitemaps = sitemap_urls(selection.sitemaps, base_url)
     except Exception:  # noqa: BLE001 (hostile input: the caller counts and logs it)
         return None
-    return RobotsRules(parser, user_agent, selection.crawl_delay, sitemaps)
+    return RobotsRules(matcher, user_agent, selection.crawl_delay, sitemaps)
 
 
 def sitemap_urls(values: Iterable[str], base_url: str) -> tuple[str, ...]:

@@ -528,6 +528,54 @@ def test_groups_that_do_not_restrict_our_token(text: str) -> None:
     assert rules(text).allows("http://example.com/page")
 
 
+@pytest.mark.parametrize(
+    ("allow", "path", "allowed"),
+    [
+        ("/d/index.html", "/d/", True),
+        ("/d/index.htm", "/d/", True),  # Google: any "/index.htm..." last segment
+        ("/d/index.htm", "/d/index.htm", True),
+        ("/d/index.htm", "/d/other", False),
+        ("/d/index.html", "/d/x/", False),  # the directory itself, nothing under it
+        ("/d/index.php", "/d/", False),
+        ("/d/myindex.html", "/d/", False),
+    ],
+)
+def test_an_allowed_index_page_allows_its_directory(
+    allow: str, path: str, allowed: bool
+) -> None:
+    text = f"User-agent: *\nAllow: {allow}\nDisallow: /\n"
+    assert rules(text).allows("http://example.com" + path) is allowed
+
+
+@pytest.mark.parametrize(
+    ("rule", "path", "allowed"),
+    [
+        ("/x$", "/x", False),
+        ("/x$", "/x$y", True),  # anchored: not the literal prefix "/x$" (Protego)
+        ("/x$", "/x%24", True),
+        ("/a$b", "/a$b/c", False),  # a "$" inside is itself
+        ("/a*b$", "/a/c/b", False),
+        ("/a*b$", "/a/b/c", True),
+        ("/a**b", "/a-b", False),
+        ("*.pdf", "/docs/x.pdf", False),  # a leading "*"
+        ("/a b", "/a%20b", False),  # a space is escaped before comparing
+        ("/%7euser", "/~user", False),  # an escaped unreserved character is itself
+        ("/%aa", "/%AA", False),  # hex case does not matter
+        ("/a%2Fb", "/a/b", True),  # an escaped reserved character is not itself
+        ("/a/b", "/a%2fb", True),
+        ("/caf\u00e9", "/caf%C3%A9", False),
+        ("/", "/robots.txt", True),  # RFC 9309 2.2.2: implicitly allowed
+        ("/", "/robots.txt?x", False),
+        ("/q?a=1", "/q?a=1&b=2", False),
+        ("/q?a=1", "/q?b=2#?a=1", True),  # the fragment is not matched
+        ("/%", "/%", False),  # a "%" that starts no escape is itself
+    ],
+)
+def test_how_a_disallow_rule_matches(rule: str, path: str, allowed: bool) -> None:
+    text = f"User-agent: *\nDisallow: {rule}\n"
+    assert rules(text).allows("http://example.com" + path) is allowed
+
+
 def test_a_crawl_delay_between_user_agent_lines_applies_to_the_group() -> None:
     text = "User-agent: crawler\nCrawl-delay: 5\nUser-agent: *\nDisallow: /p\n"
     assert rules(text).crawl_delay == 5.0
@@ -596,6 +644,6 @@ def test_a_huge_line_is_parsed() -> None:
 
 
 def test_a_parser_failure_means_none() -> None:
-    """Protego takes str only; anything it raises on is reported as None."""
+    """The parser takes str only; anything it raises on is reported as None."""
     not_text: str = b"bytes"  # type: ignore[assignment]
     assert parse_rules(not_text, user_agent="crawler", base_url=BASE) is None

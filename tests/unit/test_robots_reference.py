@@ -13,10 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scrapy.settings import Settings
 
 from crawler.policy.robots import RobotsConfig
 from crawler.policy.robotsrules import parse_rules, robots_text
+from tests.unit import google_robots_port as google
+from tests.unit.properties import PROPERTY
 
 BASE = "http://foo.bar/robots.txt"
 RFC_ENCODE = (
@@ -430,6 +434,15 @@ def test_reference_case(case: Case) -> None:
     assert decide(case.robotstxt, case.agent, case.url) is expected
 
 
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, id=f"{c.test}-{i}") for i, c in enumerate(REFERENCE)]
+)
+def test_the_port_of_the_reference_parser_passes_its_cases(case: Case) -> None:
+    """The oracle below is only as good as its agreement with robots_test.cc."""
+    robotstxt = case.robotstxt.encode()
+    assert google.allowed(robotstxt, case.agent, case.url) is case.allowed
+
+
 def test_every_departure_says_why() -> None:
     departures = [case for case in REFERENCE if case.ours is not None]
     assert departures, "the known departures are listed"
@@ -563,3 +576,48 @@ def test_a_sitemap_line_may_be_anywhere(robotstxt: str) -> None:
         rules = parse_rules(robotstxt, user_agent=agent, base_url=BASE)
         assert rules is not None
         assert rules.sitemaps == (SITEMAP,)
+
+
+# --- our decision against the port, on generated files -------------------------------
+
+AGENTS = [
+    "crawler", "CRAWLER", "Crawler/2.0", "crawler bot", "crawl", "crawlerx", "crawler*",
+    "*", "* all", "*bot", "other", "",
+]  # fmt: skip
+KEYS = [
+    "User-agent", "user-agent", "USER-AGENT", "useragent", "User agent", "Allow",
+    "allow", "Disallow", "disallow", "dissallow", "Crawl-delay", "Sitemap", "Unknown",
+]  # fmt: skip
+# Paths and patterns without "%" and non-ASCII: there we differ on purpose (above).
+PATH_TEXT = st.text(alphabet="/ab.?=&;:*$-_~!,+", max_size=8)
+
+
+@st.composite
+def robots_files(draw: st.DrawFn) -> str:
+    lines = []
+    for _ in range(draw(st.integers(0, 10))):
+        key = draw(st.sampled_from(KEYS))
+        if key.lower().replace(" ", "-").startswith(("user-agent", "useragent")):
+            value = draw(st.sampled_from(AGENTS))
+        elif key in ("Crawl-delay", "Sitemap", "Unknown"):
+            value = draw(st.sampled_from(["1", "http://example.com/s.xml", "x"]))
+        else:
+            value = draw(st.sampled_from(["", "/"]) | PATH_TEXT.map(lambda t: "/" + t))
+        separator = draw(st.sampled_from([": ", ":", " ", " :\t"]))
+        comment = draw(st.sampled_from(["", "", " # note", "#"]))
+        blank = draw(st.booleans()) and draw(st.booleans())
+        lines.append("" if blank else key + separator + value + comment)
+    ending = draw(st.sampled_from(["\n", "\r\n", "\r"]))
+    return ending.join(lines)
+
+
+@PROPERTY
+@given(robots_files(), PATH_TEXT.map(lambda t: "/" + t.replace("*", "")))
+def test_our_decision_agrees_with_the_reference_parser(
+    robotstxt: str, path: str
+) -> None:
+    url = "http://example.com" + path
+    expected = google.allowed(robotstxt.encode(), "crawler", url)
+    if path == "/robots.txt":
+        expected = True  # RFC 9309 2.2.2: implicitly allowed
+    assert decide(robotstxt, "crawler", url) is expected
