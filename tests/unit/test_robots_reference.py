@@ -5,7 +5,9 @@ through our decision (``crawler.policy.robotsrules.parse_rules``), the one
 RobotsMiddleware uses. Cases where we deliberately differ, because RFC 9309 says
 otherwise, carry ``ours`` (our answer) and ``why``; docs/politeness.md lists them.
 Cases of the reference's internal helpers (line counting, BOM skipping, path
-extraction, pattern escaping) are adapted to decisions that depend on them.
+extraction, pattern escaping) are adapted to decisions that depend on them. Last, a
+Python port of the reference matcher (tests/unit/google_robots_port.py), checked
+against these cases, is compared with our decision on generated files.
 """
 
 from __future__ import annotations
