@@ -23,11 +23,15 @@ from weakref import WeakKeyDictionary
 
 from redis.exceptions import LockError
 from scrapy import Request, signals
-from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.exceptions import NotConfigured
 from scrapy.http.request import NO_CALLBACK
 
+from crawler import __version__
 from crawler.connection import async_client
+from crawler.frontier.holds import ForbiddenByRobots, HoldRequest
 from crawler.frontier.keys import CrawlKeys
+from crawler.meta import ROBOTS_FETCH
+from crawler.policy.botname import bot_user_agent
 from crawler.policy.hosts import host_of
 from crawler.policy.robots import (
     MAX_REDIRECTS,
@@ -35,16 +39,14 @@ from crawler.policy.robots import (
     Fetch,
     RobotsConfig,
     RobotsRecord,
-    RobotsRules,
     origin_of,
     outcome_of_status,
-    parse_rules,
     record_after,
     redirect_target,
     retention,
-    robots_text,
     robots_url,
 )
+from crawler.policy.robotsrules import RobotsRules, parse_rules, robots_text
 from crawler.politeness import HostDelays
 from crawler.startup import StartupFailure
 
@@ -67,7 +69,8 @@ CACHE_SIZE = 4096
 POLL_INTERVAL = 0.1
 # Seconds the fetch lock outlives the longest fetch it guards.
 LOCK_MARGIN = 5.0
-# Scrapy's meta key for requests robots.txt does not apply to (our own fetches).
+# Scrapy's meta key for a user's requests robots.txt does not apply to (our own
+# fetches carry crawler.meta.ROBOTS_FETCH instead).
 SKIP_META_KEY = "dont_obey_robotstxt"
 
 
@@ -155,9 +158,9 @@ class RobotsMiddleware:
         return cls(crawler, config, CrawlKeys.of(crawler.settings, crawler.spider.name))
 
     async def process_request(self, request: Request) -> None:
-        """Let *request* go, or raise ``IgnoreRequest`` (counted) if robots.txt forbids
-        it or cannot be fetched."""
-        if request.meta.get(SKIP_META_KEY):
+        """Let *request* go, raise ``ForbiddenByRobots`` (counted) if robots.txt forbids
+        it, or ``HoldRequest`` until the next attempt if robots.txt is unreachable."""
+        if request.meta.get(ROBOTS_FETCH) or request.meta.get(SKIP_META_KEY):
             return
         try:
             origin = origin_of(request.url)
@@ -165,7 +168,7 @@ class RobotsMiddleware:
             return  # not http(s): robots.txt does not apply
         entry, fetched = await self._entry(origin, request)
         if entry.record.state == "deny":
-            self._drop_unreachable(entry, origin, request)
+            self._hold_unreachable(entry, origin, request)
         if entry.rules is not None and not entry.rules.allows(request.url):
             self._stats.inc_value("robots/disallowed")
             logger.debug(
@@ -173,7 +176,7 @@ class RobotsMiddleware:
                 {"request": request},
                 extra={"spider": self._crawler.spider},
             )
-            raise IgnoreRequest("Forbidden by robots.txt")
+            raise ForbiddenByRobots("Forbidden by robots.txt")
         if fetched:  # the site has just seen a request of this host: keep its delay
             delays = HostDelays.of(self._crawler)
             await asyncio.sleep(delays.delay_for(host_of(origin), now=time.time()))
@@ -307,13 +310,18 @@ class RobotsMiddleware:
 
     def _request(self, url: str) -> Request:
         meta = {
-            SKIP_META_KEY: True,
+            ROBOTS_FETCH: True,
             "dont_retry": True,  # a failure is retried after ROBOTS_ERROR_RETRY_DELAY
             "dont_redirect": True,  # followed in _fetch, whatever REDIRECT_ENABLED says
             "handle_httpstatus_all": True,
             "download_timeout": self._config.fetch_timeout,
         }
-        return Request(url, callback=NO_CALLBACK, meta=meta, dont_filter=True)
+        config = self._config
+        user_agent = bot_user_agent(config.user_agent, __version__, config.contact)
+        headers = {"User-Agent": user_agent}  # the bot's own, never a browser's
+        return Request(
+            url, callback=NO_CALLBACK, meta=meta, headers=headers, dont_filter=True
+        )
 
     # --- using a record ---------------------------------------------------------------
 
@@ -356,9 +364,11 @@ class RobotsMiddleware:
             )
         return rules
 
-    def _drop_unreachable(
+    def _hold_unreachable(
         self, entry: _Entry, origin: str, request: Request
     ) -> NoReturn:
+        """Hold *request* until the next robots.txt attempt: it is not lost, the
+        frontier tries it again then (RFC 9309 2.3.1.4: meanwhile, nothing goes)."""
         self._stats.inc_value("robots/unreachable")
         if not entry.warned:
             entry.warned = True
@@ -367,7 +377,7 @@ class RobotsMiddleware:
             retry = datetime.fromtimestamp(entry.record.expires_at, UTC)
             logger.warning(
                 "robots.txt of %(origin)s is unreachable (%(reason)s): its URLs are "
-                "dropped until it is fetched again, after %(retry)s",
+                "held until the next attempt at %(retry)s",
                 {
                     "origin": origin,
                     "reason": reason,
@@ -375,7 +385,11 @@ class RobotsMiddleware:
                 },
                 extra={"spider": self._crawler.spider},
             )
-        raise IgnoreRequest(f"robots.txt of {origin} is unreachable: {request.url}")
+        raise HoldRequest(
+            f"robots.txt of {origin} is unreachable: {request.url}",
+            until=entry.record.expires_at,
+            fate="robots_unreachable",
+        )
 
     def _client(self) -> redis.asyncio.Redis:
         if self._redis is None:  # made on first use: no I/O at start-up

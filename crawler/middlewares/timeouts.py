@@ -23,7 +23,7 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 from crawler.connection import sync_client
 from crawler.frontier.admission import tier_of
 from crawler.frontier.keys import CrawlKeys
-from crawler.middlewares.robots import SKIP_META_KEY as ROBOTS_FETCH
+from crawler.meta import ROBOTS_FETCH
 from crawler.policy.hosts import BadURLError, host_of
 from crawler.policy.suffixes import most_specific, normalized_table
 from crawler.policy.tiers import (

@@ -6,13 +6,19 @@
 ``RefererMiddleware`` set from the parent page (``parent``; the header is stored with
 the request in the frontier), replaces it with one from ``REFERER_LIST``
 (``rotate``) or removes it (``none``). robots.txt rules are matched against
-``ROBOTSTXT_USER_AGENT``, which this module never reads or changes.
+``ROBOTSTXT_USER_AGENT``, never against these headers.
+
+The project's default list names the bot in every entry (``compatible;
+<ROBOTSTXT_USER_AGENT>/<version>; +<USERAGENT_CONTACT>``), so a site owner can tell
+who we are; a list the user sets is sent exactly as given. The crawler's own
+robots.txt fetches keep the bot's own User-Agent, set by RobotsMiddleware.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import random
 import time
 from collections import OrderedDict
@@ -20,6 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar, cast, get_args
 
+import crawler.settings as project_defaults
+from crawler import __version__
+from crawler.meta import ROBOTS_FETCH
+from crawler.policy.botname import contact_of, filled, token_of
 from crawler.policy.hosts import BadURLError, host_of
 from crawler.policy.typedsettings import get_float
 from crawler.startup import StartupFailure
@@ -31,6 +41,8 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
 
 UserAgentMode = Literal["per-request", "per-host"]
 RefererMode = Literal["parent", "rotate", "none"]
@@ -62,6 +74,14 @@ class UserAgentConfig:
         if sticky_ttl <= 0:
             raise ValueError(f"USERAGENT_STICKY_TTL must be > 0, got {sticky_ttl!r}")
         user_agents = read_list(settings, "USERAGENT_LIST")
+        contact = contact_of(settings)
+        if settings.get("USERAGENT_LIST") == project_defaults.USERAGENT_LIST:
+            user_agents = filled(
+                user_agents,
+                token=token_of(settings),
+                version=__version__,
+                contact=contact,
+            )
         if not user_agents:
             raise ValueError(
                 "USERAGENT_LIST is empty: give User-Agent strings (a list, a JSON or "
@@ -224,9 +244,18 @@ class UserAgentMiddleware:
         """The middleware; with a bad setting, a stand-in that logs one line and
         closes the spider as soon as it opens (``scrapy crawl`` exits with 1)."""
         try:
-            return cls(UserAgentConfig.from_settings(crawler.settings))
+            config = UserAgentConfig.from_settings(crawler.settings)
         except ValueError as exc:
             return StartupFailure(crawler, f"Bad setting: {exc}")
+        contact = crawler.settings.get("USERAGENT_CONTACT")
+        if contact == project_defaults.USERAGENT_CONTACT:
+            logger.warning(
+                "USERAGENT_CONTACT is the placeholder %(contact)s: set it to a page "
+                "saying who runs this crawler and how to reach them (site owners see "
+                "it in every User-Agent)",
+                {"contact": contact},
+            )
+        return cls(config)
 
     def process_request(self, request: Request) -> None:
         self._set_user_agent(request)
@@ -238,7 +267,10 @@ class UserAgentMiddleware:
 
     def _set_user_agent(self, request: Request) -> None:
         """A User-Agent the spider set itself is kept; one of ours (from an earlier
-        attempt, stored with the request) is drawn again, as the mode says."""
+        attempt, stored with the request) is drawn again, as the mode says. The
+        crawler's own robots.txt fetches keep the bot's User-Agent."""
+        if request.meta.get(ROBOTS_FETCH):
+            return
         current = request.headers.get(b"User-Agent")
         if current is not None and current not in self._ours:
             return

@@ -17,32 +17,25 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal, get_args
 from urllib.parse import urljoin, urlsplit
 
-from protego import Protego
-
+from crawler.policy.botname import contact_of, token_of
 from crawler.policy.typedsettings import get_float
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-
     from scrapy.settings import BaseSettings
 
 # RFC 9309 2.5: crawlers must parse at least 500 KiB; the rest is ignored.
 MAX_BYTES = 500 * 1024
 # RFC 9309 2.3.1.2: at least five consecutive redirects are followed.
 MAX_REDIRECTS = 5
-# Sitemaps one robots.txt may announce; a hostile file could list thousands.
-MAX_SITEMAPS = 50
 RECORD_VERSION = 1
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 TOO_MANY_REQUESTS = 429
 DEFAULT_PORTS = {"http": 80, "https": 443}
 DAY = 86400.0
-_PRODUCT_TOKEN = re.compile(r"[A-Za-z0-9_-]+")
 
 # What one HTTP answer means: parse it, follow it, or one of the RFC's two failures.
 Outcome = Literal["parse", "redirect", "unavailable", "unreachable"]
@@ -56,29 +49,30 @@ class BadRecordError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class RobotsConfig:
-    """The ``ROBOTS_*`` settings, checked once at start-up."""
+    """The ``ROBOTS_*`` settings, checked once at start-up.
+
+    *user_agent* is the product token rules are matched against; *contact* the
+    ``USERAGENT_CONTACT`` URL robots.txt fetches name.
+    """
 
     user_agent: str
     cache_ttl: float
     error_retry_delay: float
     give_up_after: float
     fetch_timeout: float
+    contact: str
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> RobotsConfig:
         """The config; raises ``ValueError`` naming the first bad setting."""
-        token = str(settings.get("ROBOTSTXT_USER_AGENT") or "")
-        if not _PRODUCT_TOKEN.fullmatch(token):
-            raise ValueError(
-                "ROBOTSTXT_USER_AGENT must be the crawler's product token (letters, "
-                f"digits, '-' and '_', e.g. 'crawler'), got {token!r}"
-            )
+        token = token_of(settings)
         config = cls(
             user_agent=token,
             cache_ttl=get_float(settings, "ROBOTS_CACHE_TTL"),
             error_retry_delay=get_float(settings, "ROBOTS_ERROR_RETRY_DELAY"),
             give_up_after=get_float(settings, "ROBOTS_ERROR_GIVE_UP_DAYS") * DAY,
             fetch_timeout=get_float(settings, "ROBOTS_FETCH_TIMEOUT"),
+            contact=contact_of(settings),
         )
         for name, value in (
             ("ROBOTS_CACHE_TTL", config.cache_ttl),
@@ -154,20 +148,6 @@ def redirect_target(url: str, location: str | None) -> str | None:
     except ValueError:
         return None
     return target
-
-
-def robots_text(body: bytes) -> tuple[str, bool]:
-    """The text to parse, and whether *body* was cut to ``MAX_BYTES``.
-
-    A cut file loses its last, partial line; bytes that are not UTF-8 become U+FFFD.
-    """
-    truncated = len(body) > MAX_BYTES
-    if truncated:
-        body = body[:MAX_BYTES]
-        end = max(body.rfind(b"\n"), body.rfind(b"\r"))
-        if end >= 0:
-            body = body[: end + 1]
-    return body.decode("utf-8", errors="replace").removeprefix("\ufeff"), truncated
 
 
 # --- the record shared through Redis --------------------------------------------------
@@ -296,51 +276,3 @@ def retention(config: RobotsConfig, record: RobotsRecord, *, now: float) -> int:
     """Seconds Redis keeps *record*: past its expiry for the give-up period, so a
     failing refetch still finds the last good copy and when the failures began."""
     return max(1, math.ceil(record.expires_at - now + config.give_up_after))
-
-
-# --- rules ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class RobotsRules:
-    """A parsed robots.txt, as it applies to one product token."""
-
-    parser: Protego
-    user_agent: str
-    crawl_delay: float | None
-    sitemaps: tuple[str, ...]
-
-    def allows(self, url: str) -> bool:
-        try:
-            return bool(self.parser.can_fetch(url, self.user_agent))
-        except ValueError:  # a URL Protego cannot split; the downloader will refuse it
-            return True
-
-
-def parse_rules(text: str, *, user_agent: str, base_url: str) -> RobotsRules | None:
-    """The rules of *text* for *user_agent*; None if it cannot be parsed at all.
-
-    Protego skips lines it cannot read, as RFC 9309 2.2 asks ("parsers MUST ignore"
-    unparseable lines), so this is about a failure of the parser itself. Nothing
-    parsed means nothing restricted: the caller treats None as no restrictions and
-    counts it.
-    """
-    try:
-        parser = Protego.parse(text)
-        delay = parser.crawl_delay(user_agent)
-        sitemaps = sitemap_urls(parser.sitemaps, base_url)
-    except Exception:  # noqa: BLE001 (hostile input: the caller counts and logs it)
-        return None
-    return RobotsRules(parser, user_agent, delay, sitemaps)
-
-
-def sitemap_urls(values: Iterable[str], base_url: str) -> tuple[str, ...]:
-    """The distinct http(s) sitemap URLs among *values*, at most ``MAX_SITEMAPS``."""
-    urls: dict[str, None] = {}
-    for value in values:
-        target = redirect_target(base_url, value)
-        if target is not None:
-            urls[target] = None
-            if len(urls) >= MAX_SITEMAPS:
-                break
-    return tuple(urls)

@@ -16,10 +16,18 @@ from collections import Counter, deque
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from scrapy import Request
+from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
+import crawler.settings as project
+from crawler import __version__
+from crawler.frontier.holds import HoldRequest
 from crawler.frontier.keys import CrawlKeys
+from crawler.meta import ROBOTS_FETCH
+from crawler.middlewares.robots import RobotsMiddleware
+from crawler.middlewares.timeouts import TimeoutsMiddleware
 from crawler.policy.robots import MAX_BYTES, RobotsRecord, origin_of
 from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_many_nodes import stat_value
@@ -47,6 +55,8 @@ ROBOTS = {
 }
 BLOCKED_HOSTS = {1, 2}
 DISALLOWED = {(0, 1), (0, 2), (0, 3), (5, 5)}
+# The User-Agent of our robots.txt fetches, with the project's placeholder contact.
+BOT_UA = f"crawler/{__version__} (+https://example.com/crawler-contact)"
 
 
 def obeying(settings: Any, **overrides: Any) -> dict[str, Any]:
@@ -137,6 +147,10 @@ async def test_rules_failures_and_crawl_delay_are_obeyed(settings):
             assert paths == ["/robots.txt"]
         assert len(gaps_of(site, 3)) >= 5
         assert min(gaps_of(site, 3)) >= CRAWL_DELAY  # robots.txt -> page 0 too
+        robots_agents = {r["ua"] for r in site.log() if r["path"] == "/robots.txt"}
+        assert robots_agents == {BOT_UA}  # the bot's own, never a browser's
+        for row in site.pages():
+            assert f"compatible; crawler/{__version__}; +" in row["ua"], row
     stats = crawler.stats.get_stats()
     assert stats["robots/fetched"] == 6
     assert stats["robots/status_count/200"] == 3
@@ -148,6 +162,34 @@ async def test_rules_failures_and_crawl_delay_are_obeyed(settings):
     assert stats["robots/disallowed_links"] >= 1
     assert stats["robots/unreachable"] >= 2  # the roots of the failing hosts
     assert stats["robots/crawl_delay_hosts"] == 1
+
+
+# Host index -> a robots.txt on which Protego 0.7 alone departs from Google's
+# reference parser; each must keep us off /p/1.html (host 4: off nothing).
+GROUPED = {
+    0: "User-agent: crawler\nCrawl-delay: 0.01\nUser-agent: *\nDisallow: /p/1.html\n",
+    1: "User-Agent: CRAWLER EXTRA\nDisallow: /p/1.html\n",
+    2: "User-agent: crawler/1.0\nDisallow: /p/1.html\n",
+    3: "User-agent: Crawler\nAllow: /\nDisallow: /p/1.html\n\nUser-agent: *\n"
+    "Disallow: /\n",
+    4: "User-agent: crawl\nDisallow: /\nUser-agent: *\nDisallow: /p/2.html\n",
+}
+
+
+@deferred_f_from_coro_f
+async def test_groups_are_read_as_the_reference_parser_reads_them(settings, tmp_path):
+    robots = {}
+    for host, text in GROUPED.items():
+        path = tmp_path / f"robots-{host}.txt"
+        path.write_text(text)
+        robots[host] = f"file:{path}"
+    with running_site(hosts=5, pages=6, links=3, cross=0.0, robots=robots) as site:
+        await crawl(obeying(settings), seeds=",".join(site.seeds))
+        pages = set(fetched_pages(site))
+    blocked = {(h, 1) for h in range(4)} | {(4, 2)}  # "crawl" is not "crawler"
+    assert pages == reachable(site, [(h, 0) for h in range(5)], blocked)
+    assert not pages & blocked
+    assert (4, 1) in pages
 
 
 @deferred_f_from_coro_f
@@ -338,6 +380,66 @@ async def test_a_lock_left_by_a_dead_node_expires_and_the_file_is_fetched_once(
     assert crawler.stats.get_value("robots/lock_waits") == 1
 
 
+# --- the middleware itself -----------------------------------------------------------
+
+
+def built(values: dict[str, Any], kind: type[Any]) -> Any:
+    crawler = get_crawler(BfsSpider, values)
+    crawler.spider = crawler._create_spider()
+    middleware = kind.from_crawler(crawler)
+    assert isinstance(middleware, kind)
+    return middleware
+
+
+@deferred_f_from_coro_f
+async def test_a_users_dont_obey_robotstxt_request_is_not_checked(settings, redis):
+    """Scrapy's meaning of the key is kept for the user's requests."""
+    values = obeying(settings)
+    plant(redis, "http://a.example:80", "User-agent: *\nDisallow: /\n")
+    middleware = built(values, RobotsMiddleware)
+    mine = Request("http://a.example/page", meta={"dont_obey_robotstxt": True})
+    assert await middleware.process_request(mine) is None
+    with pytest.raises(IgnoreRequest, match=r"Forbidden by robots\.txt"):
+        await middleware.process_request(Request("http://a.example/page"))
+
+
+def test_a_users_dont_obey_robotstxt_request_keeps_its_timeout_tier(settings):
+    """Only our own robots.txt fetches (crawler.meta.ROBOTS_FETCH) skip the tiers."""
+    middleware = built(settings(), TimeoutsMiddleware)
+    mine = Request("http://a.example/page", meta={"dont_obey_robotstxt": True})
+    middleware.process_request(mine)
+    assert mine.meta["tier"] == 0
+    assert mine.meta["download_timeout"] == project.TIMEOUTS_TIERS[0]
+    ours = Request("http://a.example/robots.txt", meta={ROBOTS_FETCH: True})
+    middleware.process_request(ours)
+    assert "tier" not in ours.meta
+    assert "download_timeout" not in ours.meta
+
+
+@deferred_f_from_coro_f
+async def test_an_unreachable_robots_txt_holds_requests_until_the_next_attempt(
+    settings, redis, caplog
+):
+    now = time.time()
+    record = RobotsRecord("deny", now, now + 600, 503, None, now)
+    redis.set(KEYS.robots("http://a.example:80"), record.to_json(), ex=3600)
+    middleware = built(obeying(settings), RobotsMiddleware)
+    for page in range(3):
+        with pytest.raises(HoldRequest) as held:
+            await middleware.process_request(Request(f"http://a.example/{page}"))
+        assert held.value.until == record.expires_at
+        assert held.value.fate == "robots_unreachable"
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    held_lines = [w for w in warnings if "robots.txt of http://a.example:80" in w]
+    assert len(held_lines) == 1  # once, then counted
+    assert (
+        "unreachable (HTTP 503): its URLs are held until the next attempt"
+        in (held_lines[0])
+    )
+    assert "dropped" not in held_lines[0]
+    assert middleware._stats.get_value("robots/unreachable") == 3
+
+
 # --- several nodes --------------------------------------------------------------------
 
 
@@ -363,7 +465,13 @@ def finish(nodes: list[subprocess.Popen[str]]) -> list[str]:
 def test_two_nodes_fetch_each_robots_txt_once_and_share_its_crawl_delay(redis_url):
     robots = {0: "disallow:/p/1.html,/p/2.html", 1: "status:503", 2: "crawl-delay:0.2"}
     with running_site(hosts=4, pages=12, links=3, latency=0.05, robots=robots) as site:
-        settings = [f"REDIS_URL={redis_url}", "ROBOTSTXT_OBEY=True"]
+        # No later tries: host 1's URLs fail for good at once instead of waiting for
+        # its next robots.txt attempt (test_retry_later.py covers that).
+        settings = [
+            f"REDIS_URL={redis_url}",
+            "ROBOTSTXT_OBEY=True",
+            "RETRY_LATER_DELAYS=",
+        ]
         command = scrapy_crawl(*settings, seeds=",".join(site.seeds))
         outputs = finish(start_nodes(command, command))
         pages = fetched_pages(site)

@@ -11,6 +11,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 import crawler.settings as project
+from crawler import __version__
 from crawler.spiders.bfs import BfsSpider
 from tests.site import links_of, page_index, url_of
 
@@ -20,6 +21,18 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 
 REFERERS = ["https://www.google.com/", "https://duckduckgo.com/?q=crawler"]
+PLACEHOLDER = "https://example.com/crawler-contact"
+CONTACT = "https://bots.example.org/who-we-are"
+
+
+def defaults(bot: str = "crawler", contact: str = PLACEHOLDER) -> set[str]:
+    """The project's default User-Agents as a site sees them."""
+    return {
+        template.replace("{token}", bot)
+        .replace("{version}", __version__)
+        .replace("{contact}", contact)
+        for template in project.USERAGENT_LIST
+    }
 
 
 async def crawl(settings: dict[str, Any], site: RunningSite) -> Any:
@@ -51,7 +64,7 @@ async def test_per_request_mode_sends_many_user_agents(site, settings):
     await crawl(settings(USERAGENT_MODE="per-request"), site)
     agents = [row["ua"] for row in site.pages()]
     assert len(agents) > 100
-    assert set(agents) <= set(project.USERAGENT_LIST)
+    assert set(agents) <= defaults()
     assert len(set(agents)) >= 8
     assert all(len(found) > 1 for found in agents_by_host(site).values())
 
@@ -64,7 +77,7 @@ async def test_per_host_mode_sends_one_user_agent_per_host(site, settings):
     assert len(site.log()) > 20 * len(by_host)  # many requests a host
     for host, found in by_host.items():
         assert len(found) == 1, (host, found)
-        assert found <= set(project.USERAGENT_LIST)
+        assert found <= defaults()
 
 
 @deferred_f_from_coro_f
@@ -105,3 +118,30 @@ async def test_a_user_agent_file_given_on_the_command_line(site, settings, tmp_p
     await crawl(settings(USERAGENT_LIST=str(path)), site)
     agents = {row["ua"] for row in site.pages()}
     assert agents == {"AgentOne/1.0 (X11, Linux)", "AgentTwo/2.0"}
+
+
+@deferred_f_from_coro_f
+async def test_every_request_names_the_bot_and_robots_txt_gets_its_own(site, settings):
+    values = settings(
+        ROBOTSTXT_OBEY=True, ROBOTSTXT_USER_AGENT="mybot", USERAGENT_CONTACT=CONTACT
+    )
+    await crawl(values, site)
+    pages = site.pages()
+    assert len(pages) > 100
+    for row in pages:
+        assert f"compatible; mybot/{__version__}; +{CONTACT})" in row["ua"], row
+    assert {row["ua"] for row in pages} <= defaults("mybot", CONTACT)
+    robots = [row for row in site.log() if row["path"] == "/robots.txt"]
+    assert len(robots) == site.spec.hosts
+    assert {row["ua"] for row in robots} == {f"mybot/{__version__} (+{CONTACT})"}
+
+
+@deferred_f_from_coro_f
+async def test_a_list_the_user_sets_is_sent_as_is_but_robots_txt_names_the_bot(
+    site, settings
+):
+    values = settings(ROBOTSTXT_OBEY=True, USERAGENT_LIST=["AgentOne/1.0"])
+    await crawl(values, site)
+    assert {row["ua"] for row in site.pages()} == {"AgentOne/1.0"}
+    robots = {row["ua"] for row in site.log() if row["path"] == "/robots.txt"}
+    assert robots == {f"crawler/{__version__} (+{PLACEHOLDER})"}

@@ -13,20 +13,22 @@ from scrapy.settings import Settings
 from crawler.policy.robots import (
     DAY,
     MAX_BYTES,
-    MAX_SITEMAPS,
     BadRecordError,
     Fetch,
     RobotsConfig,
     RobotsRecord,
-    RobotsRules,
     origin_of,
     outcome_of_status,
-    parse_rules,
     record_after,
     redirect_target,
     retention,
-    robots_text,
     robots_url,
+)
+from crawler.policy.robotsrules import (
+    MAX_SITEMAPS,
+    RobotsRules,
+    parse_rules,
+    robots_text,
 )
 from tests.unit.properties import PROPERTY
 
@@ -36,6 +38,7 @@ CONFIG = RobotsConfig(
     error_retry_delay=600.0,
     give_up_after=30 * DAY,
     fetch_timeout=30.0,
+    contact="https://example.com/crawler-contact",
 )
 NOW = 1_700_000_000.0
 BASE = "http://example.com/robots.txt"
@@ -53,7 +56,14 @@ def project_settings(**overrides: object) -> Settings:
 
 def test_config_reads_the_project_defaults() -> None:
     config = RobotsConfig.from_settings(project_settings())
-    assert config == RobotsConfig("crawler", 86400.0, 600.0, 30 * DAY, 30.0)
+    assert config == RobotsConfig(
+        "crawler",
+        86400.0,
+        600.0,
+        30 * DAY,
+        30.0,
+        "https://example.com/crawler-contact",
+    )
     assert config.fetch_budget == 6 * 30.0
 
 
@@ -302,7 +312,7 @@ def test_a_record_that_gave_up_says_so() -> None:
 
 
 def test_give_up_zero_never_denies() -> None:
-    config = RobotsConfig("crawler", DAY, 600.0, 0.0, 30.0)
+    config = RobotsConfig("crawler", DAY, 600.0, 0.0, 30.0, CONFIG.contact)
     assert record_after(config, fetch("unreachable"), now=NOW).state == "allow"
 
 
@@ -480,6 +490,111 @@ def test_crawl_delay_for_our_token_or_star(text: str, delay: float | None) -> No
     assert rules(text).crawl_delay == delay
 
 
+# --- groups: where Protego 0.7 departs from Google's reference parser ---------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "User-agent: crawler\nCrawl-delay: 5\nUser-agent: *\nDisallow: /\n",
+        "User-agent: crawler\nRequest-rate: 1/5\nUser-agent: *\nDisallow: /\n",
+        "User-agent: crawler\n\nUser-agent: *\nDisallow: /\n",
+        "User-Agent: CRAWLER EXTRA\nDisallow: /\n",  # the token ends at the space
+        "User-agent: crawler/1.0\nDisallow: /\n",  # ... and at the "/"
+        "User-agent: Crawler\nAllow: /x\nUser-agent: crawler\nDisallow: /\n",
+        "User-agent: * \nDisallow: /\n",
+        "User-agent: * everyone\nDisallow: /\n",  # Google reads "* ..." as "*"
+        "User-agent crawler\nDisallow /\n",  # forgotten colons
+        "User-agent: crawler\n\nUser-agent: other\nDisallow: /\n",  # one group
+    ],
+)
+def test_groups_that_apply_to_our_token(text: str) -> None:
+    assert not rules(text).allows("http://example.com/page")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "User-agent: crawl\nDisallow: /\n",  # a token, never a prefix of ours
+        "User-agent: crawler-x\nDisallow: /\n",
+        "User-agent: crawler2\nDisallow: /\n",
+        "User-agent: mycrawler\nDisallow: /\n",
+        "User-agent: *bot\nDisallow: /\n",
+        "Disallow: /\nUser-agent: *\nAllow: /x\n",  # a rule before any group
+        "User-agent: crawler\nUser-agent: *\n",  # our group, without rules
+    ],
+)
+def test_groups_that_do_not_restrict_our_token(text: str) -> None:
+    assert rules(text).allows("http://example.com/page")
+
+
+@pytest.mark.parametrize(
+    ("allow", "path", "allowed"),
+    [
+        ("/d/index.html", "/d/", True),
+        ("/d/index.htm", "/d/", True),  # Google: any "/index.htm..." last segment
+        ("/d/index.htm", "/d/index.htm", True),
+        ("/d/index.htm", "/d/other", False),
+        ("/d/index.html", "/d/x/", False),  # the directory itself, nothing under it
+        ("/d/index.php", "/d/", False),
+        ("/d/myindex.html", "/d/", False),
+    ],
+)
+def test_an_allowed_index_page_allows_its_directory(
+    allow: str, path: str, allowed: bool
+) -> None:
+    text = f"User-agent: *\nAllow: {allow}\nDisallow: /\n"
+    assert rules(text).allows("http://example.com" + path) is allowed
+
+
+@pytest.mark.parametrize(
+    ("rule", "path", "allowed"),
+    [
+        ("/x$", "/x", False),
+        ("/x$", "/x$y", True),  # anchored: not the literal prefix "/x$" (Protego)
+        ("/x$", "/x%24", True),
+        ("/a$b", "/a$b/c", False),  # a "$" inside is itself
+        ("/a*b$", "/a/c/b", False),
+        ("/a*b$", "/a/b/c", True),
+        ("/a**b", "/a-b", False),
+        ("*.pdf", "/docs/x.pdf", False),  # a leading "*"
+        ("/a b", "/a%20b", False),  # a space is escaped before comparing
+        ("/%7euser", "/~user", False),  # an escaped unreserved character is itself
+        ("/%aa", "/%AA", False),  # hex case does not matter
+        ("/a%2Fb", "/a/b", True),  # an escaped reserved character is not itself
+        ("/a/b", "/a%2fb", True),
+        ("/caf\u00e9", "/caf%C3%A9", False),
+        ("/", "/robots.txt", True),  # RFC 9309 2.2.2: implicitly allowed
+        ("/", "/robots.txt?x", False),
+        ("/q?a=1", "/q?a=1&b=2", False),
+        ("/q?a=1", "/q?b=2#?a=1", True),  # the fragment is not matched
+        ("/%", "/%", False),  # a "%" that starts no escape is itself
+    ],
+)
+def test_how_a_disallow_rule_matches(rule: str, path: str, allowed: bool) -> None:
+    text = f"User-agent: *\nDisallow: {rule}\n"
+    assert rules(text).allows("http://example.com" + path) is allowed
+
+
+def test_a_crawl_delay_between_user_agent_lines_applies_to_the_group() -> None:
+    text = "User-agent: crawler\nCrawl-delay: 5\nUser-agent: *\nDisallow: /p\n"
+    assert rules(text).crawl_delay == 5.0
+    assert rules(text, user_agent="otherbot").crawl_delay == 5.0
+
+
+def test_merged_groups_keep_the_longest_crawl_delay() -> None:
+    text = (
+        "User-agent: crawler\nCrawl-delay: 2\nDisallow: /a\n"
+        "User-agent: *\nCrawl-delay: 30\nDisallow: /c\n"
+        "User-agent: crawler\nCrawl-delay: 7\nDisallow: /b\n"
+    )
+    parsed = rules(text)
+    assert parsed.crawl_delay == 7.0
+    assert parsed.allows("http://example.com/c")
+    assert not parsed.allows("http://example.com/a")
+    assert not parsed.allows("http://example.com/b")
+
+
 def test_sitemaps_are_absolute_distinct_http_urls() -> None:
     text = (
         "Sitemap: http://example.com/a.xml\n"
@@ -529,6 +644,6 @@ def test_a_huge_line_is_parsed() -> None:
 
 
 def test_a_parser_failure_means_none() -> None:
-    """Protego takes str only; anything it raises on is reported as None."""
+    """The parser takes str only; anything it raises on is reported as None."""
     not_text: str = b"bytes"  # type: ignore[assignment]
     assert parse_rules(not_text, user_agent="crawler", base_url=BASE) is None

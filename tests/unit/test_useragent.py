@@ -14,6 +14,8 @@ from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
 import crawler.settings as project
+from crawler import __version__
+from crawler.meta import ROBOTS_FETCH
 from crawler.middlewares.useragent import (
     StickyUserAgents,
     UserAgentConfig,
@@ -34,7 +36,7 @@ def settings_dict(**overrides: object) -> dict[str, object]:
     values = {
         name: getattr(project, name)
         for name in dir(project)
-        if name.startswith(("USERAGENT_", "REFERER_"))
+        if name.startswith(("USERAGENT_", "REFERER_", "ROBOTSTXT_"))
     }
     values.update(overrides)
     return values
@@ -80,12 +82,62 @@ def user_agent(request: Request) -> str:
 # --- the settings ----------------------------------------------------------------
 
 
+PLACEHOLDER = "https://example.com/crawler-contact"
+CONTACT = "https://bots.example.org/who-we-are"
+
+
 def test_the_default_list_has_browsers_of_every_kind_and_the_bot_token():
     agents = config().user_agents
-    assert BOT in agents
+    assert f"Mozilla/5.0 (compatible; crawler/{__version__}; +{PLACEHOLDER})" in agents
     for marker in ("Chrome/142", "Firefox/145", "Version/26", "Edg/142", "Android"):
         assert any(marker in agent for agent in agents), marker
     assert len(set(agents)) == len(agents)
+
+
+def test_every_default_entry_names_the_bot_and_its_contact():
+    agents = config(ROBOTSTXT_USER_AGENT="mybot", USERAGENT_CONTACT=CONTACT).user_agents
+    assert len(agents) == len(project.USERAGENT_LIST)
+    for agent in agents:
+        assert f"; compatible; mybot/{__version__}; +{CONTACT})" in agent or (
+            agent == f"Mozilla/5.0 (compatible; mybot/{__version__}; +{CONTACT})"
+        ), agent
+        assert "{" not in agent
+        assert "crawler/" not in agent
+    assert (
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64; compatible; "
+        f"mybot/{__version__}; +{CONTACT}) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "Chrome/142.0.0.0 Safari/537.36"
+    ) in agents
+
+
+def test_a_list_the_user_sets_is_sent_exactly_as_given():
+    mine = [CHROME, "MyBot/{version} (+{contact})"]
+    assert config(USERAGENT_LIST=mine, USERAGENT_CONTACT=CONTACT).user_agents == (
+        CHROME,
+        "MyBot/{version} (+{contact})",
+    )
+
+
+@pytest.mark.parametrize(
+    "contact",
+    ["", "mailto:ops@example.org", "https://a.example/x y", "https://a.example/(x)", 3],
+)
+def test_a_bad_contact_url_is_refused(contact):
+    with pytest.raises(ValueError, match=r"^USERAGENT_CONTACT must be an http"):
+        config(USERAGENT_CONTACT=contact)
+
+
+def test_start_up_warns_once_while_the_contact_is_the_placeholder(caplog):
+    with caplog.at_level(logging.WARNING):
+        UserAgentMiddleware.from_crawler(get_crawler(settings_dict=settings_dict()))
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert f"USERAGENT_CONTACT is the placeholder {PLACEHOLDER}" in warnings[0]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        crawler = get_crawler(settings_dict=settings_dict(USERAGENT_CONTACT=CONTACT))
+        UserAgentMiddleware.from_crawler(crawler)
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
 
 
 def test_a_file_is_read_one_entry_a_line_without_blanks_and_comments(tmp_path):
@@ -238,6 +290,17 @@ def test_a_user_agent_the_spider_set_is_kept():
     request = Request("http://a.example/", headers={"User-Agent": "MySpider/2"})
     middleware().process_request(request)
     assert user_agent(request) == "MySpider/2"
+
+
+def test_our_robots_txt_fetch_keeps_the_bots_own_user_agent():
+    own = f"crawler/{__version__} (+{CONTACT})"
+    request = Request(
+        "http://a.example/robots.txt",
+        headers={"User-Agent": own},
+        meta={ROBOTS_FETCH: True},
+    )
+    middleware(USERAGENT_LIST=[CHROME, own]).process_request(request)
+    assert user_agent(request) == own
 
 
 def test_a_retry_carrying_one_of_ours_is_drawn_again():
