@@ -44,13 +44,9 @@ SPIDER_MIDDLEWARES = {
     "crawler.frontier.acks.FrontierDepthMiddleware": 900,
     # Links robots.txt forbids (when their origin's rules are known) are not queued.
     "crawler.middlewares.robotslinks.RobotsLinkFilter": 950,
-    # Closest to the engine: acknowledges a lease once the page's links are queued.
-    "crawler.frontier.acks.LeaseAckSpiderMiddleware": 1,
 }
 # Added to Scrapy's own downloader middlewares, which all stay enabled.
 DOWNLOADER_MIDDLEWARES = {
-    # Closest to the engine: acknowledges the lease of a request that failed for good.
-    "crawler.frontier.acks.LeaseAckDownloaderMiddleware": 1,
     # Scrapy's robots middleware ignores Crawl-delay and allows all when robots.txt
     # fails; ours follows RFC 9309 and shares one fetch per origin across the cluster.
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,

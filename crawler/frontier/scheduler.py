@@ -25,6 +25,7 @@ from crawler.connection import (
     sync_client,
 )
 from crawler.frontier import codec
+from crawler.frontier.ackgate import AckGate
 from crawler.frontier.acks import lease_done
 from crawler.frontier.admission import Admission
 from crawler.frontier.config import FrontierConfig
@@ -80,6 +81,7 @@ class FrontierScheduler(BaseScheduler):
         self._delays = delays
         self._admission = Admission(crawler, crawler.spider, config)
         self._held = HeldLeases()
+        self._gate = AckGate(crawler, self._lease_done)
         self._progress = Progress(crawler, config.log_interval)
         self._store: FrontierStore | None = None
         self._membership: Membership | None = None
@@ -150,6 +152,7 @@ class FrontierScheduler(BaseScheduler):
                 timer.cancel()
         if self._store is None:
             return
+        self._gate.stop()  # requests the engine is through with are acked, not requeued
         now = time.time()
         self._flush(now)
         self._admission.count_duplicates(0)  # the last ones found locally
@@ -202,6 +205,7 @@ class FrontierScheduler(BaseScheduler):
     def next_request(self) -> Request | None:
         if self._store is None or self._control.paused:
             return None
+        self._gate.sweep()  # acks of requests done since the last ask ride on this pop
         now = time.time()
         if due := self._store.due_shards(now):
             self._store.promote(due, now)
@@ -307,6 +311,7 @@ class FrontierScheduler(BaseScheduler):
             self._drop_bad_entry(lease, entry, exc, now)
             return None
         self._held.hold(lease, request)
+        self._gate.track(request)
         assert self._membership is not None
         request.meta[NODE_META_KEY] = self._membership.node_id
         for key in (
