@@ -125,6 +125,9 @@ FRONTIER_NODE_TTL = 30.0
 # How often (seconds) this node beats its heartbeat, renews its shards and leases,
 # returns expired leases to their queues and logs progress.
 FRONTIER_MAINTENANCE_INTERVAL = 5.0
+# This node's id in the crawl (scrapyd, several machines: one name per node); empty:
+# <host>-<hash of the working directory>-<n>, the same after a restart in place.
+FRONTIER_NODE_NAME = ""
 # Seconds between two progress log lines.
 FRONTIER_LOG_INTERVAL = 60.0
 # Seen-URL filter: "bloom" (about 4 bytes a URL) or "exact" (a set of fingerprints).

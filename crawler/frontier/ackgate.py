@@ -59,7 +59,9 @@ class AckGate:
     def sweep(self) -> None:
         """Report every tracked request the engine no longer holds."""
         engine = self._crawler.engine
-        slot = engine._slot if engine is not None else None  # noqa: SLF001 (no public view of the engine's requests)
+        # No public view of the engine's requests; the module docstring says why
+        # this set is the right one.
+        slot = engine._slot if engine is not None else None
         if slot is None or not self._tracked:
             return
         in_progress = slot.inprogress

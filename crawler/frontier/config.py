@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.keys import CrawlKeys
+from crawler.frontier.nodeid import check_node_name
 from crawler.policy.hosts import SHARD_BY_CHOICES, ShardBy
 from crawler.policy.sharding import check_shards
 from crawler.policy.typedsettings import get_float, get_int
@@ -33,6 +34,7 @@ class FrontierConfig:
     reset: bool
     close_when_drained: bool
     dedup: DedupConfig
+    node_name: str = ""
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> FrontierConfig:
@@ -60,6 +62,7 @@ class FrontierConfig:
             reset=settings.getbool("FRONTIER_RESET"),
             close_when_drained=settings.getbool("FRONTIER_CLOSE_WHEN_DRAINED"),
             dedup=DedupConfig.from_settings(settings),
+            node_name=check_node_name(settings.get("FRONTIER_NODE_NAME") or ""),
         )
         config._check(settings)
         return config

@@ -138,6 +138,8 @@ class FrontierScheduler(BaseScheduler):
             store.prepare(now)
             self._membership = Membership(client, store.crawl_keys, self._config)
             self._membership.beat(now, pages=0)
+            resumed = self._membership.resume(store, now)  # before the first pop
+            self._stats.inc_value("frontier/leases_resumed", resumed)
             self._drain = DrainWatch(store, self._membership, opened_at=now)
         except Exception:
             client.close()

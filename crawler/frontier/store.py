@@ -208,6 +208,19 @@ class FrontierStore:
             self._remember(shard, reply[1:])
         return total
 
+    def leases_of(self, shards: Iterable[int]) -> list[Lease]:
+        """Every lease of *shards*, whoever holds it."""
+        shards = list(shards)
+        pipe = self.client.pipeline(transaction=False)
+        for shard in shards:
+            pipe.zrange(self.keys[shard].leases, 0, -1)
+        replies = pipe.execute() if shards else []
+        return [
+            Lease(shard, lease_id.decode("utf-8", "replace"))
+            for shard, ids in zip(shards, replies, strict=True)
+            for lease_id in ids
+        ]
+
     def promote(self, shards: Iterable[int], now: float) -> None:
         """Move hosts whose delay ended to ready, and refresh the shards' summaries."""
         shards = list(shards)
