@@ -147,6 +147,7 @@ class FrontierScheduler(BaseScheduler):
         return store
 
     def close(self, reason: str) -> None:
+        self._gate.stop()  # requests the engine is through with are acked, not requeued
         if self._maintenance is not None and self._maintenance.running:
             self._maintenance.stop()
         for timer in (self._wake, self._flush_timer):
@@ -154,7 +155,6 @@ class FrontierScheduler(BaseScheduler):
                 timer.cancel()
         if self._store is None:
             return
-        self._gate.stop()  # requests the engine is through with are acked, not requeued
         now = time.time()
         self._flush(now)
         self._admission.count_duplicates(0)  # the last ones found locally
@@ -359,11 +359,11 @@ class FrontierScheduler(BaseScheduler):
         if engine is not None and engine._slot is not None:
             engine._slot.nextcall.schedule()  # no public way to ask for a new loop
 
-    def _lease_done(self, request: Request) -> None:
+    def _lease_done(self, request: Request, at: float | None = None) -> None:
         """Queue the ack: the engine asks for the next request right after a request
         is done, and that pop carries the ack (its links were buffered before it).
         A timer writes it if no pop comes soon."""
-        held = self._held.done(request)
+        held = self._held.done(request, at)
         if held is None:
             return
         self._done.append(held)

@@ -8,7 +8,7 @@ scheduler chooses a shard without asking Redis again.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from crawler.frontier.dedup import shard_layouts
@@ -78,10 +78,13 @@ class Flushed:
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """A request handed out to this node: its shard and the lease id there."""
+    """A request handed out to this node: its shard and the lease id there, and,
+    once done, when its download ended (the host's delay counts from then, not from
+    the ack, which waits for the page's record)."""
 
     shard: int
     lease_id: str
+    done_at: float | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return f"{self.shard}:{self.lease_id}"
@@ -161,9 +164,10 @@ class FrontierStore:
         return Call("push", self.keys[shard], args)
 
     def _ack_call(self, lease: Lease, delay: float, now: float) -> Call:
+        since = now if lease.done_at is None else min(now, lease.done_at)
         args: list[str | int | float | bytes] = [
             LEVEL_WEIGHT,
-            _ms(now),
+            _ms(since),
             self.config.host_concurrency,
             _ms(delay),
             lease.lease_id,
@@ -320,8 +324,8 @@ class FrontierStore:
             }
         pipe = self.client.pipeline(transaction=False)
         for keys in self.keys:
-            for field, value in fields.items():
-                pipe.hsetnx(keys.seen, field, value)
+            for name, value in fields.items():
+                pipe.hsetnx(keys.seen, name, value)
         pipe.execute()
 
     def _remember(self, shard: int, state: Sequence[bytes | int | None]) -> None:
