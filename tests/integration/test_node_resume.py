@@ -3,7 +3,9 @@ dead leases at once, not after FRONTIER_NODE_TTL / FRONTIER_LEASE_TIMEOUT."""
 
 from __future__ import annotations
 
+import re
 import signal
+import socket
 import subprocess
 import time
 from typing import TYPE_CHECKING
@@ -44,9 +46,13 @@ def leases(redis: redis_py.Redis) -> set[tuple[bytes, bytes]]:
     }
 
 
-def test_a_node_restarted_after_kill_9_resumes_at_once(redis, redis_url, tmp_path):
+@pytest.mark.parametrize("name", ["", "alpha"], ids=["same-directory", "same-name"])
+def test_a_node_restarted_after_kill_9_resumes_at_once(
+    redis, redis_url, tmp_path, name
+):
+    settings = (*SETTINGS, f"FRONTIER_NODE_NAME={name}")
     with running_site(hosts=4, pages=40, links=4, latency=0.1) as site:
-        command = scrapy_crawl(f"REDIS_URL={redis_url}", *SETTINGS, seeds=site.seeds[0])
+        command = scrapy_crawl(f"REDIS_URL={redis_url}", *settings, seeds=site.seeds[0])
         first = subprocess.Popen(
             command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
@@ -59,7 +65,7 @@ def test_a_node_restarted_after_kill_9_resumes_at_once(redis, redis_url, tmp_pat
         with log.open("w") as stderr:
             started = time.monotonic()
             second = subprocess.Popen(
-                scrapy_crawl(f"REDIS_URL={redis_url}", *SETTINGS),
+                scrapy_crawl(f"REDIS_URL={redis_url}", *settings),
                 cwd=ROOT,
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
@@ -71,6 +77,12 @@ def test_a_node_restarted_after_kill_9_resumes_at_once(redis, redis_url, tmp_pat
             assert second.wait(CRAWL_TIMEOUT) == 0
         fetches = page_fetches(site)
     assert resumed_after < 30
+    pattern = (
+        re.escape(name)
+        if name
+        else rf"{re.escape(socket.gethostname())}-[0-9a-f]{{8}}-\d+"
+    )
+    assert re.fullmatch(pattern, node.decode())
     assert set(fetches) == set(bfs_depths(site.spec, [(0, 0)]))  # nothing lost
     text = log.read_text()
     assert f"Node {node.decode()} resumed" in text, text[-3000:]
