@@ -44,13 +44,9 @@ SPIDER_MIDDLEWARES = {
     "crawler.frontier.acks.FrontierDepthMiddleware": 900,
     # Links robots.txt forbids (when their origin's rules are known) are not queued.
     "crawler.middlewares.robotslinks.RobotsLinkFilter": 950,
-    # Closest to the engine: acknowledges a lease once the page's links are queued.
-    "crawler.frontier.acks.LeaseAckSpiderMiddleware": 1,
 }
 # Added to Scrapy's own downloader middlewares, which all stay enabled.
 DOWNLOADER_MIDDLEWARES = {
-    # Closest to the engine: acknowledges the lease of a request that failed for good.
-    "crawler.frontier.acks.LeaseAckDownloaderMiddleware": 1,
     # Next to the engine, after Scrapy's immediate retries: a failure that may pass
     # is held in the frontier and tried again later; a final one gets its fate.
     "crawler.middlewares.retrylater.RetryLaterMiddleware": 2,
@@ -69,12 +65,22 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.middlewares.timeouts.TimeoutsMiddleware": 560,
     # Per-host traffic counters in Redis (`scrapy frontier hosts`).
     "crawler.middlewares.traffic.TrafficMiddleware": 950,
+    # Scrapy's decompression, its DOWNLOAD_MAXSIZE refusal raised as a class of ours
+    # (fate too_large) rather than a plain IgnoreRequest.
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "crawler.middlewares.sizes.SizeLimitedCompressionMiddleware": 590,
     # WARC records of every request as sent and response as received (WARC_DIR):
     # nearest the downloader, so bodies are still raw (compressed when served so).
     "crawler.middlewares.warc.WarcMiddleware": 960,
 }
 # The asyncio reactor: redis.asyncio clients and Scrapy's asyncio helpers need it.
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+# Largest body taken, in bytes, counted after decompression (a gzip bomb stops there):
+# 16 MiB, past Googlebot's 15 MB of HTML; 16 requests in flight then stay far under
+# 1 GB. Raise it for sitemaps near the protocol's 50 MB.
+DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
+# Bodies past this many bytes (after decompression too) are logged as a warning.
+DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
 # Feeds are written as UTF-8 text, not with JSON's \u escapes.
 FEED_EXPORT_ENCODING = "utf-8"
 # Every PageRecord field but the page body (which the page store keeps).
@@ -124,10 +130,11 @@ FRONTIER_SHARD_BY = "host"
 # depths and BFS order within every host, but hosts idle at the end of each depth.
 FRONTIER_BFS_LOOKAHEAD = -1
 # With hosts running ahead (FRONTIER_BFS_LOOKAHEAD != 0), a URL found again by a
-# shorter path is queued again at the shorter depth (its deeper copy is dropped, or,
-# if it was fetched already, the page is fetched again so its links get their true
-# depths too): every page within DEPTH_LIMIT is fetched at its link distance. Costs
-# about 40 bytes in Redis per URL queued more than one depth past the shallowest
+# shorter path is queued again at the shorter depth (its deeper copy is dropped; if
+# it was fetched already, its links are followed again from the page store, without
+# a second request to its host): every page within DEPTH_LIMIT is fetched at its link
+# distance. Without a page store, pages already fetched keep their depth. Costs about
+# 40 bytes in Redis per URL queued more than one depth past the shallowest
 # unfinished one, until the crawl reaches it.
 FRONTIER_DEPTH_REPAIR = True
 # Requests of one host in flight at once (1 is the polite norm).
@@ -142,6 +149,9 @@ FRONTIER_NODE_TTL = 30.0
 # How often (seconds) this node beats its heartbeat, renews its shards and leases,
 # returns expired leases to their queues and logs progress.
 FRONTIER_MAINTENANCE_INTERVAL = 5.0
+# This node's id in the crawl (scrapyd, several machines: one name per node); empty:
+# <host>-<hash of the working directory>-<n>, the same after a restart in place.
+FRONTIER_NODE_NAME = ""
 # Seconds between two progress log lines.
 FRONTIER_LOG_INTERVAL = 60.0
 # Seen-URL filter: "bloom" (about 4 bytes a URL) or "exact" (a set of fingerprints).

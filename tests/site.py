@@ -15,6 +15,7 @@ import signal
 import socket
 import sys
 import time
+import zlib
 from collections import deque
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
 MAX_HEAD_BYTES = 64 * 1024
 BIND_ATTEMPTS = 20
@@ -366,6 +367,8 @@ class Site:
             return self._robots(host_index, path)
         if path in ("/sitemap.xml", "/sitemap-pages.xml"):
             return self._sitemap(host_index, path)
+        if path in TRAPS:
+            return TRAPS[path]()
         j = page_index(path.partition("?")[0], self.spec.pages)
         if j is None and self.hostile and host_index == 0:
             return _hostile(path)
@@ -576,6 +579,38 @@ def _hostile(path: str) -> Response:
     items = "".join(f'<a href="{html.escape(link)}">x</a>\n' for link in HOSTILE_LINKS)
     body = f'<html><head><meta charset="utf-8"></head><body>{items}</body></html>'
     return Response(200, body.encode(), "text/html; charset=utf-8")
+
+
+# Bytes of zeros the gzip bomb inflates to, and the chunk it is compressed by.
+BOMB_INFLATED = 1 << 30
+_BOMB_CHUNK = 1 << 20
+
+
+@functools.cache
+def gzip_bomb() -> bytes:
+    """About 1 MB of gzip that inflates to BOMB_INFLATED zero bytes (made once)."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    chunk = bytes(_BOMB_CHUNK)
+    parts = [compressor.compress(chunk) for _ in range(BOMB_INFLATED // _BOMB_CHUNK)]
+    return b"".join([*parts, compressor.flush()])
+
+
+def _redirect(location: str) -> Callable[[], Response]:
+    return lambda: Response(302, b"moved\n", headers=(("Location", location),))
+
+
+# Paths every host serves, linked from no page (tests give them as seeds): redirects
+# to schemes a crawler does not fetch, and a gzip bomb served as compressed HTML.
+TRAPS: dict[str, Callable[[], Response]] = {
+    "/trap/redirect-javascript": _redirect("javascript:alert(1)"),
+    "/trap/redirect-mailto": _redirect("mailto:x@y"),
+    "/trap/gzip-bomb.html": lambda: Response(
+        200,
+        gzip_bomb(),
+        "text/html; charset=utf-8",
+        headers=(("Content-Encoding", "gzip"),),
+    ),
+}
 
 
 def _has_body(request: Request) -> bool:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.keys import CrawlKeys
+from crawler.frontier.nodeid import check_node_name
 from crawler.policy.hosts import SHARD_BY_CHOICES, ShardBy
 from crawler.policy.sharding import check_shards
 from crawler.policy.typedsettings import get_float, get_int
@@ -34,6 +35,8 @@ class FrontierConfig:
     close_when_drained: bool
     dedup: DedupConfig
     depth_repair: bool
+    reparse_from_store: bool
+    node_name: str = ""
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> FrontierConfig:
@@ -65,6 +68,8 @@ class FrontierConfig:
                 settings.getbool("FRONTIER_DEPTH_REPAIR")
                 and get_int(settings, "FRONTIER_BFS_LOOKAHEAD") != 0
             ),
+            reparse_from_store=bool(settings.get("PAGESTORE_DIR")),
+            node_name=check_node_name(settings.get("FRONTIER_NODE_NAME") or ""),
         )
         config._check(settings)
         return config

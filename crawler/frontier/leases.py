@@ -62,9 +62,13 @@ class HeldLeases:
             request,
         )
 
-    def done(self, request: Request) -> Held | None:
-        """The lease of *request*, now done; None if it was released already."""
-        return self._held.pop(request.meta.get(LEASE_META_KEY, ""), None)
+    def done(self, request: Request, at: float | None = None) -> Held | None:
+        """The lease of *request*, now done (its download ended *at*, if known);
+        None if it was released already."""
+        held = self._held.pop(request.meta.get(LEASE_META_KEY, ""), None)
+        if held is None or at is None:
+            return held
+        return replace(held, lease=replace(held.lease, done_at=at))
 
     def replaced(self, request: Request) -> Held | None:
         """The lease *request* replaces, if it retries, redirects or escalates (to a

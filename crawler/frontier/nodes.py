@@ -14,11 +14,11 @@ import json
 import logging
 import os
 import socket
-import uuid
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import TYPE_CHECKING
 
+from crawler.frontier.nodeid import NodeIdentity, node_identity
 from crawler.frontier.scripts import queue_script
 from crawler.policy.ownership import shards_of
 
@@ -27,16 +27,17 @@ if TYPE_CHECKING:
 
     from crawler.frontier.config import FrontierConfig
     from crawler.frontier.keys import CrawlKeys
+    from crawler.frontier.store import FrontierStore
 
 logger = logging.getLogger(__name__)
 
 # KEYS[1]: a shard's owner key. ARGV: node id, lease in ms.
-# Renews the key if this node holds it, takes it if it is free; 1 if held after.
+# Renews the key if this node holds it (2), takes it if it is free (1); else 0.
 CLAIM = """
 local owner = redis.call('GET', KEYS[1])
 if owner == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
+  return 2
 end
 if not owner then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -51,36 +52,44 @@ return 0
 """
 
 
-def new_node_id() -> str:
-    """Unique per process: host name, pid and a random part (pids are reused)."""
-    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-
-
 @dataclass
 class Membership:
-    """This node's registration and the shards it holds."""
+    """This node's registration and the shards it holds.
+
+    Without a *node_id*, the node's own (``crawler.frontier.nodeid``): the one it
+    had before a restart, so ``resume`` finds its shards.
+    """
 
     client: Redis
     keys: CrawlKeys
     config: FrontierConfig
-    node_id: str = field(default_factory=new_node_id)
+    node_id: str = ""
     owned: frozenset[int] = frozenset()
     started: float = 0.0
+    # Shards whose owner key already held this node's id at its first heartbeat.
+    resumed: frozenset[int] = frozenset()
     _last_beat: tuple[float, int] = (0.0, 0)
+    _identity: NodeIdentity | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        if not self.node_id:
+            self._identity = node_identity(self.config.node_name)
+            self.node_id = self._identity.node_id
         self._claim = self.client.register_script(CLAIM)
         self._release = self.client.register_script(RELEASE)
         self._owner_keys = [self.keys.shard(s).owner for s in range(self.config.shards)]
 
     def beat(self, now: float, pages: int) -> frozenset[int]:
         """Renew this node's heartbeat and shards; the shards it holds now."""
-        if not self.started:
+        first = not self.started
+        if first:
             self.started = now
         ttl = int(self.config.node_ttl * 1000)
         self.client.set(self.keys.heartbeat(self.node_id), "1", px=ttl)
         wanted = shards_of(self.node_id, self.live_nodes(now), self.config.shards)
-        held = self._claim_all(wanted, ttl)
+        held, renewed = self._claim_all(wanted, ttl)
+        if first:
+            self.resumed = renewed
         self._release_all(self.owned - wanted)
         if held != self.owned:
             logger.info(
@@ -120,12 +129,17 @@ class Membership:
         self.owned = frozenset()
         self.client.delete(self.keys.heartbeat(self.node_id))
         self.client.hdel(self.keys.nodes, self.node_id)
+        if self._identity is not None:
+            self._identity.release()
 
     def lost(self, shard: int) -> None:
         """The pop script found *shard* owned by another node (this one was late)."""
         self.owned -= {shard}
 
-    def _claim_all(self, shards: frozenset[int], ttl: int) -> frozenset[int]:
+    def _claim_all(
+        self, shards: frozenset[int], ttl: int
+    ) -> tuple[frozenset[int], frozenset[int]]:
+        """The shards held after claiming *shards*, and those already held before."""
         ordered = sorted(shards)
         pipe = self.client.pipeline(transaction=False)
         for shard in ordered:
@@ -133,7 +147,28 @@ class Membership:
                 pipe, self._claim, [self._owner_keys[shard]], [self.node_id, ttl]
             )
         replies = pipe.execute() if ordered else []
-        return frozenset(s for s, ok in zip(ordered, replies, strict=True) if ok)
+        claimed = list(zip(ordered, replies, strict=True))
+        return (
+            frozenset(s for s, reply in claimed if reply),
+            frozenset(s for s, reply in claimed if reply == 2),
+        )
+
+    def resume(self, store: FrontierStore, now: float) -> int:
+        """Requeue, before the first pop, the leases of the shards this node's
+        previous run held until it died: that run's requests, which no one will
+        ack. Only the owner pops from a shard, so they are its own (but for a
+        request a former owner still had in flight when it handed the shard over,
+        which may then be fetched twice). How many."""
+        if not self.resumed:
+            return 0
+        leases = store.leases_of(self.resumed)
+        requeued = store.requeue(now, leases) if leases else 0
+        logger.info(
+            "Node %(node)s resumed: took back %(shards)d shards at once and put "
+            "%(count)d requests its previous run held back in their queues",
+            {"node": self.node_id, "shards": len(self.resumed), "count": requeued},
+        )
+        return requeued
 
     def _release_all(self, shards: frozenset[int]) -> None:
         if not shards:

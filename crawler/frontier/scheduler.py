@@ -25,6 +25,7 @@ from crawler.connection import (
     sync_client,
 )
 from crawler.frontier import codec
+from crawler.frontier.ackgate import AckGate
 from crawler.frontier.acks import lease_done
 from crawler.frontier.admission import Admission
 from crawler.frontier.config import FrontierConfig
@@ -83,6 +84,7 @@ class FrontierScheduler(BaseScheduler):
         self._delays = delays
         self._admission = Admission(crawler, crawler.spider, config)
         self._held = HeldLeases()
+        self._gate = AckGate(crawler, self._lease_done)
         self._progress = Progress(crawler, config.log_interval)
         self._store: FrontierStore | None = None
         self._membership: Membership | None = None
@@ -139,6 +141,8 @@ class FrontierScheduler(BaseScheduler):
             store.prepare(now)
             self._membership = Membership(client, store.crawl_keys, self._config)
             self._membership.beat(now, pages=0)
+            resumed = self._membership.resume(store, now)  # before the first pop
+            self._stats.inc_value("frontier/leases_resumed", resumed)
             self._drain = DrainWatch(store, self._membership, opened_at=now)
         except Exception:
             client.close()
@@ -146,6 +150,7 @@ class FrontierScheduler(BaseScheduler):
         return store
 
     def close(self, reason: str) -> None:
+        self._gate.stop()  # requests the engine is through with are acked, not requeued
         if self._maintenance is not None and self._maintenance.running:
             self._maintenance.stop()
         for timer in (self._wake, self._flush_timer):
@@ -205,6 +210,7 @@ class FrontierScheduler(BaseScheduler):
     def next_request(self) -> Request | None:
         if self._store is None or self._control.paused:
             return None
+        self._gate.sweep()  # acks of requests done since the last ask ride on this pop
         now = time.time()
         if due := self._store.due_shards(now):
             self._store.promote(due, now)
@@ -332,6 +338,7 @@ class FrontierScheduler(BaseScheduler):
             self._drop_bad_entry(lease, entry, exc, now)
             return None
         self._held.hold(lease, request)
+        self._gate.track(request)
         if lease.reparse:
             request.meta[REPARSE] = True
         assert self._membership is not None
@@ -379,11 +386,11 @@ class FrontierScheduler(BaseScheduler):
         if engine is not None and engine._slot is not None:
             engine._slot.nextcall.schedule()  # no public way to ask for a new loop
 
-    def _lease_done(self, request: Request) -> None:
+    def _lease_done(self, request: Request, at: float | None = None) -> None:
         """Queue the ack: the engine asks for the next request right after a request
         is done, and that pop carries the ack (its links were buffered before it).
         A timer writes it if no pop comes soon."""
-        held = self._held.done(request)
+        held = self._held.done(request, at)
         if held is None:
             return
         self._done.append(held)

@@ -172,7 +172,8 @@ PUSH = """
 -- KEYS: the shard's keys (see above); KEYS[9] is the seen filter
 -- ARGV: tag, weight, now, host_concurrency, dedup mode ('bloom'|'exact'), the
 --       crawl's lowest depth with requests queued or leased, the deepest depth a
---       provisional request may have (DEPTH_LIMIT), levels per depth, then groups
+--       provisional request may have (DEPTH_LIMIT), levels per depth, '1' if a
+--       page fetched too deep is reparsed (the node has a page store), then groups
 --       of 7: host, level, dedup ('' = do not filter; exact: fingerprint;
 --       bloom: 32-bit big-endian hashes, bit j of a filter is hash j % bits, see
 --       crawler/frontier/dedup.py), entry json, hold until (ms; '' = queue now),
@@ -187,11 +188,13 @@ PUSH = """
 -- is marked for a reparse (KEYS[16]) and queued under the pseudo-host '~', which
 -- no politeness delay holds back: its links are followed again at their true
 -- depths, from the page store (when it lacks the page, the request is queued again
--- under its own host, politely).
+-- under its own host, politely). Without a page store a page is never fetched
+-- twice for this: its links keep their depths.
 -- returns: {flags as a string: '1' new, '2' new at a shorter depth, '0' seen,
 --           best score, wake time}
 local concurrency, mode = tonumber(ARGV[4]), ARGV[5]
 local floor, deepest, per_depth = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local reparse = ARGV[9] == '1'
 
 local function bloom_add(hashes)
   local seen = KEYS[9]
@@ -250,14 +253,14 @@ local function shorten(key, depth)
 end
 
 local flags = {}
-for i = 9, #ARGV, 7 do
+for i = 10, #ARGV, 7 do
   local host, level, hold, key = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 4]), ARGV[i + 6]
   local depth = math.floor(tonumber(level) / per_depth)
   local new = is_new(ARGV[i + 2])
   if type(new) == 'table' then return new end
   if not new and ARGV[i + 5] ~= '' then new = revive(ARGV[i + 5]) end
   local shorter = not new and key ~= '' and shorten(key, depth)
-  if new or shorter then
+  if new or shorter == 'queued' or (shorter == 'fetched' and reparse) then
     local seq = redis.call('INCR', KEYS[7])
     local entry = seq .. '|' .. ARGV[i + 3]
     if key ~= '' and depth > floor + 1 then

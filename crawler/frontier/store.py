@@ -105,12 +105,15 @@ class Flushed:
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """A request handed out to this node: its shard and the lease id there, and
-    whether it is a page fetched too deep whose links are to be followed again."""
+    """A request handed out to this node: its shard and the lease id there; whether
+    it is a page fetched too deep whose links are to be followed again; and, once
+    done, when its download ended (the host's delay counts from then, not from the
+    ack, which waits for the page's record)."""
 
     shard: int
     lease_id: str
     reparse: bool = field(default=False, compare=False)
+    done_at: float | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return f"{self.shard}:{self.lease_id}"
@@ -189,6 +192,7 @@ class FrontierStore:
             self.lowest_depth() or 0,
             self.config.depth_limit if self.config.depth_limit > 0 else MAX_DEPTH,
             TIERS_PER_DEPTH,
+            "1" if self.config.reparse_from_store else "0",
         ]
         for item in items:
             hold = "" if item.hold_until is None else _ms(item.hold_until)
@@ -197,9 +201,11 @@ class FrontierStore:
         return Call("push", self.keys[shard], args)
 
     def _ack_call(self, ack: Ack, now: float) -> Call:
+        done_at = ack.lease.done_at
+        since = now if done_at is None else min(now, done_at)
         args: list[str | int | float | bytes] = [
             LEVEL_WEIGHT,
-            _ms(now),
+            _ms(since),
             self.config.host_concurrency,
             _ms(ack.delay),
             ack.lease.lease_id,
@@ -276,6 +282,19 @@ class FrontierStore:
             total += reply[0]
             self._remember(shard, reply[1:])
         return total
+
+    def leases_of(self, shards: Iterable[int]) -> list[Lease]:
+        """Every lease of *shards*, whoever holds it."""
+        shards = list(shards)
+        pipe = self.client.pipeline(transaction=False)
+        for shard in shards:
+            pipe.zrange(self.keys[shard].leases, 0, -1)
+        replies = pipe.execute() if shards else []
+        return [
+            Lease(shard, lease_id.decode("utf-8", "replace"))
+            for shard, ids in zip(shards, replies, strict=True)
+            for lease_id in ids
+        ]
 
     def promote(self, shards: Iterable[int], now: float) -> None:
         """Move hosts whose delay ended to ready, and refresh the shards' summaries."""

@@ -1,13 +1,18 @@
 """Writes one row per page to the page-record database (``crawler/records.py``).
 
-Rows are held until ``RECORDS_BATCH_SIZE`` of them are waiting, then written in one
-transaction in a worker thread, so the reactor never waits on the database; a timer
-writes what is held every ``FLUSH_INTERVAL`` seconds, and the last rows are written
-when the spider closes. A refetched URL overwrites its row. A batch that fails (the
-database is down, locked, restarting) is logged, counted in ``records/errors`` and
-kept for the next try: the crawl goes on. Past ``MAX_HELD_BATCHES`` batches held, the
-oldest rows are given up (``records/dropped``), as are rows the database refuses.
-While writes fail, only the timer tries again.
+``process_item`` returns only once the page's row is committed, so the frontier,
+which acknowledges a page's lease when the page's items are through the pipelines,
+never releases a page whose record could still be lost (a ``kill -9`` between the
+two leaves the lease to expire and the page to be fetched again). Rows are written
+by group commit: one write runs at a time, in a worker thread, and the rows that
+arrive meanwhile go together in the next transaction (at most ``RECORDS_BATCH_SIZE``
+a transaction); there is no timer on the way. A refetched URL overwrites its row.
+
+A write that fails (the database is down, locked, restarting) is logged once,
+counted in ``records/errors`` and tried again after a back-off, for as long as it
+takes: the pages wait for their records and the crawl waits with them, rather than
+acknowledging pages without a record. Rows the database refuses (a value it cannot
+store) are given up (``records/dropped``): no retry would take them.
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
-from scrapy.utils.asyncio import create_looping_call
 
 from crawler.items import PageRecord
 from crawler.policy.typedsettings import get_int
@@ -28,15 +32,13 @@ if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
-    from scrapy.utils.asyncio import AsyncioLoopingCall
-    from twisted.internet.task import LoopingCall
 
 logger = logging.getLogger(__name__)
 
-# Seconds between two writes of whatever rows are held.
-FLUSH_INTERVAL = 2.0
-# Batches held while the database cannot be written before the oldest rows go.
-MAX_HELD_BATCHES = 100
+# Seconds before the first retry of a failed write, doubled after each failure up
+# to the most.
+RETRY_DELAY = 0.5
+MAX_RETRY_DELAY = 5.0
 
 
 class RecordsPipeline:
@@ -47,11 +49,11 @@ class RecordsPipeline:
         self._url = url
         self._batch_size = batch_size
         self._database: RecordsDatabase | None = None
-        # URL -> row: a URL recorded twice before a write keeps its last row.
-        self._held: dict[str, Row] = {}
-        self._lock = asyncio.Lock()
-        self._timer: AsyncioLoopingCall | LoopingCall | None = None
-        self._ticking: asyncio.Task[None] | None = None
+        # URL -> row, and URL -> the future its callers wait on: a URL recorded
+        # twice before a write keeps its last row and one future.
+        self._pending: dict[str, Row] = {}
+        self._waiting: dict[str, asyncio.Future[None]] = {}
+        self._writer: asyncio.Task[None] | None = None
         self._failing = False
         self._failure: StartupFailure | None = None
 
@@ -78,58 +80,52 @@ class RecordsPipeline:
         except RecordsDatabaseError as exc:
             # Kept: signals hold only a weak reference to its handler.
             self._failure = StartupFailure(self._crawler, str(exc))
-            return
-        self._timer = create_looping_call(self._tick)
-        self._timer.start(FLUSH_INTERVAL, now=False)
 
     async def process_item(self, item: object) -> object:
+        """Return *item* once its row is committed (or refused by the database)."""
         if self._database is None or not isinstance(item, PageRecord):
             return item
-        self._held.pop(item.url, None)  # a re-recorded URL goes to the end
-        self._held[item.url] = row_of(item)
-        if len(self._held) >= self._batch_size and not self._busy():
-            await self.flush()
+        self._pending.pop(item.url, None)  # a re-recorded URL goes to the end
+        self._pending[item.url] = row_of(item)
+        waiting = self._waiting.get(item.url)
+        if waiting is None:
+            waiting = asyncio.get_running_loop().create_future()
+            self._waiting[item.url] = waiting
+        if self._writer is None:
+            self._writer = asyncio.ensure_future(self._write_pending())
+        await asyncio.shield(waiting)
         return item
 
-    def _busy(self) -> bool:
-        """Whether a write runs, or failed last time (the timer then retries)."""
-        return self._lock.locked() or self._failing
+    async def _write_pending(self) -> None:
+        """Write the pending rows, a transaction at a time, until none are left."""
+        try:
+            while self._pending and self._database is not None:
+                urls = list(self._pending)[: self._batch_size]
+                rows = [self._pending.pop(url) for url in urls]
+                waiting = [self._waiting.pop(url) for url in urls]
+                await self._write(self._database, rows)
+                for future in waiting:
+                    if not future.done():
+                        future.set_result(None)
+        finally:
+            self._writer = None
 
-    def _tick(self) -> None:
-        if self._held and self._ticking is None and not self._lock.locked():
-            self._ticking = asyncio.ensure_future(self.flush())
-            self._ticking.add_done_callback(self._ticked)
-
-    def _ticked(self, _task: asyncio.Task[None]) -> None:
-        self._ticking = None
-
-    async def flush(self) -> None:
-        """Write every row held, a batch a transaction; stops at the first batch
-        that fails, which is kept with the rest for the next flush."""
-        async with self._lock:
-            while self._held and self._database is not None:
-                batch = self._take(self._batch_size)
-                if not await self._write(self._database, batch):
-                    self._put_back(batch)
-                    self._cap_held()
-                    return
-
-    async def _write(self, database: RecordsDatabase, batch: dict[str, Row]) -> bool:
+    async def _write(self, database: RecordsDatabase, rows: list[Row]) -> None:
+        """Write *rows* in one transaction, trying again until the database takes
+        them; rows it refuses are given up."""
         stats = self._crawler.stats
         assert stats is not None
-        try:
-            rejected = await asyncio.to_thread(database.upsert, list(batch.values()))
-        except RecordsDatabaseError as exc:
-            stats.inc_value("records/errors")
-            if not self._failing:
-                self._failing = True
-                logger.error(
-                    "%(error)s; %(rows)d rows kept for the next try (further "
-                    "failures are counted in records/errors)",
-                    {"error": exc, "rows": len(batch) + len(self._held)},
-                    extra={"spider": self._crawler.spider},
-                )
-            return False
+        delay = RETRY_DELAY
+        while True:
+            try:
+                rejected = await asyncio.to_thread(database.upsert, rows)
+            except RecordsDatabaseError as exc:
+                stats.inc_value("records/errors")
+                self._failed(exc, len(rows) + len(self._pending))
+                await asyncio.sleep(delay)
+                delay = min(2 * delay, MAX_RETRY_DELAY)
+                continue
+            break
         if self._failing:
             self._failing = False
             logger.info(
@@ -138,26 +134,19 @@ class RecordsPipeline:
             )
         if rejected:
             self._drop(len(rejected), f"refused by the database: {rejected[0][0]!r}")
-        stats.inc_value("records/written", len(batch) - len(rejected))
-        return True
+        stats.inc_value("records/written", len(rows) - len(rejected))
 
-    def _take(self, count: int) -> dict[str, Row]:
-        urls = list(self._held)[:count]
-        return {url: self._held.pop(url) for url in urls}
-
-    def _put_back(self, batch: dict[str, Row]) -> None:
-        """*batch* back in front of the held rows, unless a newer row of its URL
-        arrived while it was being written."""
-        newer = self._held
-        self._held = {url: row for url, row in batch.items() if url not in newer}
-        self._held.update(newer)
-
-    def _cap_held(self) -> None:
-        excess = len(self._held) - MAX_HELD_BATCHES * self._batch_size
-        if excess > 0:
-            for url in list(self._held)[:excess]:
-                del self._held[url]
-            self._drop(excess, "too many held while the database cannot be written")
+    def _failed(self, error: RecordsDatabaseError, rows: int) -> None:
+        if self._failing:
+            return
+        self._failing = True
+        logger.error(
+            "%(error)s; %(rows)d pages wait for their records, and the crawl with "
+            "them, until the database can be written (tried again every few "
+            "seconds; further failures are counted in records/errors)",
+            {"error": error, "rows": rows},
+            extra={"spider": self._crawler.spider},
+        )
 
     def _drop(self, count: int, why: str) -> None:
         stats = self._crawler.stats
@@ -170,17 +159,12 @@ class RecordsPipeline:
         )
 
     async def close_spider(self) -> None:
-        """Write what is held (one last try), then close the connection."""
-        if self._timer is not None and self._timer.running:
-            self._timer.stop()
-        if self._ticking is not None:
-            await self._ticking
+        """Wait for the write under way (the engine closes the pipelines once every
+        item is through them), then close the connection."""
+        if self._writer is not None:
+            await self._writer
         database = self._database
         if database is None:
             return
-        await self.flush()
-        if self._held:
-            self._drop(len(self._held), "the database could not be written at close")
-            self._held.clear()
         self._database = None
         await asyncio.to_thread(database.close)

@@ -36,6 +36,10 @@ TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 522, 524})
 
 # Exception class names (any class of the exception's MRO) -> fate. First match wins.
 _EXCEPTION_FATES: tuple[tuple[str, Fate], ...] = (
+    # Over DOWNLOAD_MAXSIZE once decompressed (crawler.middlewares.sizes; an
+    # IgnoreRequest, so before it), or cut by the download handler as it came in.
+    ("crawler.middlewares.sizes.ResponseTooLargeError", "too_large"),
+    ("scrapy.exceptions.DownloadCancelledError", "too_large"),
     ("scrapy.exceptions.DownloadTimeoutError", "timed_out"),
     ("twisted.internet.error.TimeoutError", "timed_out"),
     ("twisted.internet.error.TCPTimedOutError", "timed_out"),

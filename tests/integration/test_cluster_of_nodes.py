@@ -88,6 +88,9 @@ class Cluster:
             f"REDIS_URL={self.redis_url}",
             *CLUSTER_SETTINGS,
             f"DEFAULT_REQUEST_HEADERS={headers}",
+            # Each node plays a machine of its own: a joining node must not take the
+            # id (and so the shards) a killed node freed in this directory.
+            f"FRONTIER_NODE_NAME={label}",
             seeds=seeds,
         )
         path = self.directory / f"{label}.log"

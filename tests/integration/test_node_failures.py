@@ -87,7 +87,10 @@ def test_a_crawl_killed_with_sigkill_resumes_and_loses_nothing(redis, redis_url)
         first.wait(10)
         assert len(site.pages()) < total  # killed mid-crawl, with leases out
 
-        second = run(scrapy_crawl(*settings))  # no seeds: resume from Redis
+        # No seeds: resume from Redis. Another node (a name of its own) takes over
+        # after FRONTIER_NODE_TTL and FRONTIER_LEASE_TIMEOUT; the killed node itself
+        # would take back its leases at once (tests/integration/test_node_resume.py).
+        second = run(scrapy_crawl(*settings, "FRONTIER_NODE_NAME=successor"))
         assert second.returncode == 0, second.stderr[-2000:]
         fetches = page_fetches(site)
     assert set(fetches) == set(bfs_depths(site.spec, [(0, 0)]))  # nothing lost

@@ -3,6 +3,7 @@ SQLite in tmp_path (and PostgreSQL when TEST_POSTGRES_URL is set)."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import hashlib
 import io
@@ -170,9 +171,10 @@ async def test_a_database_that_cannot_open_stops_the_crawl_in_one_line(
 
 
 @deferred_f_from_coro_f
-async def test_a_failed_batch_is_kept_and_written_later(tmp_path, caplog):
-    """The table vanishes under the pipeline: the batch fails, is counted and kept,
-    and the next try reconnects, creates the table again and writes it."""
+async def test_a_failed_write_is_retried_and_the_item_waits_for_it(tmp_path, caplog):
+    """The table vanishes under the pipeline: the write fails, is counted and logged
+    once, and process_item returns only after a later try reconnected, created the
+    table again and committed the row."""
     url = f"sqlite:///{tmp_path}/pages.db"
     crawler = get_crawler(
         BfsSpider, {"RECORDS_DATABASE_URL": url, "RECORDS_BATCH_SIZE": 2}
@@ -184,15 +186,43 @@ async def test_a_failed_batch_is_kept_and_written_later(tmp_path, caplog):
         other.execute("DROP TABLE pages")
     other.close()
     await pipeline.process_item(record("http://a.example/1"))
-    await pipeline.process_item(record("http://a.example/2"))  # a full batch
     assert crawler.stats.get_value("records/errors") == 1
-    assert "2 rows kept for the next try" in caplog.text
-    await pipeline.process_item(record("http://a.example/3"))  # held, no retry
-    assert crawler.stats.get_value("records/errors") == 1
+    assert "pages wait for their records" in caplog.text
+    assert sorted(rows_of(url)) == ["http://a.example/1"]  # committed on return
+    await pipeline.process_item(record("http://a.example/2"))
+    assert sorted(rows_of(url)) == ["http://a.example/1", "http://a.example/2"]
     await pipeline.close_spider()
-    assert sorted(rows_of(url)) == [f"http://a.example/{i}" for i in (1, 2, 3)]
-    assert crawler.stats.get_value("records/written") == 3
+    assert crawler.stats.get_value("records/written") == 2
     assert crawler.stats.get_value("records/dropped") is None
+
+
+@deferred_f_from_coro_f
+async def test_rows_arriving_during_a_write_share_the_next_transaction(tmp_path):
+    """Group commit: 25 items at once with batches of 10 take 3 or 4 transactions
+    (the first write takes the first item alone), each item returns committed."""
+    url = f"sqlite:///{tmp_path}/pages.db"
+    crawler = get_crawler(
+        BfsSpider, {"RECORDS_DATABASE_URL": url, "RECORDS_BATCH_SIZE": 10}
+    )
+    pipeline = RecordsPipeline.from_crawler(crawler)
+    assert isinstance(pipeline, RecordsPipeline)
+    await pipeline.open_spider()
+    assert pipeline._database is not None
+    transactions = []
+    upsert = pipeline._database.upsert
+
+    def counted(rows):
+        transactions.append(len(rows))
+        return upsert(rows)
+
+    pipeline._database.upsert = counted  # type: ignore[method-assign]
+    urls = [f"http://a.example/{i}" for i in range(25)]
+    await asyncio.gather(*(pipeline.process_item(record(u)) for u in urls))
+    assert sorted(rows_of(url)) == sorted(urls)
+    assert sum(transactions) == 25
+    assert max(transactions) <= 10
+    assert len(transactions) <= 4, transactions
+    await pipeline.close_spider()
 
 
 def test_no_database_url_means_no_pipeline():
