@@ -1,0 +1,334 @@
+"""Benchmark: "never twice, never lost" under faults, on the local site (issue 10).
+
+``python -m bench.faults [--quick] [--only NAME,NAME]``
+
+Each scenario gets a fresh redis-server (append-only file in a temporary directory,
+fixed port) and a fresh site (several hosts), and crawls it with ``scrapy crawl bfs
+-a scope=seed-hosts`` processes seeded with every host's root: small politeness
+delays, records in a temporary SQLite file, the page store in a temporary directory.
+
+- ``outage-15s``, ``outage-60s``: two nodes; once a third of the pages are fetched,
+  Redis is stopped with SIGTERM (it writes its AOF), restarted on the same port and
+  directory after the outage, and the crawl must end by itself (no rerun) within
+  ``--finish-timeout`` of the restart.
+- ``kill-9-x5``: one node killed with SIGKILL at a random moment after its first page,
+  five times, the same command rerun after each; then a last run to its end.
+- ``flaky-robots``: robots.txt of host 1 answers 503, host 2 429, host 3 nothing, for
+  their first fetches, then 200 (``ROBOTS_ERROR_RETRY_DELAY`` and
+  ``RETRY_LATER_DELAYS`` small).
+- ``flaky-pages``: host 1 answers 503 with Retry-After, host 2 refuses connections,
+  for the first ``--window`` seconds of the site; host 3 answers each page's first
+  request 503 (Retry-After: 1).
+
+One row a scenario, every figure from the site's request log and the records database
+(``bench/faultmeasure.py``): pages fetched / reachable, duplicate fetches against the
+in-flight bound (CONCURRENT_REQUESTS x nodes x kills or outages), records rows of the
+URLs fetched, failed URLs with a recorded fate, wall time. It reports; it asserts
+nothing. Writes ``bench/out/faults.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import redis
+
+from bench import faultlab, faultmeasure, procs, report
+from bench.crawls import BENCH
+from bench.run import code_fingerprint, machine_facts
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+OUT = BENCH / "out"
+COLUMNS: list[tuple[str, str, str]] = [
+    ("scenario", "scenario", "{}"),
+    ("fetched / reachable", "fetched_of_reachable", "{}"),
+    ("%", "fetched_percent", "{:.1f}"),
+    ("duplicates", "duplicates", "{:d}"),
+    ("in-flight bound", "inflight_bound", "{:d}"),
+    ("rows / fetched", "rows_of_fetched", "{}"),
+    ("failed URLs", "failed", "{:d}"),
+    ("with a fate", "failed_with_fate", "{:d}"),
+    ("runs: exits", "exits", "{}"),
+    ("wall s", "wall_seconds", "{:.0f}"),
+]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A named fault: how it runs, the site's extra arguments, nodes and outage."""
+
+    name: str
+    run: Callable[[argparse.Namespace, faultlab.Stage, Scenario], dict[str, Any]]
+    site_args: tuple[str, ...] = ()
+    nodes: int = 1
+    outage: float = 0.0
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="6 hosts x 60 pages")
+    parser.add_argument("--hosts", type=int, default=None, help="default 10 (quick 6)")
+    parser.add_argument("--pages", type=int, default=None, help="a host; 200 (60)")
+    parser.add_argument("--links", type=int, default=4)
+    parser.add_argument("--cross", type=float, default=0.2)
+    parser.add_argument("--delay", type=float, default=0.2, help="politeness, s")
+    parser.add_argument(
+        "--concurrency", type=int, default=8, help="CONCURRENT_REQUESTS"
+    )
+    parser.add_argument("--kills", type=int, default=5)
+    parser.add_argument(
+        "--kill-after", type=float, default=3.0, help="a kill comes 0.5-this s after "
+        "the run's first page")  # fmt: skip
+    parser.add_argument("--window", type=float, default=20.0, help="flaky pages, s")
+    parser.add_argument(
+        "--finish-timeout", type=float, default=None,
+        help="after Redis is back, s; default 300 (quick 180)")  # fmt: skip
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="a crawl run, s; 600 (300)"
+    )
+    parser.add_argument("--seed", type=int, default=10, help="of the kill moments")
+    parser.add_argument("--only", default="", help="comma-separated scenario names")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    args.hosts = args.hosts or (6 if args.quick else 10)
+    args.pages = args.pages or (60 if args.quick else 200)
+    args.finish_timeout = args.finish_timeout or (180.0 if args.quick else 300.0)
+    args.timeout = args.timeout or (300.0 if args.quick else 600.0)
+    if args.hosts < 4 or args.pages < 2 or args.kills < 0:
+        parser.error("need --hosts >= 4 (flaky hosts 1-3), --pages >= 2, --kills >= 0")
+    names = [s.name for s in scenarios(args.window)]
+    args.only = [n.strip() for n in args.only.split(",") if n.strip()] or names
+    if set(args.only) - set(names):
+        parser.error(f"--only takes names among {', '.join(names)}")
+    return args
+
+
+def crawl_argv(
+    args: argparse.Namespace, stage: faultlab.Stage, label: str
+) -> list[str]:
+    """The crawl command: the same for every run of a scenario but its node label."""
+    total = args.hosts * args.pages
+    settings: dict[str, Any] = {
+        "REDIS_URL": stage.redis.url,
+        "FRONTIER_DEDUP_CAPACITY": max(10_000, 10 * total),
+        "POLITENESS_DAY_DELAY": args.delay,
+        "POLITENESS_NIGHT_DELAY": args.delay,
+        "POLITENESS_JITTER": 0,
+        "CONCURRENT_REQUESTS": args.concurrency,
+        "DEPTH_LIMIT": 0,
+        "RECORDS_DATABASE_URL": f"sqlite:///{stage.tmp / 'pages.db'}",
+        "PAGESTORE_DIR": str(stage.tmp / "pages"),
+        "ROBOTS_ERROR_RETRY_DELAY": 2,
+        "ROBOTS_FETCH_TIMEOUT": 3,
+        "RETRY_LATER_DELAYS": "2,4,8,16",
+        "LOG_LEVEL": "INFO",
+        "TELNETCONSOLE_ENABLED": False,
+        "REMOTE_CONTROL_ENABLED": False,
+        "DEFAULT_REQUEST_HEADERS": json.dumps({"X-Crawler-Node": label}),
+        "EXTENSIONS": json.dumps({"bench.statsfile.StatsFile": 0}),
+        "BENCH_STATS_FILE": str(args.out / "stats" / f"faults-{label}.json"),
+    }
+    argv = [sys.executable, "-m", "scrapy", "crawl", "bfs"]
+    argv += ["-a", f"seeds={','.join(stage.site.seeds)}", "-a", "scope=seed-hosts"]
+    for key, value in settings.items():
+        argv += ["-s", f"{key}={value}"]
+    return argv
+
+
+def run_outage(
+    args: argparse.Namespace, stage: faultlab.Stage, scenario: Scenario
+) -> dict[str, Any]:
+    """Nodes crawl; Redis stops at a third of the pages, restarts after the outage."""
+    labels = [f"{scenario.name}-n{i + 1}" for i in range(scenario.nodes)]
+    nodes = [stage.start_node(x, crawl_argv(args, stage, x)) for x in labels]
+    third = args.hosts * args.pages // 3
+
+    def third_or_done() -> bool:
+        done = all(n.process.poll() is not None for n in nodes)
+        return done or stage.tail.pages_fetched() >= third
+
+    faultlab.wait_until(third_or_done, args.timeout)
+    at_stop = stage.tail.pages_fetched()
+    stage.redis.stop()
+    time.sleep(scenario.outage)
+    stage.redis.start()
+    restarted = time.time()
+    keys = _keys(stage.redis.url)
+    stage.wait(nodes, time.monotonic() + args.finish_timeout)
+    after = [
+        row["t"] for row in stage.tail.read()
+        if row["t"] > restarted and row["status"] == 200
+    ]  # fmt: skip
+    return {
+        "events": 1,
+        "pages_when_redis_stopped": at_stop,
+        "keys_after_restart": keys,
+        "first_answer_after_restart_s": min(after) - restarted if after else None,
+        "note": f"Redis stopped at {at_stop} pages, back with {keys} keys; first "
+        + (f"answer {min(after) - restarted:.1f} s after" if after else "none after"),
+    }
+
+
+def _keys(url: str) -> int:
+    client = redis.Redis.from_url(url)
+    try:
+        return int(client.dbsize())
+    finally:
+        client.close()
+
+
+def run_kills(
+    args: argparse.Namespace, stage: faultlab.Stage, scenario: Scenario
+) -> dict[str, Any]:
+    """kill -9 one node at a random moment after its first page; rerun; repeat."""
+    rng = random.Random(args.seed)
+    kills, waits = 0, []
+    for run in range(1, args.kills + 1):
+        label = f"{scenario.name}-r{run}"
+        node = stage.start_node(label, crawl_argv(args, stage, label))
+        faultlab.wait_until(
+            lambda: stage.tail.fetched_by(label) > 0 or node.process.poll() is not None,  # noqa: B023
+            args.timeout,
+        )
+        waits.append(round(time.monotonic() - node.started, 1))
+        time.sleep(rng.uniform(0.5, args.kill_after))
+        if node.process.poll() is not None:
+            break  # the crawl ended before this kill
+        stage.kill(node)
+        kills += 1
+    else:
+        label = f"{scenario.name}-r{args.kills + 1}"
+        node = stage.start_node(label, crawl_argv(args, stage, label))
+        stage.wait([node], time.monotonic() + args.timeout)
+    return {
+        "events": kills,
+        "kills": kills,
+        "seconds_to_first_page_by_run": waits,
+        "note": f"{kills} kills; seconds from start to a run's first page: "
+        + ", ".join(f"{w:g}" for w in waits),
+    }
+
+
+def run_plain(
+    args: argparse.Namespace, stage: faultlab.Stage, scenario: Scenario
+) -> dict[str, Any]:
+    """One crawl to its end (bounded); the faults are the site's."""
+    label = f"{scenario.name}-n1"
+    node = stage.start_node(label, crawl_argv(args, stage, label))
+    stage.wait([node], time.monotonic() + args.timeout)
+    return {"events": 0, "note": "site: " + " ".join(scenario.site_args)}
+
+
+def scenarios(window: float) -> list[Scenario]:
+    """Every scenario, in the order they run."""
+    robots = ("1=fail:3", "2=fail:3,429", "3=fail:2,hang")
+    pages = (f"1=busy:{window:g}", f"2=refuse:{window:g}", "3=retry-after:1")
+    return [
+        Scenario("outage-15s", run_outage, nodes=2, outage=15.0),
+        Scenario("outage-60s", run_outage, nodes=2, outage=60.0),
+        Scenario("kill-9-x5", run_kills),
+        Scenario("flaky-robots", run_plain, _each("--robots", robots)),
+        Scenario("flaky-pages", run_plain, _each("--behave", pages)),
+    ]
+
+
+def _each(option: str, values: Sequence[str]) -> tuple[str, ...]:
+    return tuple(part for value in values for part in (option, value))
+
+
+def run_scenario(args: argparse.Namespace, scenario: Scenario) -> dict[str, Any]:
+    """A fresh stage, the scenario's runs, then its row (measured before teardown)."""
+    shape = procs.SiteShape(args.hosts, args.pages, args.links, args.cross)
+    print(f"Scenario {scenario.name} ...", flush=True)
+    with faultlab.stage(shape, scenario.site_args, args.out / "logs") as stage:
+        started = time.monotonic()
+        outcome = scenario.run(args, stage, scenario)
+        wall = time.monotonic() - started
+        bound = args.concurrency * scenario.nodes * outcome["events"]
+        reach = faultmeasure.reachable(shape, stage.site.port)
+        row = {"scenario": scenario.name, "wall_seconds": wall}
+        row |= faultmeasure.measure(
+            stage.tail.read(), stage.tmp / "pages.db", reach, bound
+        )
+        row["exits"] = " ".join(node.outcome() for node in stage.nodes)
+        row |= outcome
+    print(f"  {row['fetched_of_reachable']} fetched, {row['duplicates']} duplicates, "
+          f"rows {row['rows_of_fetched']}, {row['failed']} failed "
+          f"({row['failed_with_fate']} with a fate), {wall:.0f} s; {row['note']}",
+          flush=True)  # fmt: skip
+    return row
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    chosen = [s for s in scenarios(args.window) if s.name in args.only]
+    print(f"Site: {args.hosts} hosts x {args.pages} pages, {args.links} links a page, "
+          f"politeness delay {args.delay} s; scenarios: "
+          f"{', '.join(s.name for s in chosen)}", flush=True)  # fmt: skip
+    code = code_fingerprint()
+    rows = [run_scenario(args, scenario) for scenario in chosen]
+    facts = _facts()
+    facts["crawler_code"] = code
+    finish(args, rows, facts)
+    return 0
+
+
+def _exit_on_sigterm(_signum: int, _frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C, so every process and server is stopped."""
+    raise SystemExit(143)
+
+
+def _facts() -> dict[str, Any]:
+    """Machine facts (nproc, Python, packages, redis-server version) from a short-lived
+    private server."""
+    with tempfile.TemporaryDirectory(prefix="bench-faults-") as tmp:
+        server = faultlab.AofRedis(Path(tmp))
+        server.start()
+        client = redis.Redis.from_url(server.url)
+        try:
+            return machine_facts(client)
+        finally:
+            client.close()
+            server.stop()
+
+
+def finish(
+    args: argparse.Namespace, rows: list[dict[str, Any]], facts: dict[str, Any]
+) -> None:
+    """Print the table and notes, write ``faults.json``."""
+    text = report.table(rows, COLUMNS)
+    notes = [f"{row['scenario']}: {row['note']}" for row in rows]
+    print()
+    print(text)
+    for line in notes:
+        print(line)
+    results = {
+        "command": " ".join([".venv/bin/python -m bench.faults", *sys.argv[1:]]),
+        "arguments": {
+            k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
+        },
+        "machine": facts,
+        "table": text,
+        "notes": notes,
+        "runs": rows,
+    }
+    report.write_json(args.out / "faults.json", results)
+    print(f"\nWrote {args.out / 'faults.json'}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
