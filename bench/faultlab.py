@@ -212,6 +212,18 @@ class Stage:
             node.output.close()
 
 
+def errors_logged(nodes: Sequence[Node]) -> dict[str, int]:
+    """ERROR lines and tracebacks in the nodes' output, in all."""
+    counts = {"error_lines": 0, "tracebacks": 0}
+    for node in nodes:
+        path = Path(node.output.name)
+        if path.exists():
+            text = path.read_text("utf-8", errors="replace")
+            counts["error_lines"] += text.count("] ERROR: ")
+            counts["tracebacks"] += text.count("Traceback (most recent call last)")
+    return counts
+
+
 def wait_until(predicate: Callable[[], bool], timeout: float) -> bool:
     """Poll *predicate* until it holds or *timeout* seconds pass (bounded)."""
     deadline = time.monotonic() + timeout

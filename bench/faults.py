@@ -33,6 +33,7 @@ import argparse
 import json
 import random
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -264,6 +265,7 @@ def run_scenario(args: argparse.Namespace, scenario: Scenario) -> dict[str, Any]
             stage.tail.read(), stage.tmp / "pages.db", reach, bound
         )
         row["exits"] = " ".join(node.outcome() for node in stage.nodes)
+        row["log_errors"] = faultlab.errors_logged(stage.nodes)
         row |= outcome
     print(f"  {row['fetched_of_reachable']} fetched, {row['duplicates']} duplicates, "
           f"rows {row['rows_of_fetched']}, {row['failed']} failed "
@@ -280,11 +282,21 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"politeness delay {args.delay} s; scenarios: "
           f"{', '.join(s.name for s in chosen)}", flush=True)  # fmt: skip
     code = code_fingerprint()
-    rows = [run_scenario(args, scenario) for scenario in chosen]
+    rows = [_row_or_error(args, scenario) for scenario in chosen]
     facts = _facts()
     facts["crawler_code"] = code
     finish(args, rows, facts)
     return 0
+
+
+def _row_or_error(args: argparse.Namespace, scenario: Scenario) -> dict[str, Any]:
+    """The scenario's row; if the stage itself failed (a server that would not start
+    again, say), a row saying so, and the next scenario runs."""
+    try:
+        return run_scenario(args, scenario)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        print(f"  {scenario.name} could not run: {exc!r}", flush=True)
+        return {"scenario": scenario.name, "note": f"could not run: {exc!r}"}
 
 
 def _exit_on_sigterm(_signum: int, _frame: object) -> None:
