@@ -4,8 +4,11 @@
 
 Each scenario gets a fresh redis-server (append-only file in a temporary directory,
 fixed port) and a fresh site (several hosts), and crawls it with ``scrapy crawl bfs
--a scope=seed-hosts`` processes seeded with every host's root: small politeness
-delays, records in a temporary SQLite file, the page store in a temporary directory.
+-a scope=seed-hosts`` processes seeded with every host's root (10 hosts x 200 pages;
+``--quick`` 6 x 60), records in a temporary SQLite file, the page store in a temporary
+directory, the project's defaults but for a politeness delay of 0.5 s (quick 1 s: the
+crawl must outlast ``FRONTIER_NODE_TTL`` after an outage), ``CONCURRENT_REQUESTS=8``
+and short robots.txt and retry-later delays.
 
 - ``outage-15s``, ``outage-60s``: two nodes; once a third of the pages are fetched,
   Redis is stopped with SIGTERM (it writes its AOF), restarted on the same port and
@@ -85,7 +88,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pages", type=int, default=None, help="a host; 200 (60)")
     parser.add_argument("--links", type=int, default=4)
     parser.add_argument("--cross", type=float, default=0.2)
-    parser.add_argument("--delay", type=float, default=0.2, help="politeness, s")
+    parser.add_argument(
+        "--delay", type=float, default=None,
+        help="politeness delay, s; default 0.5 (quick 1.0): the crawl must outlast "
+        "FRONTIER_NODE_TTL after an outage")  # fmt: skip
     parser.add_argument(
         "--concurrency", type=int, default=8, help="CONCURRENT_REQUESTS"
     )
@@ -106,6 +112,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.hosts = args.hosts or (6 if args.quick else 10)
     args.pages = args.pages or (60 if args.quick else 200)
+    args.delay = args.delay or (1.0 if args.quick else 0.5)
     args.finish_timeout = args.finish_timeout or (180.0 if args.quick else 300.0)
     args.timeout = args.timeout or (300.0 if args.quick else 600.0)
     if args.hosts < 4 or args.pages < 2 or args.kills < 0:
