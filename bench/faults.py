@@ -284,6 +284,7 @@ def run_scenario(args: argparse.Namespace, scenario: Scenario) -> dict[str, Any]
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if inherited off
     chosen = [s for s in scenarios(args.window) if s.name in args.only]
     print(f"Site: {args.hosts} hosts x {args.pages} pages, {args.links} links a page, "
           f"politeness delay {args.delay} s; scenarios: "
@@ -350,4 +351,8 @@ def finish(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("Interrupted; every crawl, site and Redis stopped.", file=sys.stderr)
+        sys.exit(130)
