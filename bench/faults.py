@@ -65,6 +65,15 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("wall s", "wall_seconds", "{:.0f}"),
 ]
 
+# Options whose default depends on --quick: (full, quick).
+DEFAULTS: dict[str, tuple[float, float]] = {
+    "hosts": (10, 6),
+    "pages": (200, 60),
+    "delay": (0.5, 1.0),
+    "finish_timeout": (300.0, 180.0),
+    "timeout": (600.0, 300.0),
+}
+
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
@@ -97,11 +106,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--only", default="", help="comma-separated scenario names")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
-    args.hosts = args.hosts or (6 if args.quick else 10)
-    args.pages = args.pages or (60 if args.quick else 200)
-    args.delay = args.delay or (1.0 if args.quick else 0.5)
-    args.finish_timeout = args.finish_timeout or (180.0 if args.quick else 300.0)
-    args.timeout = args.timeout or (300.0 if args.quick else 600.0)
+    for name, (full, quick) in DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, quick if args.quick else full)
     if args.hosts < 4 or args.pages < 2 or args.kills < 0:
         parser.error("need --hosts >= 4 (flaky hosts 1-3), --pages >= 2, --kills >= 0")
     names = [s.name for s in scenarios(args.window)]
