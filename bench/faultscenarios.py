@@ -31,12 +31,15 @@ class Scenario:
 
 
 def crawl_argv(
-    args: argparse.Namespace, stage: faultlab.Stage, label: str
+    args: argparse.Namespace, stage: faultlab.Stage, label: str, node: str = ""
 ) -> list[str]:
-    """The crawl command: the same for every run of a scenario but its node label."""
+    """The crawl command: the same for every run of a node but its label (the
+    X-Crawler-Node header the site logs); *node* is its FRONTIER_NODE_NAME (default
+    the label), which reruns after a kill keep, as an operator's would."""
     total = args.hosts * args.pages
     settings: dict[str, Any] = {
         "REDIS_URL": stage.redis.url,
+        "FRONTIER_NODE_NAME": node or label,
         "FRONTIER_DEDUP_CAPACITY": max(10_000, 10 * total),
         "POLITENESS_DAY_DELAY": args.delay,
         "POLITENESS_NIGHT_DELAY": args.delay,
@@ -112,7 +115,8 @@ def run_kills(
     kills, waits = 0, []
     for run in range(1, args.kills + 1):
         label = f"{scenario.name}-r{run}"
-        node = stage.start_node(label, crawl_argv(args, stage, label))
+        argv = crawl_argv(args, stage, label, f"{scenario.name}-node")
+        node = stage.start_node(label, argv)
         faultlab.wait_until(
             lambda: stage.tail.fetched_by(label) > 0 or node.process.poll() is not None,  # noqa: B023
             args.timeout,
@@ -125,7 +129,8 @@ def run_kills(
         kills += 1
     else:
         label = f"{scenario.name}-r{args.kills + 1}"
-        node = stage.start_node(label, crawl_argv(args, stage, label))
+        argv = crawl_argv(args, stage, label, f"{scenario.name}-node")
+        node = stage.start_node(label, argv)
         stage.wait([node], time.monotonic() + args.timeout)
     return {
         "events": kills,
