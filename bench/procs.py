@@ -24,7 +24,7 @@ import redis
 from crawler.frontier.embedded import EmbeddedRedis
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
     from bench.crawls import Command
 
@@ -65,9 +65,10 @@ class SiteShape:
 
 @contextlib.contextmanager
 def running_site(
-    root: Path, shape: SiteShape, log: Path | None = None
+    root: Path, shape: SiteShape, log: Path | None = None, extra: Sequence[str] = ()
 ) -> Iterator[Site]:
-    """``python -m tests.site`` until the block ends; a request log only if asked."""
+    """``python -m tests.site`` until the block ends; a request log only if asked;
+    *extra* arguments (``--robots``, ``--behave``...) as given."""
     argv = [
         sys.executable, "-m", "tests.site", "--hosts", str(shape.hosts),
         "--pages", str(shape.pages), "--links", str(shape.links),
@@ -75,6 +76,7 @@ def running_site(
     ]  # fmt: skip
     if log is not None:
         argv += ["--log", str(log)]
+    argv += extra
     process = subprocess.Popen(argv, cwd=root, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None

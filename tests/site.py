@@ -197,6 +197,8 @@ class RobotsSpec:
     redirects: int = 0
     sitemap: bool = False
     file: str = ""
+    fail: int = 0  # the first N fetches of /robots.txt fail (see fail_status)
+    fail_status: int = 503  # how they fail: this status, or 0 for no answer
 
 
 def parse_robots(text: str) -> tuple[int, RobotsSpec]:
@@ -206,7 +208,9 @@ def parse_robots(text: str) -> tuple[int, RobotsSpec]:
     ``disallow:P,P``, ``allow:P,P`` and ``crawl-delay:S`` add to the current group;
     ``sitemap`` lists /sitemap.xml; ``status:N`` answers N instead; ``hang`` never
     answers; ``redirect:N`` reaches the file through N redirects; ``file:PATH``
-    serves PATH's bytes as the file.
+    serves PATH's bytes as the file; ``fail:N`` answers the first N fetches of
+    /robots.txt 503 (``fail:N,429``: that status; ``fail:N,hang``: never), then as
+    the other items say.
     """
     index, sep, items = text.partition("=")
     if not sep or not index.strip().isdigit():
@@ -229,9 +233,25 @@ def parse_robots(text: str) -> tuple[int, RobotsSpec]:
             fields["redirects" if name == "redirect" else name] = int(value)
         elif name == "file":
             fields["file"] = value
+        elif name == "fail":
+            fields["fail"], fields["fail_status"] = _robots_failures(value)
         else:
             raise ValueError(f"unknown robots item {name!r} in {text!r}")
     return int(index), RobotsSpec("\n".join(lines) + "\n" if lines else "", **fields)
+
+
+def _robots_failures(value: str) -> tuple[int, int]:
+    """``N``, ``N,STATUS`` or ``N,hang`` -> (N, status or 0); ValueError if bad."""
+    count, _, how = (part.strip() for part in value.partition(","))
+    how = how or "503"
+    status = 0 if how == "hang" else int(how) if how.isdigit() else -1
+    if (
+        not count.isdigit()
+        or int(count) < 1
+        or not (status == 0 or 400 <= status < 600)
+    ):
+        raise ValueError(f"fail wants N[,STATUS|,hang] with N >= 1, got {value!r}")
+    return int(count), status
 
 
 @dataclass(frozen=True)
@@ -243,6 +263,8 @@ class Behaviour:
     dead: bool = False
     retry_after: float | None = None
     down: float = 0.0
+    busy: float = 0.0  # seconds from the start answering 503 with Retry-After
+    refuse: float = 0.0  # seconds from the start refusing connections
 
 
 def parse_behaviour(text: str) -> tuple[int, Behaviour]:
@@ -254,7 +276,10 @@ def parse_behaviour(text: str) -> tuple[int, Behaviour]:
     the others; ``dead`` never answers; ``retry-after:N`` answers the first request
     of each path 503 with ``Retry-After: N``, the later ones normally; ``down:S``
     answers every request 503 for S seconds from the host's first request, then
-    normally (a host that is down for a while).
+    normally (a host that is down for a while); ``busy:S``
+    answers every request 503 with ``Retry-After`` (the seconds left) for the first S
+    seconds of the site; ``refuse:S`` refuses connections (robots.txt's too) for the
+    first S seconds.
     """
     index, sep, items = text.partition("=")
     if not sep or not index.strip().isdigit():
@@ -264,7 +289,7 @@ def parse_behaviour(text: str) -> tuple[int, Behaviour]:
         name, _, value = (part.strip() for part in item.partition(":"))
         if name in ("flaky", "dead") and not value:
             fields[name] = True
-        elif name in ("delay", "retry-after", "down"):
+        elif name in ("delay", "retry-after", "down", "busy", "refuse"):
             try:
                 seconds = float(value)
             except ValueError:
@@ -351,6 +376,8 @@ class Site:
         self.requests_seen: dict[int, int] = {}  # host -> requests (flaky hosts)
         self.refused: set[tuple[int, str]] = set()  # answered 503 once (retry-after)
         self.first_request: dict[int, float] = {}  # host -> its first request (down)
+        self.robots_fetched: dict[int, int] = {}  # host -> /robots.txt fetches (fail:N)
+        self.started = time.monotonic()  # busy:S and refuse:S count from here
         self.robots_bodies = {
             i: self._robots_body(i, r) for i, r in self.robots.items()
         }
@@ -391,6 +418,13 @@ class Site:
             hop = int(digits) if path.endswith(".txt") and digits.isdigit() else None
         if robots is None or hop is None or hop > robots.redirects:
             return NOT_FOUND
+        if hop == 0 and robots.fail:
+            fetched = self.robots_fetched[host_index] = (
+                self.robots_fetched.get(host_index, 0) + 1
+            )
+            if fetched <= robots.fail:
+                failed = Response(robots.fail_status or 503, b"robots.txt failing\n")
+                return failed if robots.fail_status else HANG
         if hop < robots.redirects:
             location = f"/robots-{hop + 1}.txt"
             return Response(301, b"moved\n", headers=(("Location", location),))
@@ -438,6 +472,10 @@ class Site:
         behaviour = self.behave.get(host_index)
         if behaviour is None or is_robots_path(request.target):
             return response, None
+        left = behaviour.busy - (time.monotonic() - self.started)
+        if left > 0:
+            header = ("Retry-After", str(math.ceil(left)))
+            return Response(503, b"busy, retry later\n", headers=(header,)), None
         if behaviour.dead:
             return HANG, None
         if behaviour.flaky:
@@ -676,14 +714,17 @@ async def serve(args: argparse.Namespace, log: IO[str] | None) -> None:
         behave=dict(args.behave),
         hostile=args.hostile,
     )
+    refuse = {i: b.refuse for i, b in site.behave.items() if b.refuse}
+    for i in refuse:
+        sockets[i] = _unlisten(sockets[i])
     servers = [
-        await asyncio.start_server(
-            functools.partial(site.serve_connection, i),
-            sock=sock,
-            limit=MAX_HEAD_BYTES,
-            backlog=LISTEN_BACKLOG,
-        )
+        await _start_server(site, i, sock)
         for i, sock in enumerate(sockets)
+        if i not in refuse
+    ]
+    later = [
+        asyncio.create_task(_serve_after(seconds, site, i, sockets[i], servers))
+        for i, seconds in refuse.items()
     ]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -691,9 +732,46 @@ async def serve(args: argparse.Namespace, log: IO[str] | None) -> None:
         loop.add_signal_handler(sig, stop.set)
     announce(spec)
     await stop.wait()
+    for task in later:
+        task.cancel()
+    await asyncio.gather(*later, return_exceptions=True)
     for server in servers:
         server.close()
     await site.shutdown()
+
+
+async def _start_server(site: Site, i: int, sock: socket.socket) -> asyncio.Server:
+    """Serve host *i* on its listening socket."""
+    return await asyncio.start_server(
+        functools.partial(site.serve_connection, i),
+        sock=sock,
+        limit=MAX_HEAD_BYTES,
+        backlog=LISTEN_BACKLOG,
+    )
+
+
+def _unlisten(sock: socket.socket) -> socket.socket:
+    """A socket bound to *sock*'s address that does not listen (refuse:S): the kernel
+    refuses connections to it, and the port stays ours until it listens."""
+    address = sock.getsockname()
+    sock.close()
+    quiet = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    quiet.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    quiet.bind(address)
+    return quiet
+
+
+async def _serve_after(
+    seconds: float,
+    site: Site,
+    i: int,
+    sock: socket.socket,
+    servers: list[asyncio.Server],
+) -> None:
+    """Start listening on host *i* once *seconds* from the site's start have passed."""
+    await asyncio.sleep(max(0.0, seconds - (time.monotonic() - site.started)))
+    sock.listen(LISTEN_BACKLOG)
+    servers.append(await _start_server(site, i, sock))
 
 
 def announce(spec: SiteSpec) -> None:
@@ -731,7 +809,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             "robots.txt of host INDEX (others answer 404), e.g. "
             "'0=disallow:/p/1.html,/p/2.html;crawl-delay:0.5', '1=status:503', "
             "'2=hang', '3=file:PATH', '4=redirect:2;agent:crawler;disallow:/', "
-            "'5=sitemap'"
+            "'5=sitemap', '6=fail:2,429'"
         ),
     )
     parser.add_argument(
@@ -741,7 +819,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="INDEX=ITEM;ITEM...",
         help=(
             "how host INDEX answers all but robots.txt (others answer at once), "
-            "e.g. '0=delay:1.5', '1=flaky', '2=dead', '3=retry-after:2'"
+            "e.g. '0=delay:1.5', '1=flaky', '2=dead', '3=retry-after:2', "
+            "'4=busy:20', '5=refuse:20'"
         ),
     )
     parser.add_argument(
