@@ -35,7 +35,7 @@ def statuses(site: RunningSite, index: int) -> dict[str, list[int | None]]:
 
 def quick(settings: Any, **overrides: Any) -> dict[str, Any]:
     """One immediate retry (Scrapy's), then later tries after 1, 2 and 4 s."""
-    return settings(RETRY_TIMES=1, RETRY_LATER_DELAYS=[1, 2, 4], **overrides)
+    return settings(**{"RETRY_TIMES": 1, "RETRY_LATER_DELAYS": [1, 2, 4], **overrides})
 
 
 @deferred_f_from_coro_f
@@ -84,3 +84,25 @@ async def test_a_failed_seed_is_tried_again_by_a_rerun_and_by_retry(settings, re
     assert retried.stdout.strip() == "1 failed requests queued again", retried.stderr
     assert attempts["/missing.html"] == [404, 404, 404]
     assert attempts["/"] == [200]  # fetched once: a seed that worked is not revived
+
+
+@deferred_f_from_coro_f
+async def test_a_host_whose_robots_txt_fails_twice_is_crawled_once_it_answers(settings):
+    """robots.txt answers 503 twice, then a file: the host's URLs wait for the next
+    robots.txt attempt instead of being dropped, and the file is obeyed."""
+    robots = {DOWN: "fail:2;disallow:/p/4.html"}
+    with running_site(hosts=2, pages=5, links=1, cross=0.0, robots=robots) as site:
+        values = quick(
+            settings,
+            ROBOTSTXT_OBEY=True,
+            ROBOTS_ERROR_RETRY_DELAY=1,
+            RETRY_LATER_DELAYS=[1, 1, 1, 1],
+        )
+        crawler = await crawl(values, site.seeds)
+        attempts = statuses(site, DOWN)
+        robots_fetches = site.robots_fetches()[site.host(DOWN)]
+
+    assert robots_fetches == 3
+    assert set(attempts) == {"/", "/p/1.html", "/p/2.html", "/p/3.html"}
+    assert all(seen == [200] for seen in attempts.values())  # each fetched once
+    assert crawler.stats.get_value("retry_later/held_count/robots_unreachable") >= 1
