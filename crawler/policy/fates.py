@@ -34,7 +34,16 @@ _EXCEPTION_FATES: tuple[tuple[str, Fate], ...] = (
     ("scrapy.exceptions.DownloadTimeoutError", "timed_out"),
     ("twisted.internet.error.TimeoutError", "timed_out"),
     ("twisted.internet.error.TCPTimedOutError", "timed_out"),
+    # Scrapy 2.13+ wraps the download handler's Twisted errors in its own.
+    ("scrapy.exceptions.CannotResolveHostError", "network_error"),
+    ("scrapy.exceptions.DownloadConnectionRefusedError", "network_error"),
+    ("scrapy.exceptions.DownloadFailedError", "network_error"),
+    ("scrapy.exceptions.ResponseDataLossError", "network_error"),
+    # What Scrapy raises for a body over DOWNLOAD_MAXSIZE.
+    ("scrapy.exceptions.DownloadCancelledError", "too_large"),
     ("crawler.frontier.holds.HoldRequest", "robots_unreachable"),
+    # An answer HttpErrorMiddleware refused (4xx/5xx): before its base, IgnoreRequest.
+    ("scrapy.spidermiddlewares.httperror.HttpError", "http_error"),
     ("scrapy.exceptions.IgnoreRequest", "robots_disallowed"),
     ("twisted.internet.error.DNSLookupError", "network_error"),
     ("twisted.internet.error.ConnectError", "network_error"),
@@ -46,7 +55,12 @@ _EXCEPTION_FATES: tuple[tuple[str, Fate], ...] = (
     ("builtins.OSError", "network_error"),
 )
 # Network errors that are final: the URL itself is wrong, not the network.
-_FINAL_NETWORK = frozenset({"twisted.web.error.SchemeNotSupported"})
+_FINAL_NETWORK = frozenset(
+    {
+        "twisted.web.error.SchemeNotSupported",
+        "scrapy.exceptions.UnsupportedURLSchemeError",
+    }
+)
 _TRANSIENT_FATES: frozenset[Fate] = frozenset(
     {"network_error", "timed_out", "robots_unreachable"}
 )
