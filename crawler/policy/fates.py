@@ -42,6 +42,11 @@ _EXCEPTION_FATES: tuple[tuple[str, Fate], ...] = (
     # What Scrapy raises for a body over DOWNLOAD_MAXSIZE.
     ("scrapy.exceptions.DownloadCancelledError", "too_large"),
     ("crawler.frontier.holds.HoldRequest", "robots_unreachable"),
+    # A body over DOWNLOAD_MAXSIZE once decompressed (the cause of an IgnoreRequest).
+    (
+        "scrapy.downloadermiddlewares.httpcompression._DecompressionMaxSizeExceeded",
+        "too_large",
+    ),
     # An answer HttpErrorMiddleware refused (4xx/5xx): before its base, IgnoreRequest.
     ("scrapy.spidermiddlewares.httperror.HttpError", "http_error"),
     ("scrapy.exceptions.IgnoreRequest", "robots_disallowed"),
