@@ -8,6 +8,7 @@ handed out, broken links and refused pages included (crawler.policy.fates).
 from __future__ import annotations
 
 import hashlib
+from http import HTTPStatus
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
@@ -157,13 +158,21 @@ def fate_of_failure(failure: Failure) -> tuple[Fate, str]:
     response = getattr(value, "response", None)
     status = getattr(response, "status", None)
     if isinstance(status, int) and status >= 300:
-        return fate_of_status(status), error[:ERROR_WIDTH]
+        return fate_of_status(status), _status_text(status)
     if type(value) is IgnoreRequest and str(value) == TOO_MANY_REDIRECTS:
         return "unparseable", error[:ERROR_WIDTH]
     names = _class_names(value)
     if isinstance(value.__cause__, BaseException):
         names = _class_names(value.__cause__) + names
     return fate_of_exception(names), error[:ERROR_WIDTH]
+
+
+def _status_text(status: int) -> str:
+    """``HTTP 404 Not Found``: the error text of an HTTP answer refused."""
+    try:
+        return f"HTTP {status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return f"HTTP {status}"
 
 
 def _class_names(exception: BaseException) -> list[str]:
