@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 ARGUMENTS = ("seeds", "seeds_file", "scope", "sitemaps")
 # Arguments others pass that the spider accepts and ignores: scrapyd's job id.
 PASSED_THROUGH = frozenset({"_job"})
+# Priority of the settings a crawl that cannot start runs with: above -s (40).
+STAND_DOWN = 100
 
 
 class BfsSpider(Spider):
@@ -84,6 +86,7 @@ class BfsSpider(Spider):
         except ValueError as exc:
             # Kept: signals hold only a weak reference to its handler.
             spider._failure = StartupFailure(crawler, f"Bad spider argument: {exc}")
+            _stand_down(crawler)
             return spider
         if spider._follow_sitemaps:
             crawler.signals.connect(
@@ -262,6 +265,14 @@ class BfsSpider(Spider):
                 f"cannot read seeds_file {self._seeds_file}: {exc}"
             ) from None
         return text.splitlines()
+
+
+def _stand_down(crawler: Crawler) -> None:
+    """Let a crawl that cannot start touch nothing on its way out: Scrapy's own
+    in-memory scheduler stands in for the frontier (no keys written to Redis, no
+    private server started) and no item pipeline opens a database."""
+    crawler.settings.set("SCHEDULER", "scrapy.core.scheduler.Scheduler", STAND_DOWN)
+    crawler.settings.set("ITEM_PIPELINES", {}, STAND_DOWN)
 
 
 def unknown_arguments_message(names: Sequence[str]) -> str:

@@ -8,8 +8,8 @@ handed out, broken links and refused pages included (crawler.policy.fates).
 from __future__ import annotations
 
 import hashlib
-from http import HTTPStatus
 from datetime import UTC, datetime
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 from scrapy.exceptions import IgnoreRequest

@@ -183,29 +183,70 @@ def test_status_reports_what_redis_holds(redis, redis_url, crawl_state):
     assert "Run-time settings: none\n" in out
 
 
-def test_status_of_an_empty_crawl(redis_url):
+def test_status_of_a_crawl_that_never_ran(redis, redis_url):
+    redis.set("other:meta", "another crawl's")
     result = frontier(redis_url, "status")
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == [
-        "Crawl 'bfs': running, 8 shards",
-        "Nodes: 0 alive, 0 dead",
-        "Queued 0, in flight 0; hosts ready 0, waiting 0; seeds not yet taken 0",
-        "Shards without a live owner: 0-7",
-        "Run-time settings: none",
-    ]
+    assert result.returncode == 1
+    assert result.stdout == "Crawl 'bfs': no such crawl (no key bfs:meta)\n"
 
 
 def test_status_shows_pause_settings_and_seeds(redis, redis_url):
+    redis.hset(KEYS.meta, "schema_version", "2")
     redis.hset(KEYS.control, mapping={"paused": "1", "set:DEPTH_LIMIT": "3"})
     redis.hset(KEYS.control, "set:FRONTIER_SHARDS", "2")  # not a run-time setting
     redis.rpush(KEYS.seeds, "http://a.example/", "http://b.example/")
     result = frontier(redis_url, "status")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "Crawl 'bfs': PAUSED, 8 shards"
+    assert lines[0] == "Crawl 'bfs': paused, 8 shards"
     assert "seeds not yet taken 2" in lines[2]
     assert "Run-time settings: DEPTH_LIMIT=3" in lines
     assert "Control fields ignored (not this crawler's): set:FRONTIER_SHARDS" in lines
+
+
+def test_status_of_a_crawl_left_with_work_and_no_node(redis, redis_url, crawl_state):
+    redis.delete(KEYS.heartbeat("node-a"))  # killed: its entry stays, dead
+    result = frontier(redis_url, "status")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Crawl 'bfs': stopped, 8 shards\n")
+
+
+@deferred_f_from_coro_f
+async def test_status_of_a_finished_crawl(redis_url, site, settings):
+    crawler = get_crawler(BfsSpider, settings(DEPTH_LIMIT=1))
+    await crawler.crawl_async(seeds=site.seeds[0])
+    fetched = len(site.pages())
+    assert fetched > 1
+    result = frontier(redis_url, "status")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "Crawl 'bfs': finished, 8 shards"
+    assert (
+        "Queued 0, in flight 0; hosts ready 0, waiting 0; seeds not yet taken 0"
+        in lines
+    )
+    assert any(line.startswith(f"Done {fetched}: ") for line in lines), lines
+
+
+def test_status_sums_the_fate_counters_of_every_shard(redis, redis_url):
+    redis.hset(KEYS.meta, "schema_version", "2")
+    per_shard = [
+        {"acked": 5, "fate:fetched": 3, "fate:http_error": 1, "fate:timed_out": 1},
+        {"acked": 4, "fate:fetched": 2, "fate:redirected": 1, "fate:http_error": 1,
+         "held": 2},
+        {"acked": 1, "fate:robots_unreachable": 1, "held": 1, "fate:bogus": 9},
+        {"held": "not a number", "fate:network_error": "x"},
+    ]  # fmt: skip
+    for shard, counters in enumerate(per_shard):
+        redis.hset(KEYS.shard(shard).counters, mapping=counters)
+    result = frontier(redis_url, "status")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "Crawl 'bfs': stopped, 8 shards"  # 3 held, no node alive
+    assert (
+        "Done 10: fetched 5, redirected 1; failed 4 (http_error 2, timed_out 1, "
+        "robots_unreachable 1); held 3"
+    ) in lines
 
 
 # --- seed --------------------------------------------------------------------------

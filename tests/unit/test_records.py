@@ -314,7 +314,8 @@ def old_sqlite(path: Path) -> None:
     with sqlite3.connect(path) as connection:
         connection.execute(OLD_TABLE)
         connection.executemany(
-            f"INSERT INTO pages VALUES ({','.join('?' * 15)})", OLD_ROWS
+            f"INSERT INTO pages VALUES ({','.join('?' * 15)})",  # noqa: S608 (marks only)
+            OLD_ROWS,
         )
     connection.close()
 
@@ -361,7 +362,8 @@ def test_an_older_postgres_table_gets_the_new_columns(postgres_url):
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         connection.execute(OLD_TABLE)
         connection.cursor().executemany(
-            f"INSERT INTO pages VALUES ({','.join(['%s'] * 15)})", OLD_ROWS
+            f"INSERT INTO pages VALUES ({','.join(['%s'] * 15)})",  # noqa: S608 (marks only)
+            OLD_ROWS,
         )
     database = RecordsDatabase(postgres_url).open()
     try:
