@@ -44,7 +44,7 @@ _EXCEPTION_FATES: tuple[tuple[str, Fate], ...] = (
     ("crawler.frontier.holds.HoldRequest", "robots_unreachable"),
     # A body over DOWNLOAD_MAXSIZE once decompressed (the cause of an IgnoreRequest).
     (
-        "scrapy.downloadermiddlewares.httpcompression._DecompressionMaxSizeExceeded",
+        "scrapy.utils._compression._DecompressionMaxSizeExceeded",
         "too_large",
     ),
     # An answer HttpErrorMiddleware refused (4xx/5xx): before its base, IgnoreRequest.
