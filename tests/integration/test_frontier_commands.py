@@ -21,7 +21,7 @@ from crawler.frontier.store import FrontierStore, Lease, Pending, PopOrder
 from crawler.policy.order import level_of
 from crawler.policy.sharding import shard_of
 from crawler.spiders.bfs import BfsSpider
-from tests.servers import ROOT
+from tests.servers import ROOT, running_site, wait_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -247,6 +247,50 @@ def test_status_sums_the_fate_counters_of_every_shard(redis, redis_url):
         "Done 10: fetched 5, redirected 1; failed 4 (http_error 2, timed_out 1, "
         "robots_unreachable 1); held 3"
     ) in lines
+
+
+def status_line(redis_url: str) -> str:
+    return frontier(redis_url, "status").stdout.partition("\n")[0]
+
+
+def test_status_follows_a_real_crawl_from_running_to_finished(redis_url, tmp_path):
+    """A crawl in its own process: running, paused while paused, then finished."""
+    with running_site(hosts=1, pages=12, links=0) as site:
+        options = {
+            "REDIS_URL": redis_url,
+            "FRONTIER_SHARDS": SHARDS,
+            "FRONTIER_MAINTENANCE_INTERVAL": 0.2,
+            "POLITENESS_DAY_DELAY": 0.5,
+            "POLITENESS_NIGHT_DELAY": 0.5,
+            "POLITENESS_JITTER": 0,
+            "ROBOTSTXT_OBEY": False,
+            "RECORDS_DATABASE_URL": "",
+            "PAGESTORE_DIR": "",
+            "TELNETCONSOLE_ENABLED": False,
+        }
+        settings = [w for k, v in options.items() for w in ("-s", f"{k}={v}")]
+        crawl = subprocess.Popen(
+            [sys.executable, "-m", "scrapy", "crawl", "bfs", *settings,
+             "-a", f"seeds={site.seeds[0]}"],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            assert wait_for(lambda: "running" in status_line(redis_url), 60)
+            assert frontier(redis_url, "pause").returncode == 0
+            assert status_line(redis_url) == "Crawl 'bfs': paused, 8 shards"
+            assert frontier(redis_url, "resume").returncode == 0
+            assert crawl.wait(120) == 0
+        finally:
+            if crawl.poll() is None:
+                crawl.kill()
+                crawl.wait()
+        fetched = len(site.pages())
+    assert fetched == 12
+    result = frontier(redis_url, "status")
+    assert result.stdout.startswith("Crawl 'bfs': finished, 8 shards\n")
+    assert f"Done {fetched}: " in result.stdout
 
 
 # --- seed --------------------------------------------------------------------------
