@@ -189,29 +189,41 @@ class BfsSpider(Spider):
         for url in sitemaps:
             if self._scope.allows(url):
                 sitemap = Request(
-                    url, callback=self.parse_sitemap, meta={"depth": depth}
+                    url,
+                    callback=self.parse_sitemap,
+                    errback=self.failed,
+                    meta={"depth": depth},
                 )
                 self.crawler.engine.crawl(sitemap)
 
-    def parse_sitemap(self, response: Response) -> Iterator[Request]:
-        """Follow a sitemap's pages, or a sitemap index's sitemaps, in scope."""
+    def parse_sitemap(self, response: Response) -> Iterator[Any]:
+        """The sitemap's record, then its pages, or a sitemap index's sitemaps, in
+        scope; a file that is not a sitemap is recorded ``unparseable``."""
+        yield from self._redirected(response.meta, response.url)
         try:
             sitemap = Sitemap(self._sitemap_body(response))
             entries = [entry["loc"] for entry in sitemap]
+            if sitemap.type not in ("urlset", "sitemapindex"):
+                raise ValueError(f"root element {sitemap.type!r}")
         except (SyntaxError, ValueError, OSError, EOFError, StopIteration) as exc:
             self._bad_sitemap(response, exc)  # XMLSyntaxError is a SyntaxError
-            return
-        if sitemap.type not in ("urlset", "sitemapindex"):
-            self._bad_sitemap(response, ValueError(f"root element {sitemap.type!r}"))
+            error = f"not a sitemap: {exc}"[:ERROR_WIDTH]
+            yield self._counted(
+                page_record(response, 0, fate="unparseable", error=error)
+            )
             return
         callback = self.parse if sitemap.type == "urlset" else self.parse_sitemap
+        urls = []
         for loc in entries:
             try:
                 url = response.urljoin(loc)
             except ValueError:  # e.g. an unbalanced "[" in the host
                 continue
             if url.startswith(("http://", "https://")) and self._scope.allows(url):
-                yield Request(url, callback=callback)
+                urls.append(url)
+        yield self._counted(page_record(response, len(urls)))
+        for url in urls:
+            yield Request(url, callback=callback, errback=self.failed)
 
     def _sitemap_body(self, response: Response) -> bytes:
         if not gzip_magic_number(response):
