@@ -233,8 +233,11 @@ def render_status(status: CrawlStatus, *, now: float) -> str:
 
 def totals_line(status: CrawlStatus) -> str:
     """``Done 12: fetched 9, redirected 1; failed 2 (http_error 1, timed_out 1);
-    held 3``: URLs whose lease was acknowledged, by fate, and those held."""
+    held 3``: URLs whose lease was acknowledged, by fate, and those held (a crawl
+    whose nodes kept no fate counters says so)."""
     fates = status.fates
+    if status.acked and not any(fates.values()):  # written by an earlier version
+        return f"Done {status.acked} (not counted by fate); held {status.held}"
     failed = {
         fate: fates[fate] for fate in FATES if fate in FAILED_FATES and fates.get(fate)
     }
