@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import difflib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +13,11 @@ from scrapy.utils.sitemap import Sitemap
 
 from crawler.middlewares.robots import robots_sitemaps
 from crawler.policy.scope import Scope, parse_seed
+from crawler.spiders.arguments import (
+    PASSED_THROUGH,
+    stand_down,
+    unknown_arguments_message,
+)
 from crawler.spiders.pagerecords import (
     ERROR_WIDTH,
     failure_record,
@@ -33,13 +37,6 @@ if TYPE_CHECKING:
     from twisted.python.failure import Failure
 
     from crawler.items import PageRecord
-
-# The spider's own arguments (-a NAME=VALUE).
-ARGUMENTS = ("seeds", "seeds_file", "scope", "sitemaps")
-# Arguments others pass that the spider accepts and ignores: scrapyd's job id.
-PASSED_THROUGH = frozenset({"_job"})
-# Priority of the settings a crawl that cannot start runs with: above -s (40).
-STAND_DOWN = 100
 
 
 class BfsSpider(Spider):
@@ -86,7 +83,7 @@ class BfsSpider(Spider):
         except ValueError as exc:
             # Kept: signals hold only a weak reference to its handler.
             spider._failure = StartupFailure(crawler, f"Bad spider argument: {exc}")
-            _stand_down(crawler)
+            stand_down(crawler)
             return spider
         if spider._follow_sitemaps:
             crawler.signals.connect(
@@ -140,7 +137,12 @@ class BfsSpider(Spider):
         timeout on every tier, robots.txt...) gets its record, with its fate."""
         request = failure.request  # type: ignore[attr-defined]
         yield from self._redirected(request.meta, request.url)
-        yield self._counted(failure_record(failure))
+        record = self._counted(failure_record(failure))
+        self.logger.debug(
+            "%(url)s failed for good (%(fate)s): %(error)s",
+            {"url": record.url, "fate": record.fate, "error": record.error},
+        )
+        yield record
 
     def _redirected(self, meta: Mapping[str, Any], url: str) -> Iterator[PageRecord]:
         for record in redirect_records(meta, url):
@@ -277,24 +279,3 @@ class BfsSpider(Spider):
                 f"cannot read seeds_file {self._seeds_file}: {exc}"
             ) from None
         return text.splitlines()
-
-
-def _stand_down(crawler: Crawler) -> None:
-    """Let a crawl that cannot start touch nothing on its way out: Scrapy's own
-    in-memory scheduler stands in for the frontier (no keys written to Redis, no
-    private server started) and no item pipeline opens a database."""
-    crawler.settings.set("SCHEDULER", "scrapy.core.scheduler.Scheduler", STAND_DOWN)
-    crawler.settings.set("ITEM_PIPELINES", {}, STAND_DOWN)
-
-
-def unknown_arguments_message(names: Sequence[str]) -> str:
-    """What to say of spider arguments the spider does not take (with the known
-    one each may be a misspelling of)."""
-    parts = []
-    for name in names:
-        close = difflib.get_close_matches(name, ARGUMENTS, n=1)
-        parts.append(f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name))
-    return (
-        f"unknown argument {', '.join(parts)}: the bfs spider takes "
-        f"{', '.join(f'-a {a}=' for a in ARGUMENTS)}"
-    )

@@ -22,7 +22,7 @@ from twisted.python.failure import Failure
 
 from crawler.frontier.holds import HoldRequest
 from crawler.meta import FATE
-from crawler.spiders.bfs import unknown_arguments_message
+from crawler.spiders.arguments import unknown_arguments_message
 from crawler.spiders.pagerecords import (
     failure_record,
     fate_of_failure,
