@@ -31,24 +31,14 @@ TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504, 522, 524})
 
 # Exception class names (any class of the exception's MRO) -> fate. First match wins.
 _EXCEPTION_FATES: tuple[tuple[str, Fate], ...] = (
+    # Over DOWNLOAD_MAXSIZE once decompressed (crawler.middlewares.sizes; an
+    # IgnoreRequest, so before it), or cut by the download handler as it came in.
+    ("crawler.middlewares.sizes.ResponseTooLargeError", "too_large"),
+    ("scrapy.exceptions.DownloadCancelledError", "too_large"),
     ("scrapy.exceptions.DownloadTimeoutError", "timed_out"),
     ("twisted.internet.error.TimeoutError", "timed_out"),
     ("twisted.internet.error.TCPTimedOutError", "timed_out"),
-    # Scrapy 2.13+ wraps the download handler's Twisted errors in its own.
-    ("scrapy.exceptions.CannotResolveHostError", "network_error"),
-    ("scrapy.exceptions.DownloadConnectionRefusedError", "network_error"),
-    ("scrapy.exceptions.DownloadFailedError", "network_error"),
-    ("scrapy.exceptions.ResponseDataLossError", "network_error"),
-    # What Scrapy raises for a body over DOWNLOAD_MAXSIZE.
-    ("scrapy.exceptions.DownloadCancelledError", "too_large"),
     ("crawler.frontier.holds.HoldRequest", "robots_unreachable"),
-    # A body over DOWNLOAD_MAXSIZE once decompressed (the cause of an IgnoreRequest).
-    (
-        "scrapy.utils._compression._DecompressionMaxSizeExceeded",
-        "too_large",
-    ),
-    # An answer HttpErrorMiddleware refused (4xx/5xx): before its base, IgnoreRequest.
-    ("scrapy.spidermiddlewares.httperror.HttpError", "http_error"),
     ("scrapy.exceptions.IgnoreRequest", "robots_disallowed"),
     ("twisted.internet.error.DNSLookupError", "network_error"),
     ("twisted.internet.error.ConnectError", "network_error"),
@@ -58,14 +48,14 @@ _EXCEPTION_FATES: tuple[tuple[str, Fate], ...] = (
     ("twisted.web._newclient.ResponseNeverReceived", "network_error"),
     ("OpenSSL.SSL.Error", "network_error"),
     ("builtins.OSError", "network_error"),
+    # Scrapy 2.13+ download handlers wrap Twisted's errors in these.
+    ("scrapy.exceptions.CannotResolveHostError", "network_error"),
+    ("scrapy.exceptions.DownloadConnectionRefusedError", "network_error"),
+    ("scrapy.exceptions.DownloadFailedError", "network_error"),
+    ("scrapy.exceptions.ResponseDataLossError", "network_error"),
 )
 # Network errors that are final: the URL itself is wrong, not the network.
-_FINAL_NETWORK = frozenset(
-    {
-        "twisted.web.error.SchemeNotSupported",
-        "scrapy.exceptions.UnsupportedURLSchemeError",
-    }
-)
+_FINAL_NETWORK = frozenset({"twisted.web.error.SchemeNotSupported"})
 _TRANSIENT_FATES: frozenset[Fate] = frozenset(
     {"network_error", "timed_out", "robots_unreachable"}
 )

@@ -143,7 +143,7 @@ def failure_record(failure: Failure) -> PageRecord:
 def fate_of_failure(failure: Failure) -> tuple[Fate, str]:
     """The fate and error text of a failed request: the one a component set in
     ``meta[crawler.meta.FATE]`` (a fate, or ``[fate, error]``) wins; else the
-    HTTP status of an HTTP error, else the exception's class (and its cause's)."""
+    HTTP status of an HTTP error, else the exception's class."""
     request: Request = failure.request  # type: ignore[attr-defined]
     value = failure.value
     assert value is not None  # a Failure always holds its exception
@@ -161,10 +161,7 @@ def fate_of_failure(failure: Failure) -> tuple[Fate, str]:
         return fate_of_status(status), _status_text(status)
     if type(value) is IgnoreRequest and str(value) == TOO_MANY_REDIRECTS:
         return "unparseable", error[:ERROR_WIDTH]
-    names = _class_names(value)
-    if isinstance(value.__cause__, BaseException):
-        names = _class_names(value.__cause__) + names
-    return fate_of_exception(names), error[:ERROR_WIDTH]
+    return fate_of_exception(_class_names(value)), error[:ERROR_WIDTH]
 
 
 def _status_text(status: int) -> str:

@@ -15,9 +15,6 @@ from scrapy.exceptions import (
 )
 from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.spidermiddlewares.httperror import HttpError
-from scrapy.utils._compression import (
-    _DecompressionMaxSizeExceeded,
-)
 from twisted.python.failure import Failure
 
 from crawler.frontier.holds import HoldRequest
@@ -53,11 +50,6 @@ def http_error(status: int, **headers: str) -> HttpError:
     return HttpError(response, "Ignoring non-200 response")
 
 
-def cause_of(exception: BaseException, cause: BaseException) -> BaseException:
-    exception.__cause__ = cause
-    return exception
-
-
 @pytest.mark.parametrize(
     ("exception", "fate", "error"),
     [
@@ -73,12 +65,6 @@ def cause_of(exception: BaseException, cause: BaseException) -> BaseException:
         (DownloadConnectionRefusedError("refused"), "network_error", "refused"),
         (DownloadTimeoutError("took longer"), "timed_out", "took longer"),
         (DownloadCancelledError("larger than max"), "too_large", "larger than max"),
-        (
-            cause_of(IgnoreRequest("exceeded"), _DecompressionMaxSizeExceeded(9, 8)),
-            "too_large",
-            "exceeded",
-        ),
-        (IgnoreRequest("Forbidden by robots.txt"), "robots_disallowed", "robots"),
         (
             HoldRequest("robots.txt unreachable", until=0.0, fate="robots_unreachable"),
             "robots_unreachable",
