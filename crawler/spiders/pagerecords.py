@@ -141,27 +141,31 @@ def failure_record(failure: Failure) -> PageRecord:
 
 
 def fate_of_failure(failure: Failure) -> tuple[Fate, str]:
-    """The fate and error text of a failed request: the one a component set in
+    """The fate and error text of a failed request: the fate a component set in
     ``meta[crawler.meta.FATE]`` (a fate, or ``[fate, error]``) wins; else the
-    HTTP status of an HTTP error, else the exception's class."""
+    HTTP status of an HTTP error decides, else the exception's class. The error
+    is the HTTP status line of an answer, else the exception."""
     request: Request = failure.request  # type: ignore[attr-defined]
     value = failure.value
     assert value is not None  # a Failure always holds its exception
-    error = f"{type(value).__name__}: {failure.getErrorMessage()}"
+    status = getattr(getattr(value, "response", None), "status", None)
+    answered = isinstance(status, int) and status >= 300
+    if answered:
+        error = _status_text(cast("int", status))
+    else:
+        error = f"{type(value).__name__}: {failure.getErrorMessage()}"[:ERROR_WIDTH]
     given = request.meta.get(FATE)
     if isinstance(given, list | tuple) and given:
         if len(given) > 1 and given[1]:
-            error = str(given[1])
+            error = str(given[1])[:ERROR_WIDTH]
         given = given[0]
     if given in FATES:
-        return cast("Fate", given), error[:ERROR_WIDTH]
-    response = getattr(value, "response", None)
-    status = getattr(response, "status", None)
-    if isinstance(status, int) and status >= 300:
-        return fate_of_status(status), _status_text(status)
+        return cast("Fate", given), error
+    if answered:
+        return fate_of_status(cast("int", status)), error
     if type(value) is IgnoreRequest and str(value) == TOO_MANY_REDIRECTS:
-        return "unparseable", error[:ERROR_WIDTH]
-    return fate_of_exception(_class_names(value)), error[:ERROR_WIDTH]
+        return "unparseable", error
+    return fate_of_exception(_class_names(value)), error
 
 
 def _status_text(status: int) -> str:

@@ -103,6 +103,11 @@ def test_a_fate_set_in_meta_wins(given, fate, error):
     assert fate_of_failure(failure) == (fate, error)
 
 
+def test_a_fate_set_in_meta_keeps_the_status_line_of_an_answer():
+    failure = failure_of(http_error(503), **{FATE: "http_error"})
+    assert fate_of_failure(failure) == ("http_error", "HTTP 503 Service Unavailable")
+
+
 def test_an_http_error_record_keeps_the_answer_but_not_its_body():
     record = failure_record(failure_of(http_error(410), depth=2, tier=1))
     assert (record.url, record.status, record.fate) == (URL, 410, "http_error")
