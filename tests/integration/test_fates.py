@@ -66,9 +66,10 @@ def fate_settings(settings, tmp_path: Path, **overrides: Any) -> dict[str, Any]:
     return settings(
         RECORDS_DATABASE_URL=f"sqlite:///{tmp_path}/pages.db",
         FEEDS={str(tmp_path / "items.jsonl"): {"format": "jsonlines"}},
-        # Final answers at once: no immediate retries (the retry-later delays of
-        # transient failures are the frontier's, tested on their own).
+        # Final answers at once: no immediate retries, and no retry later (the
+        # retry-later delays of transient failures are tested on their own).
         RETRY_TIMES=0,
+        RETRY_LATER_DELAYS="",
         DOWNLOAD_MAXSIZE=100_000,  # /fates/big is 200,000 bytes
         TIMEOUTS_TIERS=[0.5],
         DEPTH_LIMIT=3,
