@@ -1,4 +1,4 @@
-"""PageRecord: what the spider yields for every fetched page (or final failure).
+"""PageRecord: what the spider yields for every URL it was given: its one fate.
 
 The pipelines add to it (``store_path``) and read it; ``body`` travels to the page
 store but is never exported (``FEED_EXPORT_FIELDS`` in crawler/settings.py lists every
@@ -8,6 +8,10 @@ other field).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from crawler.policy.fates import Fate
 
 
 @dataclass(slots=True)
@@ -28,3 +32,6 @@ class PageRecord:
     error: str | None = None  # why it failed for good (status 0), else None
     store_path: str | None = None  # relative to PAGESTORE_DIR, set by the page store
     body: bytes = field(default=b"", repr=False)
+    # What became of the URL (crawler.policy.fates): every URL gets one record.
+    fate: Fate = "fetched"
+    location: str | None = None  # where a redirect led (fate "redirected")

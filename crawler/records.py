@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from crawler.connection import masked
+from crawler.policy.fates import FAILED_FATES
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Collection, Iterator, Sequence
 
     from crawler.items import PageRecord
 
@@ -41,7 +42,14 @@ SCHEMA: tuple[tuple[str, str], ...] = (
     ("node", "TEXT NOT NULL"),
     ("error", "TEXT"),
     ("links", "INTEGER NOT NULL"),  # links followed from the page
+    # Added later: a table of an earlier version gets them (ALTER TABLE) at open.
+    ("fate", "TEXT"),  # what became of the URL (crawler.policy.fates); NULL: older
+    ("location", "TEXT"),  # where a redirect led
 )
+# Columns a table written by an earlier version may lack (added when missing).
+ADDED_COLUMNS = ("fate", "location")
+# Columns with an index of their own.
+INDEXED = ("host", "status", "fate")
 COLUMNS = tuple(name for name, _type in SCHEMA)
 _TEXT = frozenset(name for name, kind in SCHEMA if kind.startswith("TEXT"))
 _BIGINT = 2**63 - 1
@@ -144,6 +152,9 @@ class RecordsDatabase:
         self.url = DatabaseURL.parse(url)
         self._raw_url = url
         self._connection: Any = None
+        # The columns the table has (a read-only open of an older table may lack
+        # ADDED_COLUMNS: they read as NULL).
+        self._columns: set[str] = set(COLUMNS)
         mark = "?" if self.url.dialect == "sqlite" else "%s"
         assignments = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
         # Names and marks only: the values go as parameters.
@@ -214,15 +225,40 @@ class RecordsDatabase:
         columns = ", ".join(f"{name} {kind}" for name, kind in SCHEMA)
         with self._transaction() as cursor:
             cursor.execute(f"CREATE TABLE IF NOT EXISTS pages ({columns})")
-            for column in ("host", "status"):
+        self._add_missing_columns()
+        with self._transaction() as cursor:
+            for column in INDEXED:
                 cursor.execute(
                     f"CREATE INDEX IF NOT EXISTS pages_{column} ON pages ({column})"
                 )
 
+    def _add_missing_columns(self) -> None:
+        """Bring a table an earlier version wrote up to SCHEMA. Another process
+        may add a column at the same time: only a column still missing after a
+        failed ALTER is an error."""
+        kinds = dict(SCHEMA)
+        for column in ADDED_COLUMNS:
+            if column in self._present_columns():
+                continue
+            exists = " IF NOT EXISTS" if self.url.dialect == "postgresql" else ""
+            try:
+                with self._transaction() as cursor:
+                    cursor.execute(
+                        f"ALTER TABLE pages ADD COLUMN{exists} {column} {kinds[column]}"
+                    )
+            except _ERRORS:
+                if column not in self._present_columns():
+                    raise
+
+    def _present_columns(self) -> set[str]:
+        """The columns table ``pages`` has (raises if there is no such table)."""
+        with self._transaction() as cursor:
+            cursor.execute("SELECT * FROM pages LIMIT 0")  # no input in it
+            return {column[0].lower() for column in cursor.description}
+
     def _check_schema(self) -> None:
         try:
-            with self._transaction() as cursor:
-                cursor.execute("SELECT url FROM pages LIMIT 1")
+            self._columns = self._present_columns()
         except _ERRORS as exc:
             raise RecordsDatabaseError(
                 f"no pages table in {shown(self._raw_url)}: has a crawl written "
@@ -319,10 +355,13 @@ class RecordsDatabase:
         host: str | None = None,
         status: int | None = None,
         title: str | None = None,
+        fates: Collection[str] | None = None,
         limit: int | None = None,
     ) -> Iterator[dict[str, Any]]:
         """The rows matching every filter given, by URL: *host* exactly, *status*
-        exactly, *title* as a case-insensitive substring; at most *limit*."""
+        exactly, *title* as a case-insensitive substring, *fate* one of *fates*
+        (a row of an earlier version, without a fate, counts as failed when its
+        status is 0); at most *limit*."""
         mark = "?" if self.url.dialect == "sqlite" else "%s"
         where: list[str] = []
         values: list[object] = []
@@ -337,7 +376,10 @@ class RecordsDatabase:
             where.append(f"title {like} {mark} ESCAPE '!'")
             escaped = title.replace("!", "!!").replace("%", "!%").replace("_", "!_")
             values.append(f"%{escaped}%")
-        sql = f"SELECT {', '.join(COLUMNS)} FROM pages"  # noqa: S608 (no input in it)
+        if fates is not None:
+            where.append(self._fate_filter(sorted(fates), values, mark))
+        selected = (c if c in self._columns else f"NULL AS {c}" for c in COLUMNS)
+        sql = f"SELECT {', '.join(selected)} FROM pages"  # noqa: S608 (no input in it)
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY url"
@@ -352,6 +394,22 @@ class RecordsDatabase:
             raise
         except _ERRORS as exc:
             raise self._error("cannot read", exc) from None
+
+    def _fate_filter(self, fates: list[str], values: list[object], mark: str) -> str:
+        """The condition "fate is one of *fates*" (appending its values). A row of
+        an earlier version has no fate: it matches ``fetched`` if its status is
+        not 0, and a filter asking for every failed fate if it is."""
+        clauses = []
+        has_fate = "fate" in self._columns
+        if has_fate and fates:
+            clauses.append(f"fate IN ({', '.join([mark] * len(fates))})")
+            values.extend(fates)
+        legacy = "fate IS NULL AND " if has_fate else ""
+        if set(fates) >= FAILED_FATES:
+            clauses.append(f"({legacy}status = 0)")
+        if "fetched" in fates:
+            clauses.append(f"({legacy}status <> 0)")
+        return "(" + " OR ".join(clauses) + ")" if clauses else "1 = 0"
 
 
 def _first_line(exc: BaseException) -> str:

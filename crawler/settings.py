@@ -100,6 +100,8 @@ FEED_EXPORT_FIELDS = [
     "node",
     "error",
     "store_path",
+    "fate",
+    "location",
 ]
 # Page store, page records, then the analysis task that reads both.
 ITEM_PIPELINES = {

@@ -74,6 +74,7 @@ def running_site(
     robots: Mapping[int, str] | None = None,
     behave: Mapping[int, str] | None = None,
     hostile: bool = False,
+    fates: bool = False,
 ) -> Iterator[RunningSite]:
     """Serve the test site on 127.0.0.2... until the block ends.
 
@@ -82,7 +83,8 @@ def running_site(
     other hosts answer 404. *behave* maps a host index to how it answers the rest,
     in ``--behave`` syntax (``{0: "delay:1.5", 1: "flaky", 2: "dead",
     3: "retry-after:1"}``); other hosts answer at once. *hostile* makes host 0 serve
-    ``tests.site.HOSTILE_INDEX`` and answer 200 to any other path.
+    ``tests.site.HOSTILE_INDEX`` and answer 200 to any other path; *fates* makes
+    host 0 serve ``tests.site.FATE_PAGES``, linked from its root.
     """
     with tempfile.TemporaryDirectory(prefix="site-") as tmp:
         log_path = Path(tmp) / "requests.jsonl"
@@ -98,6 +100,8 @@ def running_site(
             command += ["--behave", f"{index}={spec}"]
         if hostile:
             command.append("--hostile")
+        if fates:
+            command.append("--fates")
         process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True)
         try:
             assert process.stdout is not None

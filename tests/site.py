@@ -366,10 +366,12 @@ class Site:
         robots: Mapping[int, RobotsSpec] | None = None,
         behave: Mapping[int, Behaviour] | None = None,
         hostile: bool = False,
+        fates: bool = False,
     ) -> None:
         """Build the filler corpus once so rendering a page is just slicing."""
         self.spec = spec
         self.hostile = hostile
+        self.fates = fates
         self.latency = latency
         self.robots = dict(robots or {})
         self.behave = dict(behave or {})
@@ -399,6 +401,8 @@ class Site:
         j = page_index(path.partition("?")[0], self.spec.pages)
         if j is None and self.hostile and host_index == 0:
             return _hostile(path)
+        if j is None and self.fates and host_index == 0 and path in FATE_PAGES:
+            return FATE_PAGES[path]
         return NOT_FOUND if j is None else self.page(host_index, j)
 
     def _robots_body(self, host_index: int, robots: RobotsSpec) -> bytes:
@@ -455,6 +459,8 @@ class Site:
         size = rng.randint(self.pad_min, self.pad_max)
         start = rng.randrange(len(self.corpus) - size + 1)
         html = page_html(self.spec, host_index, j, self.corpus[start : start + size])
+        if self.fates and host_index == 0 and j == 0:
+            html = html.replace("</ul>", FATE_LINKS + "</ul>", 1)
         return Response(200, html.encode("utf-8"), "text/html; charset=utf-8")
 
     def respond(self, host_index: int, request: Request) -> Response:
@@ -651,6 +657,47 @@ TRAPS: dict[str, Callable[[], Response]] = {
 }
 
 
+# --fates: host 0 serves these (its root links to each), one page per fate or kind
+# of answer a crawler must record without raising.
+FATE_PAGES: dict[str, Response] = {
+    "/fates/404.html": Response(404, b"not found\n"),
+    "/fates/410.html": Response(410, b"gone\n"),
+    "/fates/500.html": Response(500, b"server error\n"),
+    "/fates/503.html": Response(503, b"busy\n", headers=(("Retry-After", "1"),)),
+    "/fates/data.json": Response(
+        200, b'{"a": [1, 2], "href": "/p/1.html"}', "application/json"
+    ),
+    "/fates/notes.txt": Response(200, b"see <a href='/p/2.html'>x</a>\n"),
+    "/fates/image": Response(
+        200, b"\x89PNG\r\n\x1a\n" + bytes(range(256)), "image/png"
+    ),
+    # Declares UTF-16, is UTF-8 with bytes no charset decodes as declared.
+    "/fates/broken.html": Response(
+        200,
+        b"<html><head><title>broken \xff\xfe\xc3</title></head><body>"
+        b'<a href="/fates/landing.html">x</a>\x00\x81</body></html>',
+        "text/html; charset=utf-16",
+    ),
+    # Two hops to a page linked nowhere else, and one hop to a page seen already.
+    "/fates/moved.html": Response(
+        301, b"moved\n", headers=(("Location", "/fates/moved-again.html"),)
+    ),
+    "/fates/moved-again.html": Response(
+        302, b"moved\n", headers=(("Location", "/fates/landing.html"),)
+    ),
+    "/fates/landing.html": Response(
+        200, b"<html><title>landing</title></html>", "text/html; charset=utf-8"
+    ),
+    "/fates/to-root.html": Response(301, b"moved\n", headers=(("Location", "/"),)),
+    "/fates/big": Response(200, bytes(200_000), "application/octet-stream"),
+}
+FATE_LINKS = "".join(
+    f'<li><a href="{path}">fate</a></li>\n'
+    for path in FATE_PAGES
+    if path not in ("/fates/moved-again.html", "/fates/landing.html")
+)
+
+
 def _has_body(request: Request) -> bool:
     """Whether the client announced a body we would have to skip."""
     length = request.headers.get("content-length", "0")
@@ -713,6 +760,7 @@ async def serve(args: argparse.Namespace, log: IO[str] | None) -> None:
         robots=dict(args.robots),
         behave=dict(args.behave),
         hostile=args.hostile,
+        fates=args.fates,
     )
     refuse = {i: b.refuse for i, b in site.behave.items() if b.refuse}
     for i in refuse:
@@ -827,6 +875,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--hostile",
         action="store_true",
         help=f"host 0 serves {HOSTILE_INDEX} (hostile links) and 200 for any path",
+    )
+    parser.add_argument(
+        "--fates",
+        action="store_true",
+        help="host 0 serves FATE_PAGES (errors, redirects, non-HTML), linked "
+        "from its root",
     )
     args = parser.parse_args(argv)
     try:

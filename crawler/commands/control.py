@@ -97,13 +97,16 @@ def bind_arguments(
 def status(
     client: redis.Redis, keys: CrawlKeys, opts: argparse.Namespace, out: IO[str]
 ) -> int:
-    """Nodes, queues by depth, hosts ready and waiting, shards without an owner."""
+    """The crawl's state (finished, running, paused, stopped), its nodes, queues by
+    depth, hosts ready and waiting, shards without an owner, and its totals by
+    fate; 1 if there is no such crawl."""
     try:
         shards = check_shards(get_int(opts.settings, "FRONTIER_SHARDS"))
     except ValueError as exc:
         raise ControlError(str(exc)) from None
-    out.write(render_status(read_status(client, keys, shards), now=time.time()))
-    return 0
+    report = read_status(client, keys, shards)
+    out.write(render_status(report, now=time.time()))
+    return 0 if report.exists else 1
 
 
 def seed(

@@ -1,8 +1,10 @@
 """``scrapy pages``: query the page-record database a crawl wrote.
 
 Rows of ``RECORDS_DATABASE_URL`` (``-s`` overrides it), filtered by ``--host``
-(exact), ``--status`` (exact; 0 lists the pages that failed) and ``--title`` (a
-case-insensitive substring), sorted by URL, at most ``--limit``. ``--format``:
+(exact), ``--status`` (exact; 0 lists the URLs that failed without an HTTP answer),
+``--failed`` (every URL that failed for good, HTTP errors included), ``--fate``
+(one fate of ``crawler.policy.fates``) and ``--title`` (a case-insensitive
+substring), sorted by URL, at most ``--limit``. ``--format``:
 ``table`` (default: an aligned summary for a terminal), ``csv`` (a header line, then
 every column), ``json`` (one array of objects) or ``jsonl`` (one object a line).
 ``-o FILE`` writes to a file instead of standard output. The database is opened
@@ -21,6 +23,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.commands.frontier import cell
+from crawler.policy.fates import FAILED_FATES, FATES
 from crawler.records import COLUMNS, RecordsDatabase, RecordsDatabaseError
 
 if TYPE_CHECKING:
@@ -28,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
 # The columns the table shows (every column goes to CSV and JSON).
-TABLE_COLUMNS = ("url", "status", "depth", "length", "title", "fetched_at")
+TABLE_COLUMNS = ("url", "status", "fate", "depth", "length", "title", "fetched_at")
 _RIGHT_ALIGNED = frozenset({"status", "depth", "length"})
 FORMATS = ("table", "csv", "json", "jsonl")
 
@@ -39,7 +42,10 @@ class Command(ScrapyCommand):
     default_settings = {"LOG_ENABLED": False}  # noqa: RUF012 (ScrapyCommand's type)
 
     def syntax(self) -> str:
-        return "[--host H] [--status N] [--title TEXT] [--format F] [-o FILE]"
+        return (
+            "[--host H] [--status N] [--failed | --fate F] [--title TEXT] "
+            "[--format F] [-o FILE]"
+        )
 
     def short_desc(self) -> str:
         return "Query the page records a crawl wrote (RECORDS_DATABASE_URL)"
@@ -50,6 +56,13 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--status", type=int, help="only pages of this status (0: failed)"
         )
+        fates = parser.add_mutually_exclusive_group()
+        fates.add_argument(
+            "--failed",
+            action="store_true",
+            help="only URLs that failed for good (any fate but fetched, redirected)",
+        )
+        fates.add_argument("--fate", choices=FATES, help="only URLs of this fate")
         parser.add_argument(
             "--title", help="only pages whose title holds this text (any case)"
         )
@@ -86,8 +99,13 @@ def write_pages(url: str, opts: argparse.Namespace) -> int:
     """Query the database at *url* as *opts* say and write the rows out."""
     database = RecordsDatabase(url).open(create=False)
     try:
+        fates = FAILED_FATES if opts.failed else {opts.fate} if opts.fate else None
         rows = database.query(
-            host=opts.host, status=opts.status, title=opts.title, limit=opts.limit
+            host=opts.host,
+            status=opts.status,
+            title=opts.title,
+            fates=fates,
+            limit=opts.limit,
         )
         writer = WRITERS[opts.format]
         if opts.output:

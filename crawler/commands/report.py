@@ -1,8 +1,11 @@
 """The state of a crawl as ``scrapy frontier status`` shows it: read, then rendered.
 
 Reading takes two pipelined round trips of single-key commands (so it works on a
-Redis Cluster): the registry, the control hash, the seeds list and each shard's
-counters, then one ``EXISTS`` per node heartbeat. Nothing Redis holds makes it raise:
+Redis Cluster): the crawl's meta hash, the registry, the control hash, the seeds list
+and each shard's counters, then one ``EXISTS`` per node heartbeat. The state is
+``no such crawl`` (no meta hash: no node ever opened it), ``paused``, ``running`` (a
+node is alive), ``finished`` (nothing queued, in flight, held or seeded, and no node
+alive) or ``stopped`` (work left, no node alive: a rerun resumes it). Nothing Redis holds makes it raise:
 a value that is not what this crawler writes counts as absent, or shows as ``?``.
 """
 
@@ -14,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from crawler.frontier.control import Control, read_control
+from crawler.policy.fates import FAILED_FATES, FATES
 from crawler.policy.order import TIERS_PER_DEPTH
 
 if TYPE_CHECKING:
@@ -29,6 +33,12 @@ CELL_WIDTH = 48
 VALUE_WIDTH = 200
 # Commands per shard in the first pipeline, in the order _add_shard reads them.
 _SHARD_COMMANDS = 6
+# Commands before the shards' in the first pipeline.
+_GLOBAL_COMMANDS = 4
+# Fields of a shard's counters hash: one per final fate (``fate:<fate>``, counted
+# when a lease is acknowledged with it) and URLs held for a later try (a gauge).
+FATE_FIELD = "fate:"
+HELD_FIELD = "held"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,31 +79,50 @@ class CrawlStatus:
     waiting: int = 0
     by_depth: dict[int, int] = field(default_factory=dict)
     orphans: list[int] = field(default_factory=list)
+    exists: bool = True
+    acked: int = 0
+    held: int = 0
+    fates: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def state(self) -> str:
+        """``no such crawl``, ``paused``, ``running``, ``finished`` or ``stopped``."""
+        if not self.exists:
+            return "no such crawl"
+        if self.control.paused:
+            return "paused"
+        if any(node.alive for node in self.nodes):
+            return "running"
+        if self.queued or self.in_flight or self.held or self.seeds:
+            return "stopped"
+        return "finished"
 
 
 def read_status(client: redis.Redis, keys: CrawlKeys, shards: int) -> CrawlStatus:
     """The crawl's state: two round trips."""
     pipe = client.pipeline(transaction=False)
+    pipe.exists(keys.meta)
     pipe.hgetall(keys.nodes)
     pipe.hgetall(keys.control)
     pipe.llen(keys.seeds)
     for shard in range(shards):
         shard_keys = keys.shard(shard)
-        pipe.hget(shard_keys.counters, "queued")
+        pipe.hgetall(shard_keys.counters)
         pipe.hgetall(shard_keys.outstanding)
         pipe.zcard(shard_keys.ready)
         pipe.zcard(shard_keys.waiting)
         pipe.zcard(shard_keys.leases)
         pipe.get(shard_keys.owner)
     replies = pipe.execute(raise_on_error=False)
-    registry = _mapping(replies[0])
+    registry = _mapping(replies[1])
     status = CrawlStatus(
-        keys.prefix, shards, control=read_control(_mapping(replies[1]))
+        keys.prefix, shards, control=read_control(_mapping(replies[2]))
     )
-    status.seeds = _count(replies[2])
+    status.exists = replies[0] == 1
+    status.seeds = _count(replies[3])
     owners: list[str | None] = []
     for shard in range(shards):
-        start = 3 + shard * _SHARD_COMMANDS
+        start = _GLOBAL_COMMANDS + shard * _SHARD_COMMANDS
         owners.append(_add_shard(status, replies[start : start + _SHARD_COMMANDS]))
     entries = {_decoded(node): raw for node, raw in registry.items()}
     alive = _alive(client, keys, {*entries, *(o for o in owners if o is not None)})
@@ -111,8 +140,8 @@ def live_nodes(client: redis.Redis, keys: CrawlKeys) -> list[str]:
 
 def _add_shard(status: CrawlStatus, replies: Sequence[Any]) -> str | None:
     """Add one shard's counters to *status*; the shard's owner id, if any."""
-    queued, outstanding, ready, waiting, leases, owner = replies
-    status.queued += _count(queued)
+    counters, outstanding, ready, waiting, leases, owner = replies
+    _add_counters(status, _mapping(counters))
     status.ready += _count(ready)
     status.waiting += _count(waiting)
     status.in_flight += _count(leases)
@@ -121,6 +150,21 @@ def _add_shard(status: CrawlStatus, replies: Sequence[Any]) -> str | None:
             depth = int(level) // TIERS_PER_DEPTH
             status.by_depth[depth] = status.by_depth.get(depth, 0) + _count(count)
     return _decoded(owner) if isinstance(owner, bytes) else None
+
+
+def _add_counters(status: CrawlStatus, counters: dict[bytes, bytes]) -> None:
+    """Add one shard's ``counters`` hash: queued, acked, held and the fates."""
+    for raw_name, value in counters.items():
+        name = _decoded(raw_name)
+        if name == "queued":
+            status.queued += _count(value)
+        elif name == "acked":
+            status.acked += _count(value)
+        elif name == HELD_FIELD:
+            status.held += _count(value)
+        elif name.startswith(FATE_FIELD) and name[len(FATE_FIELD) :] in FATES:
+            fate = name[len(FATE_FIELD) :]
+            status.fates[fate] = status.fates.get(fate, 0) + _count(value)
 
 
 def _alive(client: redis.Redis, keys: CrawlKeys, ids: set[str]) -> dict[str, bool]:
@@ -162,13 +206,15 @@ def _node(node_id: str, raw: bytes, alive: bool) -> NodeStatus:
 
 def render_status(status: CrawlStatus, *, now: float) -> str:
     """The report, as lines of text."""
-    state = "PAUSED" if status.control.paused else "running"
-    lines = [f"Crawl {status.prefix!r}: {state}, {status.shards} shards"]
+    if not status.exists:
+        return f"Crawl {status.prefix!r}: no such crawl (no key {status.prefix}:meta)\n"
+    lines = [f"Crawl {status.prefix!r}: {status.state}, {status.shards} shards"]
     lines += _node_lines(status, now=now)
     lines.append(
         f"Queued {status.queued}, in flight {status.in_flight}; hosts ready "
         f"{status.ready}, waiting {status.waiting}; seeds not yet taken {status.seeds}"
     )
+    lines.append(totals_line(status))
     if status.by_depth:
         rows = [[str(d), str(n)] for d, n in sorted(status.by_depth.items())]
         lines += table(["depth", "queued+in flight"], rows)
@@ -183,6 +229,25 @@ def render_status(status: CrawlStatus, *, now: float) -> str:
         names = ", ".join(cell(name) for name in status.control.ignored)
         lines.append(f"Control fields ignored (not this crawler's): {names}")
     return "".join(line + "\n" for line in lines)
+
+
+def totals_line(status: CrawlStatus) -> str:
+    """``Done 12: fetched 9, redirected 1; failed 2 (http_error 1, timed_out 1);
+    held 3``: URLs whose lease was acknowledged, by fate, and those held (a crawl
+    whose nodes kept no fate counters says so)."""
+    fates = status.fates
+    if status.acked and not any(fates.values()):  # written by an earlier version
+        return f"Done {status.acked} (not counted by fate); held {status.held}"
+    failed = {
+        fate: fates[fate] for fate in FATES if fate in FAILED_FATES and fates.get(fate)
+    }
+    why = ", ".join(f"{fate} {count}" for fate, count in failed.items())
+    return (
+        f"Done {status.acked}: fetched {fates.get('fetched', 0)}, redirected "
+        f"{fates.get('redirected', 0)}; failed {sum(failed.values())}"
+        + (f" ({why})" if why else "")
+        + f"; held {status.held}"
+    )
 
 
 def _node_lines(status: CrawlStatus, *, now: float) -> list[str]:

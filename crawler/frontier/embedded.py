@@ -13,6 +13,7 @@ import contextlib
 import ctypes
 import fcntl
 import logging
+import os
 import shutil
 import signal
 import socket
@@ -169,7 +170,9 @@ def running_url(directory: Path) -> str | None:
 
 def _lock_directory(directory: Path) -> IO[str]:
     """Hold the data directory, so two crawls never run a server on one file."""
-    lock = (directory / "lock").open("w")
+    # Opened without truncating: while another crawl holds the lock, its URL in the
+    # file is how `scrapy frontier` finds its server, so a refused crawl leaves it be.
+    lock = os.fdopen(os.open(directory / "lock", os.O_RDWR | os.O_CREAT, 0o644), "r+")
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -178,6 +181,7 @@ def _lock_directory(directory: Path) -> IO[str]:
             f"another crawl is using the private Redis in {directory}: set REDIS_URL "
             "to share one server, or FRONTIER_EMBEDDED_REDIS_DIR to use another"
         ) from None
+    lock.truncate(0)  # the URL of a crawl that stopped, if any
     return lock
 
 

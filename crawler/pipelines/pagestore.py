@@ -116,7 +116,11 @@ class PageStorePipeline:
         self._root = self._root.resolve()  # a later chdir moves nothing
 
     async def process_item(self, item: object) -> object:
-        if not isinstance(item, PageRecord) or item.status == 0:
+        if (
+            not isinstance(item, PageRecord)
+            or item.status == 0
+            or item.fate != "fetched"
+        ):
             return item
         try:
             relative = store_path(item.url)

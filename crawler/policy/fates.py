@@ -54,6 +54,11 @@ _EXCEPTION_FATES: tuple[tuple[str, Fate], ...] = (
     ("twisted.web._newclient.ResponseNeverReceived", "network_error"),
     ("OpenSSL.SSL.Error", "network_error"),
     ("builtins.OSError", "network_error"),
+    # Scrapy 2.13+ download handlers wrap Twisted's errors in these.
+    ("scrapy.exceptions.CannotResolveHostError", "network_error"),
+    ("scrapy.exceptions.DownloadConnectionRefusedError", "network_error"),
+    ("scrapy.exceptions.DownloadFailedError", "network_error"),
+    ("scrapy.exceptions.ResponseDataLossError", "network_error"),
 )
 # Network errors that are final: the URL itself is wrong, not the network.
 _FINAL_NETWORK = frozenset({"twisted.web.error.SchemeNotSupported"})

@@ -2,31 +2,42 @@
 
 from __future__ import annotations
 
-import hashlib
-from datetime import UTC, datetime
+import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scrapy import Request, Spider
-from scrapy.exceptions import IgnoreRequest
-from scrapy.http import TextResponse
+from scrapy import Request, Spider, signals
 from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.gz import gunzip, gzip_magic_number
 from scrapy.utils.sitemap import Sitemap
 
-from crawler.frontier.leases import NODE_META_KEY
-from crawler.items import PageRecord
+from crawler.meta import FATE
 from crawler.middlewares.robots import robots_sitemaps
-from crawler.policy.hosts import BadURLError, host_of
 from crawler.policy.scope import Scope, parse_seed
+from crawler.spiders.arguments import (
+    PASSED_THROUGH,
+    stand_down,
+    unknown_arguments_message,
+)
+from crawler.spiders.pagerecords import (
+    ERROR_WIDTH,
+    failure_record,
+    fates_summary,
+    is_html,
+    page_record,
+    redirect_records,
+)
+from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator, Sequence
+    from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
     from typing import Self
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
     from twisted.python.failure import Failure
+
+    from crawler.items import PageRecord
 
 
 class BfsSpider(Spider):
@@ -35,7 +46,10 @@ class BfsSpider(Spider):
     ``-a scope=any|seed-hosts|seed-domains`` limits which links are followed
     (default: the ``BFS_SCOPE`` setting). ``-a sitemaps=1`` also follows the sitemaps
     robots.txt files list: a sitemap gets the depth of the request that led to its
-    robots.txt, and the URLs it lists are followed as links of it.
+    robots.txt, and the URLs it lists are followed as links of it. Every URL it is
+    handed gets one record (``PageRecord``) with its fate (crawler.policy.fates).
+    A bad argument, or seeds of which none is valid, stops the crawl at start with
+    one line (``scrapy crawl`` exits 1).
     """
 
     name = "bfs"
@@ -48,63 +62,130 @@ class BfsSpider(Spider):
         sitemaps: str = "",
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        unknown = sorted(set(kwargs) - PASSED_THROUGH)
+        super().__init__(**{k: v for k, v in kwargs.items() if k in PASSED_THROUGH})
+        self._unknown_arguments = unknown
         self._seed_arg = seeds
         self._seeds_file = seeds_file
         self._scope_arg = scope
         self._follow_sitemaps = sitemaps.strip().lower() in ("1", "true", "yes")
         self._link_extractor = LinkExtractor()
         self._bad_sitemap_logged = False
+        self._unparseable_logged = False
+        self._seeds: list[str] = []
+        self._failure: StartupFailure | None = None
+        self._recording: set[asyncio.Future[None]] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
+        try:
+            spider._seeds = spider._read_arguments()
+        except ValueError as exc:
+            # Kept: signals hold only a weak reference to its handler.
+            spider._failure = StartupFailure(crawler, f"Bad spider argument: {exc}")
+            stand_down(crawler)
+            return spider
         if spider._follow_sitemaps:
             crawler.signals.connect(
                 spider.follow_robots_sitemaps, signal=robots_sitemaps
             )
+        crawler.signals.connect(spider._request_dropped, signal=signals.request_dropped)
         return spider
 
-    async def start(self) -> AsyncIterator[Any]:
-        seeds = self._seeds()
+    def _read_arguments(self) -> list[str]:
+        """The seeds; raises ``ValueError`` saying what is wrong with the arguments."""
+        if self._unknown_arguments:
+            raise ValueError(unknown_arguments_message(self._unknown_arguments))
+        seeds = self._read_seeds()
         self._scope = Scope(self._scope_arg or self.settings.get("BFS_SCOPE"), seeds)
-        if not seeds:
+        if (self._seed_arg.strip() or self._seeds_file) and not seeds:
+            raise ValueError("no valid seed: none given in -a seeds or seeds_file")
+        return seeds
+
+    async def start(self) -> AsyncIterator[Any]:
+        if self._failure is not None:
+            return
+        if not self._seeds:
             self.logger.info("No seeds given: crawling what the frontier holds")
-        for url in seeds:
+        for url in self._seeds:
             yield Request(url, callback=self.parse, errback=self.failed)
 
     def parse(self, response: Response) -> Iterator[Any]:
-        links = []
-        if isinstance(response, TextResponse):
-            links = [
-                link.url
-                for link in self._link_extractor.extract_links(response)
-                if self._scope.allows(link.url)
-            ]
-        yield self._record(response, len(links))
+        """The page's record, then its links in scope when it is (X)HTML; a page
+        whose links cannot be read is recorded ``unparseable``, never raised."""
+        yield from self._redirected(response.meta, response.url)
+        if not is_html(response):
+            yield self._counted(page_record(response, 0))
+            return
+        try:
+            title = response.css("title::text").get()
+            found = self._link_extractor.extract_links(response)
+            links = [link.url for link in found if self._scope.allows(link.url)]
+        except (ValueError, TypeError, AttributeError, UnicodeError) as exc:
+            self._unparseable(response, exc)
+            error = f"{type(exc).__name__}: {exc}"[:ERROR_WIDTH]
+            yield self._counted(
+                page_record(response, 0, fate="unparseable", error=error)
+            )
+            return
+        yield self._counted(page_record(response, len(links), title=title))
         for url in links:
             yield Request(url, callback=self.parse, errback=self.failed)
 
     def failed(self, failure: Failure) -> Iterator[PageRecord]:
-        """A request that failed for good (given up, refused, robots) gets a record
-        with status 0 and the error, so the record database shows every URL tried."""
+        """A request that failed for good (an HTTP error, a network error, a
+        timeout on every tier, robots.txt...) gets its record, with its fate."""
         request = failure.request  # type: ignore[attr-defined]
-        if isinstance(failure.value, IgnoreRequest):
-            return  # robots.txt or a filter dropped it: counted in stats, not a page
-        yield PageRecord(
-            url=request.url,
-            status=0,
-            depth=request.meta.get("depth", 0),
-            title=None,
-            content_type=None,
-            length=0,
-            links=0,
-            fetched_at=_now(),
-            host=_host(request.url),
-            tier=request.meta.get("tier", 0),
-            node=request.meta.get(NODE_META_KEY, ""),
-            error=f"{type(failure.value).__name__}: {failure.getErrorMessage()}"[:500],
+        yield from self._redirected(request.meta, request.url)
+        record = self._counted(failure_record(failure))
+        request.meta[FATE] = record.fate  # the frontier counts it when it acks
+        self.logger.debug(
+            "%(url)s failed for good (%(fate)s): %(error)s",
+            {"url": record.url, "fate": record.fate, "error": record.error},
         )
+        yield record
+
+    def _redirected(self, meta: Mapping[str, Any], url: str) -> Iterator[PageRecord]:
+        for record in redirect_records(meta, url):
+            yield self._counted(record)
+
+    def _request_dropped(self, request: Request) -> None:
+        """A redirect the frontier did not take (its target was seen already):
+        the URLs that led there still get their ``redirected`` records."""
+        if not request.meta.get("redirect_urls") or self.crawler.engine is None:
+            return
+        scraper = self.crawler.engine.scraper
+        for record in redirect_records(request.meta, request.url):
+            self._counted(record)
+            task = asyncio.ensure_future(
+                scraper.start_itemproc_async(record, response=None)
+            )
+            self._recording.add(task)  # kept until done: the loop holds tasks weakly
+            task.add_done_callback(self._recording.discard)
+
+    def _counted(self, record: PageRecord) -> PageRecord:
+        stats = self.crawler.stats
+        assert stats is not None
+        stats.inc_value("bfs/records")
+        stats.inc_value(f"bfs/fate_count/{record.fate}")
+        return record
+
+    def _unparseable(self, response: Response, error: Exception) -> None:
+        if not self._unparseable_logged:
+            self._unparseable_logged = True
+            self.logger.warning(
+                "Could not read the links of %(url)s (%(error)s); recorded as "
+                "unparseable, further ones are only counted in "
+                "bfs/fate_count/unparseable",
+                {"url": response.url, "error": error},
+            )
+
+    def closed(self, reason: str) -> None:
+        """The end-of-crawl line: URLs recorded, and how many failed for good, why."""
+        stats = self.crawler.stats
+        assert stats is not None
+        self.logger.info("%(summary)s", {"summary": fates_summary(stats.get_stats())})
 
     def follow_robots_sitemaps(self, sitemaps: Sequence[str], request: Request) -> None:
         """Queue the sitemaps a robots.txt lists, at the depth of *request*."""
@@ -112,29 +193,41 @@ class BfsSpider(Spider):
         for url in sitemaps:
             if self._scope.allows(url):
                 sitemap = Request(
-                    url, callback=self.parse_sitemap, meta={"depth": depth}
+                    url,
+                    callback=self.parse_sitemap,
+                    errback=self.failed,
+                    meta={"depth": depth},
                 )
                 self.crawler.engine.crawl(sitemap)
 
-    def parse_sitemap(self, response: Response) -> Iterator[Request]:
-        """Follow a sitemap's pages, or a sitemap index's sitemaps, in scope."""
+    def parse_sitemap(self, response: Response) -> Iterator[Any]:
+        """The sitemap's record, then its pages, or a sitemap index's sitemaps, in
+        scope; a file that is not a sitemap is recorded ``unparseable``."""
+        yield from self._redirected(response.meta, response.url)
         try:
             sitemap = Sitemap(self._sitemap_body(response))
             entries = [entry["loc"] for entry in sitemap]
+            if sitemap.type not in ("urlset", "sitemapindex"):
+                raise ValueError(f"root element {sitemap.type!r}")
         except (SyntaxError, ValueError, OSError, EOFError, StopIteration) as exc:
             self._bad_sitemap(response, exc)  # XMLSyntaxError is a SyntaxError
-            return
-        if sitemap.type not in ("urlset", "sitemapindex"):
-            self._bad_sitemap(response, ValueError(f"root element {sitemap.type!r}"))
+            error = f"not a sitemap: {exc}"[:ERROR_WIDTH]
+            yield self._counted(
+                page_record(response, 0, fate="unparseable", error=error)
+            )
             return
         callback = self.parse if sitemap.type == "urlset" else self.parse_sitemap
+        urls = []
         for loc in entries:
             try:
                 url = response.urljoin(loc)
             except ValueError:  # e.g. an unbalanced "[" in the host
                 continue
             if url.startswith(("http://", "https://")) and self._scope.allows(url):
-                yield Request(url, callback=callback)
+                urls.append(url)
+        yield self._counted(page_record(response, len(urls)))
+        for url in urls:
+            yield Request(url, callback=callback, errback=self.failed)
 
     def _sitemap_body(self, response: Response) -> bytes:
         if not gzip_magic_number(response):
@@ -152,57 +245,39 @@ class BfsSpider(Spider):
                 error,
             )
 
-    def _record(self, response: Response, links: int) -> PageRecord:
-        title = None
-        if isinstance(response, TextResponse):
-            title = response.css("title::text").get()
-        content_type = response.headers.get("Content-Type")
-        last_modified = response.headers.get("Last-Modified")
-        return PageRecord(
-            url=response.url,
-            status=response.status,
-            depth=response.meta.get("depth", 0),
-            title=title.strip() if title else None,
-            content_type=content_type.decode("latin-1") if content_type else None,
-            length=len(response.body),
-            links=links,
-            fetched_at=_now(),
-            host=_host(response.url),
-            last_modified=last_modified.decode("latin-1") if last_modified else None,
-            content_hash=hashlib.sha256(response.body).hexdigest(),
-            tier=response.meta.get("tier", 0),
-            node=response.meta.get(NODE_META_KEY, ""),
-            body=response.body,
-        )
-
-    def _seeds(self) -> list[str]:
+    def _read_seeds(self) -> list[str]:
+        """The valid seeds; each bad one is logged and counted, unless none is
+        valid: then ``ValueError`` says so, in one line with the first error."""
         lines = [("-a seeds", 0, url) for url in self._seed_arg.split(",")]
         if self._seeds_file:
-            text = Path(self._seeds_file).read_text(encoding="utf-8")
             lines += [
                 (self._seeds_file, number, line)
-                for number, line in enumerate(text.splitlines(), start=1)
+                for number, line in enumerate(self._seed_file_lines(), start=1)
             ]
-        seeds = []
+        seeds, errors = [], []
         for source, number, line in lines:
             try:
                 url = parse_seed(line)
             except ValueError as exc:
-                where = f"{source} line {number}" if number else source
-                self.logger.error("%s: %s; skipped", where, exc)
-                self.crawler.stats.inc_value("bfs/bad_seeds")
+                errors.append(
+                    f"{source} line {number}: {exc}" if number else f"{source}: {exc}"
+                )
                 continue
             if url:
                 seeds.append(url)
+        if errors and not seeds:
+            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+            raise ValueError(f"no valid seed: {errors[0]}{more}")
+        for error in errors:
+            self.logger.error("%(error)s; skipped", {"error": error})
+            self.crawler.stats.inc_value("bfs/bad_seeds")
         return seeds
 
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def _host(url: str) -> str:
-    try:
-        return host_of(url)
-    except BadURLError:
-        return ""
+    def _seed_file_lines(self) -> list[str]:
+        try:
+            text = Path(self._seeds_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ValueError(
+                f"cannot read seeds_file {self._seeds_file}: {exc}"
+            ) from None
+        return text.splitlines()

@@ -21,7 +21,7 @@ from crawler.frontier.store import FrontierStore, Lease, Pending, PopOrder
 from crawler.policy.order import level_of
 from crawler.policy.sharding import shard_of
 from crawler.spiders.bfs import BfsSpider
-from tests.servers import ROOT
+from tests.servers import ROOT, running_site, wait_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -183,29 +183,122 @@ def test_status_reports_what_redis_holds(redis, redis_url, crawl_state):
     assert "Run-time settings: none\n" in out
 
 
-def test_status_of_an_empty_crawl(redis_url):
+def test_status_of_a_crawl_that_never_ran(redis, redis_url):
+    redis.set("other:meta", "another crawl's")
     result = frontier(redis_url, "status")
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == [
-        "Crawl 'bfs': running, 8 shards",
-        "Nodes: 0 alive, 0 dead",
-        "Queued 0, in flight 0; hosts ready 0, waiting 0; seeds not yet taken 0",
-        "Shards without a live owner: 0-7",
-        "Run-time settings: none",
-    ]
+    assert result.returncode == 1
+    assert result.stdout == "Crawl 'bfs': no such crawl (no key bfs:meta)\n"
 
 
 def test_status_shows_pause_settings_and_seeds(redis, redis_url):
+    redis.hset(KEYS.meta, "schema_version", "2")
     redis.hset(KEYS.control, mapping={"paused": "1", "set:DEPTH_LIMIT": "3"})
     redis.hset(KEYS.control, "set:FRONTIER_SHARDS", "2")  # not a run-time setting
     redis.rpush(KEYS.seeds, "http://a.example/", "http://b.example/")
     result = frontier(redis_url, "status")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0] == "Crawl 'bfs': PAUSED, 8 shards"
+    assert lines[0] == "Crawl 'bfs': paused, 8 shards"
     assert "seeds not yet taken 2" in lines[2]
     assert "Run-time settings: DEPTH_LIMIT=3" in lines
     assert "Control fields ignored (not this crawler's): set:FRONTIER_SHARDS" in lines
+
+
+def test_status_of_a_crawl_left_with_work_and_no_node(redis, redis_url, crawl_state):
+    redis.delete(KEYS.heartbeat("node-a"))  # killed: its entry stays, dead
+    result = frontier(redis_url, "status")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Crawl 'bfs': stopped, 8 shards\n")
+
+
+@deferred_f_from_coro_f
+async def test_status_of_a_finished_crawl(redis_url, site, settings):
+    crawler = get_crawler(BfsSpider, settings(DEPTH_LIMIT=1))
+    await crawler.crawl_async(seeds=site.seeds[0])
+    fetched = len(site.pages())
+    assert fetched > 1
+    result = frontier(redis_url, "status")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "Crawl 'bfs': finished, 8 shards"
+    assert (
+        "Queued 0, in flight 0; hosts ready 0, waiting 0; seeds not yet taken 0"
+        in lines
+    )
+    # "Done N (not counted by fate)" until the nodes keep fate counters.
+    assert any(re.match(rf"Done {fetched}\b", line) for line in lines), lines
+
+
+def test_status_says_when_the_nodes_kept_no_fate_counters(redis, redis_url):
+    redis.hset(KEYS.meta, "schema_version", "2")
+    redis.hset(KEYS.shard(3).counters, mapping={"acked": 7, "queued": 0})
+    lines = frontier(redis_url, "status").stdout.splitlines()
+    assert "Done 7 (not counted by fate); held 0" in lines
+
+
+def test_status_sums_the_fate_counters_of_every_shard(redis, redis_url):
+    redis.hset(KEYS.meta, "schema_version", "2")
+    per_shard = [
+        {"acked": 5, "fate:fetched": 3, "fate:http_error": 1, "fate:timed_out": 1},
+        {"acked": 4, "fate:fetched": 2, "fate:redirected": 1, "fate:http_error": 1,
+         "held": 2},
+        {"acked": 1, "fate:robots_unreachable": 1, "held": 1, "fate:bogus": 9},
+        {"held": "not a number", "fate:network_error": "x"},
+    ]  # fmt: skip
+    for shard, counters in enumerate(per_shard):
+        redis.hset(KEYS.shard(shard).counters, mapping=counters)
+    result = frontier(redis_url, "status")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "Crawl 'bfs': stopped, 8 shards"  # 3 held, no node alive
+    assert (
+        "Done 10: fetched 5, redirected 1; failed 4 (http_error 2, timed_out 1, "
+        "robots_unreachable 1); held 3"
+    ) in lines
+
+
+def status_line(redis_url: str) -> str:
+    return frontier(redis_url, "status").stdout.partition("\n")[0]
+
+
+def test_status_follows_a_real_crawl_from_running_to_finished(redis_url, tmp_path):
+    """A crawl in its own process: running, paused while paused, then finished."""
+    with running_site(hosts=1, pages=12, links=0) as site:
+        options = {
+            "REDIS_URL": redis_url,
+            "FRONTIER_SHARDS": SHARDS,
+            "FRONTIER_MAINTENANCE_INTERVAL": 0.2,
+            "POLITENESS_DAY_DELAY": 0.5,
+            "POLITENESS_NIGHT_DELAY": 0.5,
+            "POLITENESS_JITTER": 0,
+            "ROBOTSTXT_OBEY": False,
+            "RECORDS_DATABASE_URL": "",
+            "PAGESTORE_DIR": "",
+            "TELNETCONSOLE_ENABLED": False,
+        }
+        settings = [w for k, v in options.items() for w in ("-s", f"{k}={v}")]
+        crawl = subprocess.Popen(
+            [sys.executable, "-m", "scrapy", "crawl", "bfs", *settings,
+             "-a", f"seeds={site.seeds[0]}"],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            assert wait_for(lambda: "running" in status_line(redis_url), 60)
+            assert frontier(redis_url, "pause").returncode == 0
+            assert status_line(redis_url) == "Crawl 'bfs': paused, 8 shards"
+            assert frontier(redis_url, "resume").returncode == 0
+            assert crawl.wait(120) == 0
+        finally:
+            if crawl.poll() is None:
+                crawl.kill()
+                crawl.wait()
+        fetched = len(site.pages())
+    assert fetched == 12
+    result = frontier(redis_url, "status")
+    assert result.stdout.startswith("Crawl 'bfs': finished, 8 shards\n")
+    assert re.search(rf"^Done {fetched}\b", result.stdout, re.MULTILINE)
 
 
 # --- seed --------------------------------------------------------------------------

@@ -251,6 +251,12 @@ async def test_the_pages_command_filters_and_exports(settings, database_url):  #
     assert [json.loads(line) for line in result.stdout.splitlines()] == [
         rows["http://127.0.0.3:1/"]
     ]
+    assert rows["http://127.0.0.3:1/"]["fate"] == "network_error"
+    for args in (["--failed"], ["--fate", "network_error"]):
+        result = pages(database_url, *args, "--format", "jsonl")
+        assert [json.loads(line)["url"] for line in result.stdout.splitlines()] == [
+            "http://127.0.0.3:1/"
+        ]
 
     result = pages(database_url, "--title", "PAGE 1", "--format", "csv")
     parsed = list(csv.DictReader(io.StringIO(result.stdout)))
@@ -267,6 +273,7 @@ async def test_the_pages_command_filters_and_exports(settings, database_url):  #
     assert lines[0].split() == [
         "url",
         "status",
+        "fate",
         "depth",
         "length",
         "title",

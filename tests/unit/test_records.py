@@ -13,6 +13,7 @@ from urllib.parse import quote
 import pytest
 
 from crawler.items import PageRecord
+from crawler.policy.fates import FAILED_FATES
 from crawler.records import (
     COLUMNS,
     DatabaseURL,
@@ -250,3 +251,136 @@ def test_an_unreachable_postgres_is_one_line_without_the_password():
     assert "s3cret" not in message
     assert "\n" not in message
     assert "127.0.0.1" in message
+
+
+# --- fates (issue 10) ----------------------------------------------------------------
+
+# The pages table as the version before fates wrote it (its 15 columns).
+OLD_TABLE = (
+    "CREATE TABLE pages (url TEXT PRIMARY KEY, host TEXT NOT NULL, depth INTEGER "
+    "NOT NULL, status INTEGER NOT NULL, content_type TEXT, length BIGINT NOT NULL, "
+    "title TEXT, last_modified TEXT, fetched_at TEXT NOT NULL, content_hash TEXT, "
+    "store_path TEXT, tier INTEGER NOT NULL, node TEXT NOT NULL, error TEXT, "
+    "links INTEGER NOT NULL)"
+)
+OLD_ROWS = [
+    ("http://old.example/ok", "old.example", 0, 200, "text/html", 10, "t", None,
+     "2026-01-01T00:00:00.000+00:00", None, None, 0, "n", None, 3),
+    ("http://old.example/gone", "old.example", 1, 0, None, 0, None, None,
+     "2026-01-01T00:00:00.000+00:00", None, None, 0, "n", "DNSLookupError: x", 0),
+]  # fmt: skip
+
+
+def fate_records() -> list[PageRecord]:
+    return [
+        record("http://a.example/ok"),
+        record("http://a.example/moved", status=301, location="http://a.example/ok",
+               fate="redirected"),
+        record("http://a.example/404", status=404, fate="http_error", error="404"),
+        record("http://a.example/dns", status=0, fate="network_error", error="DNS"),
+        record("http://a.example/robots", status=0, fate="robots_disallowed"),
+    ]  # fmt: skip
+
+
+def test_fate_and_location_are_written_and_filtered(database_url):
+    database = RecordsDatabase(database_url).open()
+    try:
+        database.upsert([row_of(r) for r in fate_records()])
+        rows = {row["url"]: row for row in database.query()}
+        moved = rows["http://a.example/moved"]
+        assert (moved["fate"], moved["location"]) == (
+            "redirected",
+            "http://a.example/ok",
+        )
+        assert rows["http://a.example/ok"]["fate"] == "fetched"
+
+        def urls(fates: set[str]) -> list[str]:
+            return [row["url"] for row in database.query(fates=fates)]
+
+        assert urls(FAILED_FATES) == [
+            "http://a.example/404",
+            "http://a.example/dns",
+            "http://a.example/robots",
+        ]
+        assert urls({"http_error"}) == ["http://a.example/404"]
+        assert urls({"redirected"}) == ["http://a.example/moved"]
+        assert urls({"timed_out"}) == []
+        assert urls(set()) == []
+    finally:
+        database.close()
+
+
+def old_sqlite(path: Path) -> None:
+    with sqlite3.connect(path) as connection:
+        connection.execute(OLD_TABLE)
+        connection.executemany(
+            f"INSERT INTO pages VALUES ({','.join('?' * 15)})",  # noqa: S608 (marks only)
+            OLD_ROWS,
+        )
+    connection.close()
+
+
+def test_an_older_sqlite_table_gets_the_new_columns_and_index(tmp_path):
+    path = tmp_path / "old.db"
+    old_sqlite(path)
+    url = f"sqlite:///{path}"
+    reader = RecordsDatabase(url).open(create=False)  # read-only: as it is
+    try:
+        rows = {row["url"]: row for row in reader.query()}
+        assert rows["http://old.example/ok"]["fate"] is None
+        failed = [row["url"] for row in reader.query(fates=FAILED_FATES)]
+        assert failed == ["http://old.example/gone"]
+        fetched = [row["url"] for row in reader.query(fates={"fetched"})]
+        assert fetched == ["http://old.example/ok"]
+    finally:
+        reader.close()
+    database = RecordsDatabase(url).open()
+    try:
+        database.upsert([row_of(r) for r in fate_records()])
+        failed = [row["url"] for row in database.query(fates=FAILED_FATES)]
+        assert failed == [
+            "http://a.example/404",
+            "http://a.example/dns",
+            "http://a.example/robots",
+            "http://old.example/gone",
+        ]
+    finally:
+        database.close()
+    with sqlite3.connect(path) as connection:
+        columns = [row[1] for row in connection.execute("PRAGMA table_info(pages)")]
+        indexes = {row[1] for row in connection.execute("PRAGMA index_list(pages)")}
+    connection.close()
+    assert columns[-2:] == ["fate", "location"]
+    assert "pages_fate" in indexes
+    RecordsDatabase(url).open().close()  # a second open adds nothing, fails nothing
+
+
+@needs_postgres
+def test_an_older_postgres_table_gets_the_new_columns(postgres_url):
+    import psycopg  # noqa: PLC0415 (only when PostgreSQL is tested)
+
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(OLD_TABLE)
+        connection.cursor().executemany(
+            f"INSERT INTO pages VALUES ({','.join(['%s'] * 15)})",  # noqa: S608 (marks only)
+            OLD_ROWS,
+        )
+    database = RecordsDatabase(postgres_url).open()
+    try:
+        database.upsert([row_of(record("http://a.example/x", fate="timed_out"))])
+        rows = {row["url"]: row["fate"] for row in database.query()}
+        assert rows == {
+            "http://a.example/x": "timed_out",
+            "http://old.example/gone": None,
+            "http://old.example/ok": None,
+        }
+        failed = [row["url"] for row in database.query(fates=FAILED_FATES)]
+        assert failed == ["http://a.example/x", "http://old.example/gone"]
+    finally:
+        database.close()
+    with psycopg.connect(postgres_url) as connection:
+        indexes = connection.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'pages'"
+        ).fetchall()
+    assert ("pages_fate",) in indexes
+    RecordsDatabase(postgres_url).open().close()
