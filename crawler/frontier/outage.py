@@ -1,0 +1,208 @@
+"""Redis going away and coming back: one tracker per crawl, one backoff per caller.
+
+Every component that talks to Redis reports each failure it rides out
+(``is_outage``) and each success to the crawl's ``RedisOutage``, so the operator
+reads one WARNING when Redis becomes unreachable and one INFO, with how long it
+lasted, when it answers again, whichever component noticed first. While Redis is
+away a component keeps its work in memory and tries again after its ``Backoff``
+delay (0.5 s, doubling up to 5 s): no busy loop, no sleep on the reactor thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from typing import TYPE_CHECKING, TypeVar
+from weakref import WeakKeyDictionary
+
+from redis.backoff import NoBackoff
+from redis.exceptions import (
+    ClusterError,
+    ConnectionError,
+    RedisClusterException,
+    RedisError,
+    ResponseError,
+    TimeoutError,
+    TryAgainError,
+)
+from redis.retry import Retry
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    import redis
+    from scrapy.crawler import Crawler
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+# First wait after a failure, and the longest: the delay doubles in between.
+FIRST_DELAY = 0.5
+MOST_DELAY = 5.0
+# Errors that say the server is away, restarting or failing over, not that a
+# command is wrong. ConnectionError covers BusyLoadingError (LOADING),
+# ClusterError covers ClusterDownError and MasterDownError (MASTERDOWN).
+_AWAY = (ConnectionError, TimeoutError, ClusterError, TryAgainError)
+# Replies that say the same when they come back as a plain ResponseError (from a
+# pipeline or a script): a restarting server, a replica, a failover.
+_AWAY_REPLIES = ("LOADING", "MASTERDOWN", "READONLY", "CLUSTERDOWN", "TRYAGAIN")
+
+# What a call to Redis may raise; ``is_outage`` tells which of these to wait out.
+REDIS_ERRORS = (RedisError, RedisClusterException)
+
+T = TypeVar("T")
+
+_BY_CRAWLER: WeakKeyDictionary[Crawler, RedisOutage] = WeakKeyDictionary()
+
+
+def is_outage(error: BaseException) -> bool:
+    """Whether *error* is one to wait out: Redis away, loading, or failing over."""
+    if isinstance(error, _AWAY):
+        return True
+    if isinstance(error, ResponseError):  # ReadOnlyError is one, with "READONLY"
+        return str(error).startswith(_AWAY_REPLIES)
+    # redis-py's Cluster client, when no node of the cluster answers.
+    return isinstance(error, RedisClusterException) and "connect" in str(error)
+
+
+def reactor_retry() -> Retry:
+    """The retry policy of a blocking client used on the reactor thread: one new
+    connection at once (a connection the server closed), never a sleep; a longer
+    wait is the caller's ``Backoff``."""
+    return Retry(NoBackoff(), 1)
+
+
+def use_reactor_retry(client: redis.Redis) -> None:
+    """Give *client* (single server or Cluster) ``reactor_retry``."""
+    client.set_retry(reactor_retry())
+
+
+class Backoff:
+    """When one caller may try Redis again: at once while it answers, then after
+    FIRST_DELAY, doubling up to MOST_DELAY, while it keeps failing."""
+
+    def __init__(self) -> None:
+        self.retry_at = 0.0
+        self.failures = 0
+
+    def ready(self, now: float) -> bool:
+        return now >= self.retry_at
+
+    def failed(self, now: float) -> float:
+        """Note a failure at *now*; when to try again."""
+        delay = min(FIRST_DELAY * 2**self.failures, MOST_DELAY)
+        self.failures += 1
+        self.retry_at = now + delay
+        return self.retry_at
+
+    def succeeded(self) -> bool:
+        """Note a success; whether it ended a run of failures."""
+        ended = self.failures > 0
+        self.failures, self.retry_at = 0, 0.0
+        return ended
+
+
+class RedisGate:
+    """One caller's way to Redis: its own ``Backoff``, reporting to the crawl's
+    tracker under the caller's name."""
+
+    def __init__(self, outage: RedisOutage, where: str) -> None:
+        self.outage = outage
+        self.where = where
+        self.backoff = Backoff()
+
+    @property
+    def retry_at(self) -> float:
+        return self.backoff.retry_at
+
+    def ready(self, now: float) -> bool:
+        """Whether to try Redis at *now*: it answered last, or the wait is over."""
+        return self.backoff.ready(now)
+
+    def failed(self, error: BaseException, now: float) -> float:
+        """Note *error* (``is_outage``); when to try again."""
+        self.outage.failed(error, self.where)
+        return self.backoff.failed(now)
+
+    def succeeded(self) -> bool:
+        """Note that Redis answered; whether this caller had been failing."""
+        self.outage.succeeded()
+        return self.backoff.succeeded()
+
+
+class RedisOutage:
+    """The crawl's view of its Redis: up, or away since when. Logs each change once."""
+
+    def __init__(self, stats: StatsCollector) -> None:
+        self._stats = stats
+        self.down_since: float | None = None
+        self._errors = 0
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> RedisOutage:
+        """The crawler's one tracker, shared by every component."""
+        if (found := _BY_CRAWLER.get(crawler)) is None:
+            assert crawler.stats is not None
+            found = _BY_CRAWLER[crawler] = cls(crawler.stats)
+        return found
+
+    @property
+    def down(self) -> bool:
+        return self.down_since is not None
+
+    def gate(self, where: str) -> RedisGate:
+        """A new caller's gate, named *where* in the log line."""
+        return RedisGate(self, where)
+
+    def failed(self, error: BaseException, where: str) -> None:
+        """A call to Redis failed with *error* (``is_outage``) in component *where*."""
+        self._stats.inc_value("redis/errors")
+        self._errors += 1
+        if self.down_since is not None:
+            return
+        self.down_since = time.monotonic()
+        self._stats.inc_value("redis/outages")
+        logger.warning(
+            "Redis is unreachable (%(error)s, in %(where)s): the crawl waits for it, "
+            "keeping its in-flight requests and unwritten work, and resumes when it "
+            "answers",
+            {"error": _one_line(error), "where": where},
+        )
+
+    def succeeded(self) -> None:
+        """A call to Redis succeeded: if Redis was away, it is back."""
+        if self.down_since is None:
+            return
+        seconds = time.monotonic() - self.down_since
+        self.down_since = None
+        self._stats.inc_value("redis/outage_seconds", math.ceil(seconds))
+        logger.info(
+            "Redis answers again after %(seconds).1fs away (%(errors)d calls failed "
+            "meanwhile): the crawl resumes",
+            {"seconds": seconds, "errors": self._errors},
+        )
+        self._errors = 0
+
+
+async def patiently(gate: RedisGate, call: Callable[[], Awaitable[T]]) -> T:
+    """Await *call* until Redis answers it. While Redis is away the caller waits,
+    the gate's delay between two tries; any other error is raised."""
+    while True:
+        if (wait := gate.retry_at - time.time()) > 0:
+            await asyncio.sleep(wait)
+        try:
+            result = await call()
+        except REDIS_ERRORS as exc:
+            if not is_outage(exc):
+                raise
+            gate.failed(exc, time.time())
+            continue
+        gate.succeeded()
+        return result
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text[:300]
