@@ -80,8 +80,9 @@ def use_reactor_retry(client: redis.Redis) -> None:
 
 
 class Backoff:
-    """When one caller may try Redis again: at once while it answers, then after
-    FIRST_DELAY, doubling up to MOST_DELAY, while it keeps failing."""
+    """When one caller may try Redis again: at once after a first failure (a
+    connection the server closed is opened again), then after FIRST_DELAY,
+    doubling up to MOST_DELAY, while it keeps failing."""
 
     def __init__(self) -> None:
         self.retry_at = 0.0
@@ -92,7 +93,9 @@ class Backoff:
 
     def failed(self, now: float) -> float:
         """Note a failure at *now*; when to try again."""
-        delay = min(FIRST_DELAY * 2**self.failures, MOST_DELAY)
+        delay = 0.0
+        if self.failures:
+            delay = min(FIRST_DELAY * 2 ** (self.failures - 1), MOST_DELAY)
         self.failures += 1
         self.retry_at = now + delay
         return self.retry_at
@@ -122,8 +125,9 @@ class RedisGate:
         return self.backoff.ready(now)
 
     def failed(self, error: BaseException, now: float) -> float:
-        """Note *error* (``is_outage``); when to try again."""
-        self.outage.failed(error, self.where)
+        """Note *error* (``is_outage``); when to try again. A first failure is
+        tried again at once: only a second one in a row says Redis is away."""
+        self.outage.failed(error, self.where, away=self.backoff.failures > 0)
         return self.backoff.failed(now)
 
     def succeeded(self) -> bool:
@@ -156,13 +160,16 @@ class RedisOutage:
         """A new caller's gate, named *where* in the log line."""
         return RedisGate(self, where)
 
-    def failed(self, error: BaseException, where: str) -> None:
-        """A call to Redis failed with *error* (``is_outage``) in component *where*."""
+    def failed(self, error: BaseException, where: str, *, away: bool = True) -> None:
+        """A call to Redis failed with *error* (``is_outage``) in component *where*;
+        *away*: and Redis is taken to be away (else it is only counted)."""
         self._stats.inc_value("redis/errors")
-        self._errors += 1
         if self.down_since is not None:
+            self._errors += 1
             return
-        self.down_since = time.monotonic()
+        if not away:
+            return
+        self.down_since, self._errors = time.monotonic(), 1
         self._stats.inc_value("redis/outages")
         logger.warning(
             "Redis is unreachable (%(error)s, in %(where)s): the crawl waits for it, "
@@ -183,7 +190,6 @@ class RedisOutage:
             "meanwhile): the crawl resumes",
             {"seconds": seconds, "errors": self._errors},
         )
-        self._errors = 0
 
 
 async def patiently(gate: RedisGate, call: Callable[[], Awaitable[T]]) -> T:

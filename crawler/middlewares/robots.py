@@ -284,7 +284,7 @@ class RobotsMiddleware:
         except REDIS_ERRORS as exc:
             if not is_outage(exc):
                 raise
-            self._gate.outage.failed(exc, self._gate.where)
+            self._gate.failed(exc, time.time())
 
     # --- fetching ---------------------------------------------------------------------
 
