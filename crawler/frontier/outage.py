@@ -29,6 +29,8 @@ from redis.exceptions import (
 )
 from redis.retry import Retry
 
+from crawler.connection import RedisUnreachableError
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
@@ -43,14 +45,21 @@ FIRST_DELAY = 0.5
 MOST_DELAY = 5.0
 # Errors that say the server is away, restarting or failing over, not that a
 # command is wrong. ConnectionError covers BusyLoadingError (LOADING),
-# ClusterError covers ClusterDownError and MasterDownError (MASTERDOWN).
-_AWAY = (ConnectionError, TimeoutError, ClusterError, TryAgainError)
+# ClusterError covers ClusterDownError and MasterDownError (MASTERDOWN);
+# RedisUnreachableError is a client made while Redis is away.
+_AWAY = (
+    ConnectionError,
+    TimeoutError,
+    ClusterError,
+    TryAgainError,
+    RedisUnreachableError,
+)
 # Replies that say the same when they come back as a plain ResponseError (from a
 # pipeline or a script): a restarting server, a replica, a failover.
 _AWAY_REPLIES = ("LOADING", "MASTERDOWN", "READONLY", "CLUSTERDOWN", "TRYAGAIN")
 
 # What a call to Redis may raise; ``is_outage`` tells which of these to wait out.
-REDIS_ERRORS = (RedisError, RedisClusterException)
+REDIS_ERRORS = (RedisError, RedisClusterException, RedisUnreachableError)
 
 T = TypeVar("T")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 import subprocess
@@ -11,15 +12,28 @@ from typing import TYPE_CHECKING
 
 import pytest
 import redis as redis_py
+from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest
+from scrapy.utils.defer import deferred_f_from_coro_f
+from scrapy.utils.test import get_crawler
 
 from crawler.frontier.embedded import redis_server_binary
+from crawler.frontier.keys import CrawlKeys
+from crawler.middlewares.robots import RobotsMiddleware
+from crawler.middlewares.timeouts import HostRecords
+from crawler.policy.robots import Fetch, RobotsConfig, record_after
+from crawler.policy.tiers import HostHealth
+from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_node_failures import page_fetches
 from tests.servers import ROOT, running_site, stop, wait_for
 from tests.site import bfs_depths
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from pathlib import Path
+    from typing import Any
+
+    from scrapy.crawler import Crawler
 
     from tests.servers import RunningSite
 
@@ -195,3 +209,74 @@ def test_a_crawl_rides_out_its_redis_connections_being_killed(tmp_path):
     assert len(outage_lines(result.stderr, "INFO")) == len(warnings)
     assert redis_complaints(result.stderr) == []
     assert "Traceback" not in result.stderr
+
+
+@pytest.fixture
+def restartable(tmp_path: Path) -> Iterator[RestartableRedis]:
+    server = RestartableRedis(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def component_crawler(settings: Any, server: RestartableRedis) -> Crawler:
+    crawler = get_crawler(
+        BfsSpider, settings(REDIS_URL=server.url, ROBOTSTXT_OBEY=True)
+    )
+    crawler.spider = crawler._create_spider()  # components read its name
+    return crawler
+
+
+@deferred_f_from_coro_f
+async def test_a_robots_lookup_waits_for_redis_instead_of_failing(
+    settings, restartable
+):
+    crawler = component_crawler(settings, restartable)
+    middleware = RobotsMiddleware.from_crawler(crawler)
+    origin = "http://127.0.0.2:9"  # nothing listens: only the record in Redis
+    record = record_after(
+        RobotsConfig.from_settings(crawler.settings),
+        Fetch("parse", 200, "User-agent: *\nDisallow: /private\n"),
+        now=time.time(),
+    )
+    writer = redis_py.Redis.from_url(restartable.url)
+    writer.set(CrawlKeys("bfs").robots(origin), record.to_json(), ex=3600)
+    writer.close()
+    restartable.stop()
+    try:
+        lookup = asyncio.ensure_future(middleware.process_request(Request(origin)))
+        await asyncio.sleep(2.0)
+        assert not lookup.done()  # waiting for Redis, not failed
+        restartable.start()
+        assert await asyncio.wait_for(lookup, timeout=15) is None  # allowed
+        with pytest.raises(IgnoreRequest):  # the rules came from Redis
+            await middleware.process_request(Request(f"{origin}/private/1"))
+    finally:
+        await crawler.signals.send_catch_log_async(signals.spider_closed)
+    assert crawler.stats.get_value("redis/outages") == 1
+
+
+def test_host_records_are_kept_while_redis_is_away_and_written_back(
+    settings, restartable
+):
+    records = HostRecords(component_crawler(settings, restartable))
+    slow = HostHealth(slow=True, successes=1)
+    records.put("127.0.0.2", HostHealth())
+    restartable.stop()
+    records.put("127.0.0.2", slow)  # does not raise: kept for later
+    assert records.get("127.0.0.2") == slow
+    assert records.get("127.0.0.3") == HostHealth()  # unknown: a healthy host
+    restartable.start()
+    reader = redis_py.Redis.from_url(restartable.url)
+    key = CrawlKeys("bfs").health
+
+    def written() -> bool:
+        records.put("127.0.0.4", HostHealth())  # a write tries the unwritten too
+        return reader.hget(key, "127.0.0.2") == slow.to_json().encode()
+
+    try:
+        assert wait_for(written, timeout=15, interval=0.2)
+    finally:
+        reader.close()
