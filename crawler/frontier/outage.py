@@ -5,7 +5,9 @@ Every component that talks to Redis reports each failure it rides out
 reads one WARNING when Redis becomes unreachable and one INFO, with how long it
 lasted, when it answers again, whichever component noticed first. While Redis is
 away a component keeps its work in memory and tries again after its ``Backoff``
-delay (0.5 s, doubling up to 5 s): no busy loop, no sleep on the reactor thread.
+delay (at once, then 0.5 s doubling up to 5 s): no busy loop, no sleep on the
+reactor thread. A single failed call (a connection the server closed) that
+succeeds when tried again at once is counted, not reported as an outage.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import (
     ClusterError,
     ConnectionError,
+    ReadOnlyError,
     RedisClusterException,
     RedisError,
     ResponseError,
@@ -40,7 +43,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# First wait after a failure, and the longest: the delay doubles in between.
+# While Redis keeps failing (after one try again at once): the first wait between
+# two tries, and the longest; the wait doubles in between.
 FIRST_DELAY = 0.5
 MOST_DELAY = 5.0
 # Errors that say the server is away, restarting or failing over, not that a
@@ -52,6 +56,7 @@ _AWAY = (
     TimeoutError,
     ClusterError,
     TryAgainError,
+    ReadOnlyError,
     RedisUnreachableError,
 )
 # Replies that say the same when they come back as a plain ResponseError (from a
@@ -70,7 +75,7 @@ def is_outage(error: BaseException) -> bool:
     """Whether *error* is one to wait out: Redis away, loading, or failing over."""
     if isinstance(error, _AWAY):
         return True
-    if isinstance(error, ResponseError):  # ReadOnlyError is one, with "READONLY"
+    if isinstance(error, ResponseError):
         return str(error).startswith(_AWAY_REPLIES)
     # redis-py's Cluster client, when no node of the cluster answers.
     return isinstance(error, RedisClusterException) and "connect" in str(error)

@@ -126,6 +126,15 @@ class FrontierScheduler(BaseScheduler):
         except (RedisUnreachableError, EmbeddedRedisError, SchemaMismatchError) as exc:
             self._failure = StartupFailure(self._crawler, str(exc))
             return
+        except REDIS_ERRORS as exc:
+            if not is_outage(exc):
+                raise
+            self._failure = StartupFailure(
+                self._crawler,
+                f"Redis stopped answering as the frontier opened ({exc}): run the "
+                "crawl again once it is back",
+            )
+            return
         # The frontier owns the per-host delay; Scrapy's AutoThrottle sets the same
         # attribute. Left alone, DOWNLOAD_DELAY would be applied twice.
         self._crawler.engine.downloader._delay = 0.0
