@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 from weakref import WeakKeyDictionary
 
 from redis.backoff import NoBackoff
+from redis.cluster import RedisCluster
 from redis.exceptions import (
     ClusterError,
     ConnectionError,
@@ -89,8 +90,11 @@ def reactor_retry() -> Retry:
 
 
 def use_reactor_retry(client: redis.Redis) -> None:
-    """Give *client* (single server or Cluster) ``reactor_retry``."""
-    client.set_retry(reactor_retry())
+    """Give *client* ``reactor_retry`` if it is a single server's. A Cluster client
+    keeps redis-py's own retries: they find the cluster's new layout after a
+    failover."""
+    if not isinstance(client, RedisCluster):
+        client.set_retry(reactor_retry())
 
 
 class Backoff:
