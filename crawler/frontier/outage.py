@@ -138,6 +138,11 @@ class RedisGate:
     def retry_at(self) -> float:
         return self.backoff.retry_at
 
+    @property
+    def failing(self) -> bool:
+        """Whether this caller's last call to Redis failed."""
+        return self.backoff.failures > 0
+
     def ready(self, now: float) -> bool:
         """Whether to try Redis at *now*: it answered last, or the wait is over."""
         return self.backoff.ready(now)
@@ -149,7 +154,8 @@ class RedisGate:
         return self.backoff.failed(now)
 
     def succeeded(self) -> bool:
-        """Note that Redis answered; whether this caller had been failing."""
+        """Note that Redis answered a call (only after a real round trip: this may
+        end the outage); whether this caller had been failing."""
         self.outage.succeeded()
         return self.backoff.succeeded()
 

@@ -234,7 +234,7 @@ class FrontierScheduler(BaseScheduler):
         if self._store.has_work():
             return True
         now = time.time()
-        if not self._gate.ready(now):
+        if not self._redis_usable(now):
             return True  # Redis is away: the crawl is over only when it says so
         try:
             return not self._drained()
@@ -259,16 +259,14 @@ class FrontierScheduler(BaseScheduler):
         if self._store is None or self._control.paused:
             return None
         now = time.time()
-        if not self._gate.ready(now):
+        if not self._redis_usable(now):
             self._wake_at(self._gate.retry_at, now)
             return None
         try:
-            request = self._next_request(now)
+            return self._next_request(now)
         except REDIS_ERRORS as exc:
             self._redis_failed(exc, now)
             return None
-        self._redis_answered()
-        return request
 
     def _next_request(self, now: float) -> Request | None:
         assert self._store is not None
@@ -372,15 +370,13 @@ class FrontierScheduler(BaseScheduler):
     def _write(self, now: float, done: Sequence[Held] = ()) -> None:
         """``_flush``, unless Redis is away: what is not written stays buffered, to
         go with the next round trip that succeeds."""
-        if not self._gate.ready(now):
+        if not self._redis_usable(now):
             self._done.extend(done)
             return
         try:
             self._flush(now, done)
         except REDIS_ERRORS as exc:
             self._redis_failed(exc, now)  # _flush put back what it took
-            return
-        self._redis_answered()
 
     def _leased_request(self, lease: Lease, entry: bytes, now: float) -> Request | None:
         try:
@@ -531,6 +527,23 @@ class FrontierScheduler(BaseScheduler):
 
     # --- Redis away and back -----------------------------------------------------------
 
+    def _redis_usable(self, now: float) -> bool:
+        """Whether to go to Redis at *now*: yes while it answers; after a failure,
+        once the gate's wait is over and Redis answers a PING. (A call that found
+        nothing to send would prove nothing, and end no outage.)"""
+        if not self._gate.ready(now):
+            return False
+        if not self._gate.failing:
+            return True
+        assert self._store is not None
+        try:
+            self._store.client.ping()
+        except REDIS_ERRORS as exc:
+            self._redis_failed(exc, now)
+            return False
+        self._redis_answered()
+        return True
+
     def _redis_failed(self, error: Exception, now: float) -> None:
         """Wait out *error* if it says Redis is away (else raise it): no request
         until the gate's delay is over, then the engine is woken to try again."""
@@ -539,8 +552,9 @@ class FrontierScheduler(BaseScheduler):
         self._wake_at(self._gate.failed(error, now), now)
 
     def _redis_answered(self, *, maintained: bool = False) -> None:
-        """Redis answered: after an outage, the heartbeat runs at once (unless it
-        just did), so this node re-claims its shards and requeues expired leases."""
+        """Redis answered a round trip: after an outage, the heartbeat runs at once
+        (unless it just did), so this node re-claims its shards and requeues
+        expired leases."""
         if self._gate.succeeded() and not maintained:
             self._catch_up = call_later(0, self._maintain)
 
