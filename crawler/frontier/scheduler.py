@@ -199,13 +199,12 @@ class FrontierScheduler(BaseScheduler):
         pages are fetched again (by another node, or the next run)."""
         self._outage.failed(error, "the scheduler")
         logger.warning(
-            "Closed while Redis is unreachable: %(links)d requests and %(acks)d "
-            "acknowledgements unwritten; %(leases)d leases will expire and be "
-            "fetched again",
+            "Closed while Redis is unreachable: %(links)d requests unwritten; the "
+            "%(leases)d pages in flight or not yet acknowledged will be fetched "
+            "again when their leases expire",
             {
                 "links": len(self._buffer),
-                "acks": len(self._done),
-                "leases": len(self._held.leases()),
+                "leases": len(self._held.leases()) + len(self._done),
             },
             extra={"spider": self._spider},
         )

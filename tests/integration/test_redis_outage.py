@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -209,6 +210,47 @@ def test_a_crawl_rides_out_its_redis_connections_being_killed(tmp_path):
     assert len(outage_lines(result.stderr, "INFO")) == len(warnings)
     assert redis_complaints(result.stderr) == []
     assert "Traceback" not in result.stderr
+
+
+def test_a_crawl_stopped_while_redis_is_away_closes_and_a_rerun_finishes(tmp_path):
+    server = RestartableRedis(tmp_path)
+    server.start()
+    try:
+        with running_site(hosts=HOSTS, pages=40, links=4, latency=0.05) as site:
+            command = crawl_command(site, server.url)
+            crawler = subprocess.Popen(
+                command, cwd=ROOT, stderr=subprocess.PIPE, text=True
+            )
+            reachable = bfs_depths(site.spec, [(i, 0) for i in range(HOSTS)])
+            try:
+                assert wait_for(lambda: len(site.pages()) >= len(reachable) // 3, 30)
+                server.stop()
+                time.sleep(2.0)  # the node finds Redis gone
+                crawler.send_signal(signal.SIGINT)  # Ctrl-C: a graceful stop
+                _, stderr = crawler.communicate(timeout=30)
+            finally:
+                if crawler.poll() is None:
+                    crawler.kill()
+                    crawler.communicate()
+            assert crawler.returncode == 0, stderr[-3000:]
+            assert "Closed while Redis is unreachable" in stderr
+            assert "Traceback" not in stderr
+            assert len(site.pages()) < len(reachable)  # stopped mid-crawl
+
+            server.start()  # the same append-only file
+            rerun = subprocess.run(
+                command,
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=CRAWL_TIMEOUT,
+                check=False,
+            )
+            fetches = page_fetches(site)
+    finally:
+        server.stop()
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert set(fetches) == set(reachable)  # nothing the first run found is lost
 
 
 @pytest.fixture
