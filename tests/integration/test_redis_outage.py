@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,7 +17,6 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
-from crawler.frontier.embedded import redis_server_binary
 from crawler.frontier.keys import CrawlKeys
 from crawler.middlewares.robots import RobotsMiddleware
 from crawler.middlewares.timeouts import HostRecords
@@ -26,7 +24,7 @@ from crawler.policy.robots import Fetch, RobotsConfig, record_after
 from crawler.policy.tiers import HostHealth
 from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_node_failures import page_fetches
-from tests.servers import ROOT, running_site, stop, wait_for
+from tests.servers import ROOT, RestartableRedis, running_site, wait_for
 from tests.site import bfs_depths
 
 if TYPE_CHECKING:
@@ -48,48 +46,6 @@ HOSTS = 4
 # the most an outage may make the crawl fetch twice.
 IN_FLIGHT = HOSTS
 OUTAGE_LOGGER = "[crawler.frontier.outage]"
-
-
-class RestartableRedis:
-    """A redis-server with its append-only file in *directory*, on one port for
-    its whole life: stopped, then started again from that file."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port: int = probe.getsockname()[1]
-        self._process: subprocess.Popen[str] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        command = [
-            redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
-            "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
-            "--dir", str(self.directory),
-        ]  # fmt: skip
-        self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL, text=True)
-        client = redis_py.Redis.from_url(self.url, socket_connect_timeout=0.2)
-        try:
-            assert wait_for(lambda: _pings(client), timeout=10)
-        finally:
-            client.close()
-
-    def stop(self) -> None:
-        """SIGTERM: Redis writes its append-only file to disk before it exits."""
-        if self._process is not None:
-            stop(self._process)
-            self._process = None
-
-
-def _pings(client: redis_py.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis_py.ConnectionError:  # still starting (or loading its file)
-        return False
 
 
 def crawl_command(site: RunningSite, redis_url: str) -> list[str]:
