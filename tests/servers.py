@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -13,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crawler.frontier.embedded import EmbeddedRedis
+import redis as redis_py
+
+from crawler.frontier.embedded import EmbeddedRedis, redis_server_binary
 from tests.site import SiteSpec, read_log
 
 if TYPE_CHECKING:
@@ -146,3 +149,45 @@ def wait_for(predicate: Any, timeout: float, interval: float = 0.05) -> bool:
             return True
         time.sleep(interval)
     return bool(predicate())
+
+
+class RestartableRedis:
+    """A redis-server with its append-only file in *directory*, on one port for
+    its whole life: stopped, then started again from that file."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port: int = probe.getsockname()[1]
+        self._process: subprocess.Popen[str] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        command = [
+            redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
+            "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
+            "--dir", str(self.directory),
+        ]  # fmt: skip
+        self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL, text=True)
+        client = redis_py.Redis.from_url(self.url, socket_connect_timeout=0.2)
+        try:
+            assert wait_for(lambda: _pings(client), timeout=10)
+        finally:
+            client.close()
+
+    def stop(self) -> None:
+        """SIGTERM: Redis writes its append-only file to disk before it exits."""
+        if self._process is not None:
+            stop(self._process)
+            self._process = None
+
+
+def _pings(client: redis_py.Redis) -> bool:
+    try:
+        return bool(client.ping())
+    except redis_py.ConnectionError:  # still starting (or loading its file)
+        return False

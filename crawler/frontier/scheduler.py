@@ -34,6 +34,12 @@ from crawler.frontier.drain import DrainWatch
 from crawler.frontier.embedded import EmbeddedRedisError
 from crawler.frontier.leases import NODE_META_KEY, Held, HeldLeases
 from crawler.frontier.nodes import Membership
+from crawler.frontier.outage import (
+    REDIS_ERRORS,
+    RedisOutage,
+    is_outage,
+    use_reactor_retry,
+)
 from crawler.frontier.progress import Progress
 from crawler.frontier.store import (
     Ack,
@@ -84,7 +90,7 @@ class FrontierScheduler(BaseScheduler):
         self._delays = delays
         self._admission = Admission(crawler, crawler.spider, config)
         self._held = HeldLeases()
-        self._gate = AckGate(crawler, self._lease_done)
+        self._acks = AckGate(crawler, self._lease_done)
         self._progress = Progress(crawler, config.log_interval)
         self._store: FrontierStore | None = None
         self._membership: Membership | None = None
@@ -93,11 +99,15 @@ class FrontierScheduler(BaseScheduler):
         self._flush_timer: CallLaterResult | None = None
         self._maintenance: AsyncioLoopingCall | LoopingCall | None = None
         self._wake: CallLaterResult | None = None
+        self._catch_up: CallLaterResult | None = None  # a heartbeat after an outage
         self._drain: DrainWatch | None = None
         self._refreshed_at = 0.0
         self._refresh_every = REFRESH_INTERVAL
         self._bad_entry_logged = False
         self._failure: StartupFailure | None = None
+        self._outage = RedisOutage.of(crawler)
+        self._redis_gate = self._outage.gate("the scheduler")
+        self._maintenance_failed = False
         self._control = ControlFollower(crawler.settings, machine_zone())
         crawler.signals.connect(self._lease_done, signal=lease_done)
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
@@ -121,6 +131,15 @@ class FrontierScheduler(BaseScheduler):
         except (RedisUnreachableError, EmbeddedRedisError, SchemaMismatchError) as exc:
             self._failure = StartupFailure(self._crawler, str(exc))
             return
+        except REDIS_ERRORS as exc:
+            if not is_outage(exc):
+                raise
+            self._failure = StartupFailure(
+                self._crawler,
+                f"Redis stopped answering as the frontier opened ({exc}): run the "
+                "crawl again once it is back",
+            )
+            return
         # The frontier owns the per-host delay; Scrapy's AutoThrottle sets the same
         # attribute. Left alone, DOWNLOAD_DELAY would be applied twice.
         self._crawler.engine.downloader._delay = 0.0
@@ -135,6 +154,9 @@ class FrontierScheduler(BaseScheduler):
 
     def _open_store(self, now: float) -> FrontierStore:
         client = sync_client(self._crawler)
+        use_reactor_retry(
+            client
+        )  # a longer wait is self._redis_gate's, off the reactor
         try:
             check_reachable(client, redis_url(self._crawler))
             store = FrontierStore(client, self._config)
@@ -150,15 +172,26 @@ class FrontierScheduler(BaseScheduler):
         return store
 
     def close(self, reason: str) -> None:
-        self._gate.stop()  # requests the engine is through with are acked, not requeued
+        self._acks.stop()  # requests the engine is through with are acked, not requeued
         if self._maintenance is not None and self._maintenance.running:
             self._maintenance.stop()
-        for timer in (self._wake, self._flush_timer):
+        for timer in (self._wake, self._flush_timer, self._catch_up):
             if timer is not None:
                 timer.cancel()
         if self._store is None:
             return
-        now = time.time()
+        try:
+            self._close_store(time.time())
+        except REDIS_ERRORS as exc:
+            if not is_outage(exc):
+                raise
+            self._closed_without_redis(exc)
+        finally:
+            self._store.client.close()
+
+    def _close_store(self, now: float) -> None:
+        """Write what is pending, give back this node's leases and shards."""
+        assert self._store is not None
         self._flush(now)
         self._admission.count_duplicates(0)  # the last ones found locally
         if leases := self._held.leases():
@@ -169,7 +202,22 @@ class FrontierScheduler(BaseScheduler):
             self._membership.leave()
         if not self._config.persist:
             self._forget_crawl()
-        self._store.client.close()
+
+    def _closed_without_redis(self, error: Exception) -> None:
+        """Closing while Redis is away loses nothing: the leases of the pages whose
+        links are unwritten are not acknowledged either, so they expire and those
+        pages are fetched again (by another node, or the next run)."""
+        self._outage.failed(error, "the scheduler")
+        logger.warning(
+            "Closed while Redis is unreachable: %(links)d requests unwritten; the "
+            "%(leases)d pages in flight or not yet acknowledged will be fetched "
+            "again when their leases expire",
+            {
+                "links": len(self._buffer),
+                "leases": len(self._held.leases()) + len(self._done),
+            },
+            extra={"spider": self._spider},
+        )
 
     def _forget_crawl(self) -> None:
         """FRONTIER_PERSIST=False: delete the crawl, unless other nodes still work."""
@@ -192,7 +240,16 @@ class FrontierScheduler(BaseScheduler):
             return True
         if self._store is None:
             return False
-        return self._store.has_work() or not self._drained()
+        if self._store.has_work():
+            return True
+        now = time.time()
+        if not self._redis_usable(now):
+            return True  # Redis is away: the crawl is over only when it says so
+        try:
+            return not self._drained()
+        except REDIS_ERRORS as exc:
+            self._redis_failed(exc, now)
+            return True
 
     def enqueue_request(self, request: Request) -> bool:
         if self._store is None:
@@ -202,16 +259,27 @@ class FrontierScheduler(BaseScheduler):
         if pending is not None:
             self._buffer.append(pending)
         if replaced is not None:
-            self._flush(time.time(), [replaced])
+            self._write(time.time(), [replaced])
         elif len(self._buffer) >= self._config.push_batch:
-            self._flush(time.time())
+            self._write(time.time())
         return pending is not None
 
     def next_request(self) -> Request | None:
         if self._store is None or self._control.paused:
             return None
-        self._gate.sweep()  # acks of requests done since the last ask ride on this pop
+        self._acks.sweep()  # acks of requests done since the last ask ride on this pop
         now = time.time()
+        if not self._redis_usable(now):
+            self._wake_at(self._redis_gate.retry_at, now)
+            return None
+        try:
+            return self._next_request(now)
+        except REDIS_ERRORS as exc:
+            self._redis_failed(exc, now)
+            return None
+
+    def _next_request(self, now: float) -> Request | None:
+        assert self._store is not None
         if due := self._store.due_shards(now):
             self._store.promote(due, now)
         request = self._pop(now)
@@ -329,7 +397,18 @@ class FrontierScheduler(BaseScheduler):
         """The ack timer: writes what no engine loop has written since."""
         self._flush_timer = None
         if self._store is not None:
-            self._flush(time.time())
+            self._write(time.time())
+
+    def _write(self, now: float, done: Sequence[Held] = ()) -> None:
+        """``_flush``, unless Redis is away: what is not written stays buffered, to
+        go with the next round trip that succeeds."""
+        if not self._redis_usable(now):
+            self._done.extend(done)
+            return
+        try:
+            self._flush(now, done)
+        except REDIS_ERRORS as exc:
+            self._redis_failed(exc, now)  # _flush put back what it took
 
     def _leased_request(self, lease: Lease, entry: bytes, now: float) -> Request | None:
         try:
@@ -338,7 +417,7 @@ class FrontierScheduler(BaseScheduler):
             self._drop_bad_entry(lease, entry, exc, now)
             return None
         self._held.hold(lease, request)
-        self._gate.track(request)
+        self._acks.track(request)
         if lease.reparse:
             request.meta[REPARSE] = True
         assert self._membership is not None
@@ -377,6 +456,9 @@ class FrontierScheduler(BaseScheduler):
             if self._drained():
                 return
             wake = self._refreshed_at + self._refresh_every
+        self._wake_at(wake, now)
+
+    def _wake_at(self, wake: float, now: float) -> None:
         if self._wake is not None:
             self._wake.cancel()
         self._wake = call_later(max(0.0, wake - now), self._wake_engine)
@@ -398,14 +480,43 @@ class FrontierScheduler(BaseScheduler):
             self._flush_timer = call_later(ACK_DELAY, self._flush_pending)
 
     def _maintain(self) -> None:
+        """One heartbeat. Nothing it meets stops the loop (a stopped heartbeat would
+        leave this node's shards without an owner): Redis away is waited out, any
+        other error is logged and the next round runs as usual."""
+        now = time.time()
+        try:
+            self._maintenance_round(now)
+        except REDIS_ERRORS as exc:
+            if is_outage(exc):
+                self._redis_failed(exc, now)
+                return
+            self._log_maintenance_error(exc)
+        except Exception as exc:  # noqa: BLE001 (logged with its traceback, then counted)
+            self._log_maintenance_error(exc)
+        else:
+            self._redis_answered(maintained=True)
+
+    def _log_maintenance_error(self, error: Exception) -> None:
+        self._stats.inc_value("frontier/maintenance_errors")
+        if not self._maintenance_failed:
+            self._maintenance_failed = True
+            logger.error(
+                "A maintenance round failed; the next runs as usual (further "
+                "failures are counted in frontier/maintenance_errors)",
+                exc_info=error,
+                extra={"spider": self._spider},
+            )
+
+    def _maintenance_round(self, now: float) -> None:
         assert self._store is not None
         assert self._membership is not None
-        now = time.time()
         owned = self._membership.owned
         pages = self._stats.get_value("response_received_count", 0)
         if self._membership.beat(now, pages) - owned:
             self._wake_engine()  # shards gained: there may be work in them
-        self._store.renew(self._held.leases(), now)
+        # Leases done but not yet acknowledged (Redis was away) are still this node's.
+        unacked = [held.lease for held in self._done]
+        self._store.renew([*self._held.leases(), *unacked], now)
         self._follow_control()
         if recovered := self._store.requeue(now):
             self._stats.inc_value("frontier/leases_recovered", recovered)
@@ -449,6 +560,39 @@ class FrontierScheduler(BaseScheduler):
     def _drained(self) -> bool:
         assert self._drain is not None
         return self._drain.drained(time.time())
+
+    # --- Redis away and back -----------------------------------------------------------
+
+    def _redis_usable(self, now: float) -> bool:
+        """Whether to go to Redis at *now*: yes while it answers; after a failure,
+        once the gate's wait is over and Redis answers a PING. (A call that found
+        nothing to send would prove nothing, and end no outage.)"""
+        if not self._redis_gate.ready(now):
+            return False
+        if not self._redis_gate.failing:
+            return True
+        assert self._store is not None
+        try:
+            self._store.client.ping()
+        except REDIS_ERRORS as exc:
+            self._redis_failed(exc, now)
+            return False
+        self._redis_answered()
+        return True
+
+    def _redis_failed(self, error: Exception, now: float) -> None:
+        """Wait out *error* if it says Redis is away (else raise it): no request
+        until the gate's delay is over, then the engine is woken to try again."""
+        if not is_outage(error):
+            raise error
+        self._wake_at(self._redis_gate.failed(error, now), now)
+
+    def _redis_answered(self, *, maintained: bool = False) -> None:
+        """Redis answered a round trip: after an outage, the heartbeat runs at once
+        (unless it just did), so this node re-claims its shards and requeues
+        expired leases."""
+        if self._redis_gate.succeeded() and not maintained:
+            self._catch_up = call_later(0, self._maintain)
 
     def _spider_idle(self) -> None:
         if not self._config.close_when_drained:

@@ -12,12 +12,12 @@ goes out only after the host's delay.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, NoReturn
 from weakref import WeakKeyDictionary
 
@@ -30,6 +30,7 @@ from crawler import __version__
 from crawler.connection import async_client
 from crawler.frontier.holds import ForbiddenByRobots, HoldRequest
 from crawler.frontier.keys import CrawlKeys
+from crawler.frontier.outage import REDIS_ERRORS, RedisOutage, is_outage, patiently
 from crawler.meta import ROBOTS_FETCH
 from crawler.policy.botname import bot_user_agent
 from crawler.policy.hosts import host_of
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from typing import Self
 
     import redis.asyncio
+    from redis.asyncio.lock import Lock
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
@@ -123,6 +125,7 @@ class RobotsMiddleware:
         self._cache = _RulesCache(CACHE_SIZE)
         self._loading: dict[str, asyncio.Event] = {}
         self._redis: redis.asyncio.Redis | None = None
+        self._gate = RedisOutage.of(crawler).gate("the robots middleware")
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         _BY_CRAWLER[crawler] = self
 
@@ -204,7 +207,8 @@ class RobotsMiddleware:
     async def _load(self, origin: str) -> tuple[RobotsRecord, bool]:
         """The fresh record in Redis, else one this node fetches under the lock; and
         whether it fetched. A node that finds the lock taken waits for the record, at
-        most as long as the lock can live."""
+        most as long as the lock can live. While Redis is away, the request waits
+        for it (``patiently``) instead of failing."""
         deadline = time.monotonic() + self._lock_timeout + 1.0
         waited = False
         while True:
@@ -215,12 +219,11 @@ class RobotsMiddleware:
             lock = self._client().lock(
                 self._keys.robots_lock(origin), timeout=self._lock_timeout
             )
-            if await lock.acquire(blocking=False):
+            if await patiently(self._gate, partial(lock.acquire, blocking=False)):
                 try:
                     return await self._load_locked(origin)
                 finally:
-                    with contextlib.suppress(LockError):  # expired: nothing to free
-                        await lock.release()
+                    await self._release(lock)
             if time.monotonic() >= deadline:
                 break
             if not waited:
@@ -253,7 +256,8 @@ class RobotsMiddleware:
     async def _read(
         self, origin: str
     ) -> tuple[RobotsRecord | None, BadRecordError | None]:
-        data = await self._client().get(self._keys.robots(origin))
+        key = self._keys.robots(origin)
+        data = await patiently(self._gate, lambda: self._client().get(key))
         if data is None:
             return None, None
         try:
@@ -267,12 +271,23 @@ class RobotsMiddleware:
         fetch = await self._fetch(origin)
         now = time.time()
         record = record_after(self._config, fetch, now=now, previous=previous)
-        await self._client().set(
-            self._keys.robots(origin),
-            record.to_json(),
-            ex=retention(self._config, record, now=now),
+        key, ttl = self._keys.robots(origin), retention(self._config, record, now=now)
+        await patiently(
+            self._gate, lambda: self._client().set(key, record.to_json(), ex=ttl)
         )
         return record
+
+    async def _release(self, lock: Lock) -> None:
+        """Free the fetch lock; one that expired, or that Redis is away to free,
+        frees itself when its timeout ends (the others wait at most that long)."""
+        try:
+            await lock.release()
+        except LockError:
+            return  # expired: nothing to free
+        except REDIS_ERRORS as exc:
+            if not is_outage(exc):
+                raise
+            self._gate.failed(exc, time.time())
 
     # --- fetching ---------------------------------------------------------------------
 

@@ -23,6 +23,12 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 from crawler.connection import sync_client
 from crawler.frontier.admission import tier_of
 from crawler.frontier.keys import CrawlKeys
+from crawler.frontier.outage import (
+    REDIS_ERRORS,
+    RedisOutage,
+    is_outage,
+    use_reactor_retry,
+)
 from crawler.meta import ROBOTS_FETCH
 from crawler.policy.hosts import BadURLError, host_of
 from crawler.policy.suffixes import most_specific, normalized_table
@@ -216,7 +222,11 @@ def far_hosts(value: object) -> Callable[[str], bool]:
 
 
 class HostRecords:
-    """The hosts' timeout records: in Redis for the cluster, cached in this process."""
+    """The hosts' timeout records: in Redis for the cluster, cached in this process.
+
+    While Redis is away a record is taken from the cache however old, else a
+    host counts as healthy; records changed meanwhile are written when it is back.
+    """
 
     def __init__(self, crawler: Crawler) -> None:
         assert crawler.spider is not None
@@ -224,6 +234,8 @@ class HostRecords:
         self._key = CrawlKeys.of(crawler.settings, crawler.spider.name).health
         self._client: redis.Redis | None = None
         self._cache: OrderedDict[str, tuple[HostHealth, float]] = OrderedDict()
+        self._unwritten: dict[str, HostHealth] = {}
+        self._gate = RedisOutage.of(crawler).gate("the timeouts middleware")
 
     def get(self, host: str) -> HostHealth:
         now = time.monotonic()
@@ -231,7 +243,15 @@ class HostRecords:
         if cached is not None and now - cached[1] < HEALTH_CACHE_SECONDS:
             self._cache.move_to_end(host)
             return cached[0]
-        raw = self._redis().hget(self._key, host)
+        known = cached[0] if cached is not None else HostHealth()
+        if not self._gate.ready(time.time()):
+            return known
+        try:
+            raw = self._redis().hget(self._key, host)
+        except REDIS_ERRORS as exc:
+            self._failed(exc)
+            return known
+        self._gate.succeeded()
         health = HostHealth()
         if raw is not None:
             try:
@@ -240,11 +260,33 @@ class HostRecords:
                 assert self._crawler.stats is not None
                 self._crawler.stats.inc_value("timeouts/bad_records")
         self._remember(host, health, now)
+        self._write_unwritten()
         return health
 
     def put(self, host: str, health: HostHealth) -> None:
-        self._redis().hset(self._key, host, health.to_json())
         self._remember(host, health, time.monotonic())
+        self._unwritten[host] = health
+        if len(self._unwritten) > HEALTH_CACHE_SIZE:  # Redis away for long: bounded
+            del self._unwritten[next(iter(self._unwritten))]
+        self._write_unwritten()
+
+    def _write_unwritten(self) -> None:
+        """Write the records changed since Redis last took one (one round trip)."""
+        if not self._unwritten or not self._gate.ready(time.time()):
+            return
+        mapping = {host: health.to_json() for host, health in self._unwritten.items()}
+        try:
+            self._redis().hset(self._key, mapping=mapping)  # type: ignore[arg-type]
+        except REDIS_ERRORS as exc:
+            self._failed(exc)
+            return
+        self._gate.succeeded()
+        self._unwritten.clear()
+
+    def _failed(self, error: Exception) -> None:
+        if not is_outage(error):
+            raise error
+        self._gate.failed(error, time.time())
 
     def _remember(self, host: str, health: HostHealth, now: float) -> None:
         self._cache[host] = (health, now)
@@ -255,4 +297,5 @@ class HostRecords:
     def _redis(self) -> redis.Redis:
         if self._client is None:
             self._client = sync_client(self._crawler)
+            use_reactor_retry(self._client)  # a longer wait is self._gate's
         return self._client

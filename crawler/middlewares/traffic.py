@@ -27,6 +27,7 @@ from scrapy.utils.asyncio import create_looping_call
 from crawler.connection import async_client
 from crawler.frontier.embedded import EmbeddedRedisError
 from crawler.frontier.keys import CrawlKeys
+from crawler.frontier.outage import RedisOutage, is_outage
 from crawler.policy.hosts import BadURLError, host_of
 from crawler.politeness import HostDelays
 
@@ -141,6 +142,7 @@ class TrafficMiddleware:
         self._flushing: asyncio.Task[None] | None = None
         self._in_flight: list[str] = []  # hosts of the last flush (see _forget)
         self._failure_logged = False
+        self._gate = RedisOutage.of(crawler).gate("the traffic counters")
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -182,6 +184,8 @@ class TrafficMiddleware:
         is closing (the scheduler may be deleting the crawl: see _spider_closed)."""
         if self._flushing is not None or not self.buffer or self._closing():
             return
+        if not self._gate.ready(self._clock()):
+            return  # Redis is away: the counts wait in the buffer
         self._flushing = asyncio.ensure_future(self.flush())
         self._flushing.add_done_callback(self._flushed)
 
@@ -210,9 +214,9 @@ class TrafficMiddleware:
             rejected = await self._write(taken, self._clock())
         except _UNREACHABLE as exc:
             self.buffer.put_back(taken)
-            self._stats.inc_value("traffic/flush_errors")
-            self._log_failure_once("could not write traffic counters to Redis", exc)
+            self._unreachable(exc)
             return
+        self._gate.succeeded()
         if rejected:
             self._stats.inc_value("traffic/rejected_writes", len(rejected))
             self._log_failure_once("Redis refused traffic counters", rejected[0])
@@ -267,6 +271,15 @@ class TrafficMiddleware:
                 return None
         return self._delays
 
+    def _unreachable(self, error: Exception) -> None:
+        """Count a flush that could not reach Redis; an outage is the crawl's to
+        report (one line for every component), anything else is logged here once."""
+        self._stats.inc_value("traffic/flush_errors")
+        if is_outage(error):
+            self._gate.failed(error, self._clock())
+        else:
+            self._log_failure_once("could not write traffic counters to Redis", error)
+
     def _log_failure_once(self, what: str, error: Exception) -> None:
         if self._failure_logged:
             return
@@ -311,8 +324,7 @@ class TrafficMiddleware:
         try:
             return bool(await self._redis().exists(self._keys.meta))
         except _UNREACHABLE as exc:
-            self._stats.inc_value("traffic/flush_errors")
-            self._log_failure_once("could not write traffic counters to Redis", exc)
+            self._unreachable(exc)
             return False
 
 

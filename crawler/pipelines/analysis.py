@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import fields
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
@@ -21,6 +22,7 @@ from crawler.analysis.config import AnalysisConfig
 from crawler.analysis.tasks import AnalysisTask
 from crawler.connection import async_client
 from crawler.frontier.keys import CrawlKeys
+from crawler.frontier.outage import RedisOutage, patiently
 from crawler.items import PageRecord
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ class AnalysisPipeline:
         self._config = config
         self._keys = keys
         self._rules: list[tuple[re.Pattern[str], str]] = []
+        self._gate = RedisOutage.of(crawler).gate("the analysis pipeline")
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
@@ -69,12 +72,14 @@ class AnalysisPipeline:
             record=record_of(item),
             analyzer=self.analyzer_for(item.url),
         )
-        await self._client.xadd(
+        add = partial(
+            self._client.xadd,
             self._keys.analysis_tasks,
             task.to_fields(),  # type: ignore[arg-type]
             maxlen=self._config.stream_maxlen,
             approximate=True,
         )
+        await patiently(self._gate, add)  # Redis away: the item waits, not lost
         self._crawler.stats.inc_value("analysis/queued")
         return item
 
