@@ -92,6 +92,7 @@ class FrontierScheduler(BaseScheduler):
         self._refreshed_at = 0.0
         self._refresh_every = REFRESH_INTERVAL
         self._bad_entry_logged = False
+        self._damage_counted = 0  # of the store's bad_entries, in the stats already
         self._failure: StartupFailure | None = None
         self._control = ControlFollower(crawler.settings, machine_zone())
         crawler.signals.connect(self._lease_done, signal=lease_done)
@@ -125,6 +126,7 @@ class FrontierScheduler(BaseScheduler):
             {"prefix": self._config.prefix, "queued": queued, "leased": leased},
             extra={"spider": spider},
         )
+        self._count_damage()  # what the start-up repair found
         self._maintenance = create_looping_call(self._maintain)
         self._maintenance.start(self._config.maintenance_interval, now=True)
 
@@ -293,6 +295,14 @@ class FrontierScheduler(BaseScheduler):
         self._admission.count_duplicates(len(flushed.new) - accepted)
         self._stats.inc_value("frontier/acked", flushed.acked)
         self._progress.acked(flushed.acked)
+        self._count_damage()
+
+    def _count_damage(self) -> None:
+        """Add what the store found damaged (and set aside) to frontier/bad_entries."""
+        assert self._store is not None
+        if found := self._store.bad_entries - self._damage_counted:
+            self._stats.inc_value("frontier/bad_entries", found)
+            self._damage_counted = self._store.bad_entries
 
     def _flush_pending(self) -> None:
         """The ack timer: writes what no engine loop has written since."""
@@ -382,6 +392,9 @@ class FrontierScheduler(BaseScheduler):
             )
             self._wake_engine()
         self._take_seeds()
+        if self._store.repair_stuck(self._membership.owned, now):
+            self._wake_engine()  # stranded hosts are ready again
+        self._count_damage()
         self._progress.maybe_log(self._store, now)
 
     def _follow_control(self) -> None:
@@ -412,8 +425,19 @@ class FrontierScheduler(BaseScheduler):
             self._wake_engine()
 
     def _drained(self) -> bool:
+        """Whether the crawl is over; before it says so, every shard is scanned
+        once for hosts that damaged state left out of the ready and waiting sets."""
         assert self._drain is not None
-        return self._drain.drained(time.time())
+        assert self._store is not None
+        now = time.time()
+        if not self._drain.drained(now):
+            return False
+        if self._store.rescue(now):
+            self._count_damage()
+            self._drain.forget()
+            self._wake_engine()
+            return False
+        return True
 
     def _spider_idle(self) -> None:
         if not self._config.close_when_drained:
