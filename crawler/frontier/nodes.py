@@ -19,10 +19,15 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import TYPE_CHECKING
 
+from redis.exceptions import ResponseError
+
+from crawler.frontier.damage import delete_if_wrong_type, retyped
 from crawler.frontier.scripts import queue_script
 from crawler.policy.ownership import shards_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from redis import Redis
 
     from crawler.frontier.config import FrontierConfig
@@ -64,6 +69,8 @@ class Membership:
     keys: CrawlKeys
     config: FrontierConfig
     node_id: str = field(default_factory=new_node_id)
+    # Told of each key of the wrong type deleted (count, what): the store's count.
+    on_damage: Callable[[int, str], None] = field(default=lambda count, what: None)
     owned: frozenset[int] = frozenset()
     started: float = 0.0
     _last_beat: tuple[float, int] = (0.0, 0)
@@ -98,15 +105,24 @@ class Membership:
     def live_nodes(self, now: float) -> list[str]:
         """Ids of the registered nodes whose heartbeat is alive; forgets dead ones
         (a node's entry outlives its heartbeat by one TTL, for `frontier status`)."""
-        entries: dict[bytes, bytes] = self.client.hgetall(self.keys.nodes)  # type: ignore[assignment]
+        entries: dict[bytes, bytes] = retyped(
+            self.client,
+            self.keys.nodes,
+            "hash",
+            lambda: self.client.hgetall(self.keys.nodes),  # type: ignore[arg-type,return-value]
+            self.on_damage,
+        )
         ids = [key.decode("utf-8", "replace") for key in entries]
         pipe = self.client.pipeline(transaction=False)
         for node in ids:
-            pipe.exists(self.keys.heartbeat(node))
-        alive = pipe.execute() if ids else []
+            pipe.pttl(self.keys.heartbeat(node))
+        ttls = pipe.execute() if ids else []
         live, dead = [], []
-        for node, exists in zip(ids, alive, strict=True):
-            if exists:
+        for node, ttl in zip(ids, ttls, strict=True):
+            if ttl == -1:  # a heartbeat without a TTL is not one a node wrote
+                self.client.delete(self.keys.heartbeat(node))
+                self.on_damage(1, f"heartbeat of node {node!r} had no TTL: deleted")
+            if ttl >= 0:
                 live.append(node)
             elif _age(entries, node, now) > 2 * self.config.node_ttl:
                 dead.append(node)
@@ -132,7 +148,15 @@ class Membership:
             queue_script(
                 pipe, self._claim, [self._owner_keys[shard]], [self.node_id, ttl]
             )
-        replies = pipe.execute() if ordered else []
+        try:
+            replies = pipe.execute() if ordered else []
+        except ResponseError:  # an owner key of the wrong type: deleted, claimed again
+            if not any(
+                delete_if_wrong_type(self.client, key, "string", self.on_damage)
+                for key in self._owner_keys
+            ):
+                raise
+            return self._claim_all(shards, ttl)
         return frozenset(s for s, ok in zip(ordered, replies, strict=True) if ok)
 
     def _release_all(self, shards: frozenset[int]) -> None:
@@ -159,7 +183,13 @@ class Membership:
             "pages": pages,
             "pages_per_min": round(rate, 1),
         }
-        self.client.hset(self.keys.nodes, self.node_id, json.dumps(entry))
+        retyped(
+            self.client,
+            self.keys.nodes,
+            "hash",
+            lambda: self.client.hset(self.keys.nodes, self.node_id, json.dumps(entry)),
+            self.on_damage,
+        )
 
 
 def _age(entries: dict[bytes, bytes], node: str, now: float) -> float:

@@ -29,6 +29,7 @@ from crawler.frontier.acks import lease_done
 from crawler.frontier.admission import Admission
 from crawler.frontier.config import FrontierConfig
 from crawler.frontier.control import ControlFollower
+from crawler.frontier.damage import retyped
 from crawler.frontier.drain import DrainWatch
 from crawler.frontier.embedded import EmbeddedRedisError
 from crawler.frontier.leases import NODE_META_KEY, Held, HeldLeases
@@ -136,7 +137,9 @@ class FrontierScheduler(BaseScheduler):
             check_reachable(client, redis_url(self._crawler))
             store = FrontierStore(client, self._config)
             store.prepare(now)
-            self._membership = Membership(client, store.crawl_keys, self._config)
+            self._membership = Membership(
+                client, store.crawl_keys, self._config, on_damage=store.damaged
+            )
             self._membership.beat(now, pages=0)
             self._drain = DrainWatch(store, self._membership, opened_at=now)
         except Exception:
@@ -400,7 +403,14 @@ class FrontierScheduler(BaseScheduler):
     def _follow_control(self) -> None:
         """Apply `scrapy frontier pause|resume|set`, read once a heartbeat."""
         assert self._store is not None
-        fields = self._store.client.hgetall(self._store.crawl_keys.control)
+        key = self._store.crawl_keys.control
+        fields = retyped(
+            self._store.client,
+            key,
+            "hash",
+            lambda: self._store.client.hgetall(key),  # type: ignore[union-attr]
+            self._store.damaged,
+        )
         resumed, configs = self._control.follow(fields)  # type: ignore[arg-type]
         if resumed:
             self._wake_engine()
@@ -412,8 +422,13 @@ class FrontierScheduler(BaseScheduler):
     def _take_seeds(self) -> None:
         """Enqueue URLs any client pushed to the crawl's seed list in Redis."""
         assert self._store is not None
-        urls: list[bytes] | None = self._store.client.lpop(  # type: ignore[assignment]
-            self._store.crawl_keys.seeds, SEEDS_PER_ROUND
+        key, client = self._store.crawl_keys.seeds, self._store.client
+        urls: list[bytes] | None = retyped(  # type: ignore[assignment]
+            client,
+            key,
+            "list",
+            lambda: client.lpop(key, SEEDS_PER_ROUND),
+            self._store.damaged,
         )
         for url in urls or ():
             try:

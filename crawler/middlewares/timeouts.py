@@ -22,6 +22,7 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 
 from crawler.connection import sync_client
 from crawler.frontier.admission import tier_of
+from crawler.frontier.damage import retyped
 from crawler.frontier.keys import CrawlKeys
 from crawler.middlewares.robots import SKIP_META_KEY as ROBOTS_FETCH
 from crawler.policy.hosts import BadURLError, host_of
@@ -224,6 +225,7 @@ class HostRecords:
         self._key = CrawlKeys.of(crawler.settings, crawler.spider.name).health
         self._client: redis.Redis | None = None
         self._cache: OrderedDict[str, tuple[HostHealth, float]] = OrderedDict()
+        self._bad_logged = False
 
     def get(self, host: str) -> HostHealth:
         now = time.monotonic()
@@ -231,20 +233,42 @@ class HostRecords:
         if cached is not None and now - cached[1] < HEALTH_CACHE_SECONDS:
             self._cache.move_to_end(host)
             return cached[0]
-        raw = self._redis().hget(self._key, host)
+        client = self._redis()
+        raw = retyped(
+            client, self._key, "hash", lambda: client.hget(self._key, host), self._bad
+        )
         health = HostHealth()
         if raw is not None:
             try:
                 health = HostHealth.from_json(raw)
-            except BadHealthRecordError:
-                assert self._crawler.stats is not None
-                self._crawler.stats.inc_value("timeouts/bad_records")
+            except BadHealthRecordError as exc:
+                self._bad(1, f"the record of {host}: {exc}")
         self._remember(host, health, now)
         return health
 
     def put(self, host: str, health: HostHealth) -> None:
-        self._redis().hset(self._key, host, health.to_json())
+        client = self._redis()
+        retyped(
+            client,
+            self._key,
+            "hash",
+            lambda: client.hset(self._key, host, health.to_json()),
+            self._bad,
+        )
         self._remember(host, health, time.monotonic())
+
+    def _bad(self, count: int, what: str) -> None:
+        """Count a health record the crawler did not write (ignored); log the first."""
+        assert self._crawler.stats is not None
+        self._crawler.stats.inc_value("timeouts/bad_records", count)
+        if not self._bad_logged:
+            self._bad_logged = True
+            logger.warning(
+                "Ignored host health state the crawler did not write (%(what)s); "
+                "further ones are only counted in timeouts/bad_records",
+                {"what": what},
+                extra={"spider": self._crawler.spider},
+            )
 
     def _remember(self, host: str, health: HostHealth, now: float) -> None:
         self._cache[host] = (health, now)

@@ -1,0 +1,123 @@
+"""Crawls of the local site over crawl state the crawler did not write: nothing stops."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from typing import TYPE_CHECKING
+
+import pytest
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from crawler.frontier.keys import CrawlKeys
+from tests.integration.test_crawl import crawl, fetched
+from tests.servers import running_site, wait_for
+from tests.site import bfs_depths
+
+if TYPE_CHECKING:
+    import redis as redis_py
+
+    from tests.servers import RunningSite
+
+pytestmark = pytest.mark.integration
+
+PREFIX = "bfs"
+SHARDS = 8  # tests/conftest.py TEST_OVERRIDES
+# A pickle that would run a shell command if anything unpickled it.
+PICKLE = b"\x80\x04cos\nsystem\n(S'touch /tmp/pwned-by-damaged-state'\ntR."
+GARBAGE = b"\xff\xfe not ours \x00"
+# Seconds a test crawl may take at most (the site crawls in a few).
+CRAWL_TIMEOUT = 15
+
+
+def plant_in_shards(redis: redis_py.Redis) -> None:
+    """Damage every per-shard key kind: members without queues, entries without the
+    sequence prefix, non-numbers, orphan and pickled leases, keys of the wrong type."""
+    crawl_keys = CrawlKeys(PREFIX)
+    for shard in range(SHARDS):
+        keys = crawl_keys.shard(shard)
+        ghost = f"ghost{shard}.invalid"
+        redis.zadd(keys.ready, {ghost: 0, GARBAGE: 1})
+        redis.zadd(keys.waiting, {f"w-{ghost}": 0})
+        redis.hset(keys.ready_at, ghost, GARBAGE)
+        redis.hset(keys.delays, ghost, "slow")
+        redis.hset(keys.inflight, ghost, "many")
+        redis.hset(keys.counters, "queued", "lots")
+        redis.hset(keys.outstanding, "deep", GARBAGE)
+        redis.hset(keys.leased, "9999", PICKLE)
+        redis.zadd(keys.leases, {"9999": 0, "8888": 0})
+        redis.zadd(keys.levels(f"q-{ghost}"), {"1": 1, "x": 2})
+        redis.rpush(keys.queue(f"q-{ghost}", 1), PICKLE, GARBAGE)
+        redis.zadd(keys.ready, {f"q-{ghost}": 5})
+    wrong_types = ["sequence", "seen", "owner"]
+    for shard, name in enumerate(wrong_types):
+        key = getattr(crawl_keys.shard(shard), name)
+        redis.delete(key)
+        redis.rpush(key, PICKLE)
+
+
+def plant_global(redis: redis_py.Redis) -> None:
+    """Damage the crawl-wide keys: registry, control, seeds, health, traffic."""
+    keys = CrawlKeys(PREFIX)
+    redis.delete(keys.control, keys.seeds, keys.health)
+    redis.hset(keys.nodes, mapping={"evil": PICKLE, GARBAGE: "{}"})
+    redis.rpush(keys.control, PICKLE)  # a list where a hash belongs
+    redis.set(keys.seeds, PICKLE)  # a string where a list belongs
+    redis.rpush(keys.health, PICKLE)
+    redis.set(keys.heartbeat("evil"), PICKLE)
+
+
+def assert_crawled_everything(site: RunningSite, crawler, caplog) -> None:
+    expected = bfs_depths(site.spec, [(0, 0)])
+    assert Counter(fetched(site)) == Counter(list(expected))
+    assert crawler.stats.get_value("finish_reason") == "finished"
+    assert crawler.stats.get_value("frontier/bad_entries", 0) > 0
+    warnings = Counter(r.name for r in caplog.records if "did not write" in r.message)
+    assert warnings["crawler.frontier.store"] == 1
+    assert set(warnings.values()) == {1}, warnings  # once per component
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+@deferred_f_from_coro_f
+async def test_damage_planted_before_the_crawl_is_repaired(
+    site, settings, redis, caplog
+):
+    plant_in_shards(redis)
+    plant_global(redis)
+    caplog.set_level(logging.INFO)
+    crawler = await crawl(
+        settings(CLOSESPIDER_TIMEOUT=CRAWL_TIMEOUT), seeds=site.seeds[0]
+    )
+    assert_crawled_everything(site, crawler, caplog)
+
+
+def plant_mid_crawl(redis: redis_py.Redis, site: RunningSite) -> None:
+    """Once pages are being fetched: an entry without its prefix at the head of every
+    queue, a ready set of the wrong type, and the start-up damage again."""
+    if not wait_for(lambda: len(site.pages()) >= 10, timeout=30):
+        return
+    plant_in_shards(redis)
+    plant_global(redis)
+    for key in redis.scan_iter(match=f"{PREFIX}:*:q:*"):
+        redis.lpush(key, GARBAGE)
+    ready = CrawlKeys(PREFIX).shard(1).ready
+    redis.delete(ready)
+    redis.set(ready, PICKLE)
+
+
+@deferred_f_from_coro_f
+async def test_damage_planted_mid_crawl_is_repaired(settings, redis, caplog):
+    caplog.set_level(logging.INFO)
+    with running_site(latency=0.05) as site:
+        planter = threading.Thread(target=plant_mid_crawl, args=(redis, site))
+        planter.start()
+        started = time.monotonic()
+        crawler = await crawl(
+            settings(CLOSESPIDER_TIMEOUT=CRAWL_TIMEOUT), seeds=site.seeds[0]
+        )
+        planter.join(timeout=30)
+        assert len(site.pages()) > 10, "the crawl ended before the damage was planted"
+        assert time.monotonic() - started < 120
+        assert_crawled_everything(site, crawler, caplog)
