@@ -284,7 +284,9 @@ def test_the_first_error_does_not_stop_the_other_shards(redis):
     store = make_store(redis, FRONTIER_SHARDS=2)
     for shard in (0, 1):
         redis.set(store.keys[shard].owner, NODE)
-    store.flush([Pending(s, f"h{s}", 0, "", f'{{"v":1,"u":"{s}"}}') for s in (0, 1)], [], T0)
+    store.flush(
+        [Pending(s, f"h{s}", 0, "", f'{{"v":1,"u":"{s}"}}') for s in (0, 1)], [], T0
+    )
     redis.delete(store.keys[0].waiting)
     redis.set(store.keys[0].waiting, b"not a zset")
     store.promote([0, 1], T0)  # one pipeline, shard 0 fails first
