@@ -395,7 +395,8 @@ class FrontierScheduler(BaseScheduler):
             )
             self._wake_engine()
         self._take_seeds()
-        if self._store.repair_stuck(self._membership.owned, now):
+        if stranded := self._store.repair_stuck(self._membership.owned, now):
+            self._stats.inc_value("frontier/stranded_hosts", stranded)
             self._wake_engine()  # stranded hosts are ready again
         self._count_damage()
         self._progress.maybe_log(self._store, now)
@@ -447,7 +448,8 @@ class FrontierScheduler(BaseScheduler):
         now = time.time()
         if not self._drain.drained(now):
             return False
-        if self._store.rescue(now):
+        if stranded := self._store.rescue(now):
+            self._stats.inc_value("frontier/stranded_hosts", stranded)
             self._count_damage()
             self._drain.forget()
             self._wake_engine()

@@ -94,14 +94,16 @@ async def test_damage_planted_before_the_crawl_is_repaired(
 
 
 def plant_mid_crawl(redis: redis_py.Redis, site: RunningSite) -> None:
-    """Once pages are being fetched: an entry without its prefix at the head of every
-    queue, a ready set of the wrong type, and the start-up damage again."""
+    """Once pages are being fetched: the start-up damage again, then at the head of
+    every queue an entry without its prefix and one with it, and a ready set of the
+    wrong type (its hosts are stranded until the shard is repaired)."""
     if not wait_for(lambda: len(site.pages()) >= 10, timeout=30):
         return
     plant_in_shards(redis)
     plant_global(redis)
     for key in redis.scan_iter(match=f"{PREFIX}:*:q:*"):
-        redis.lpush(key, GARBAGE)
+        redis.lpush(key, GARBAGE)  # no sequence prefix: set aside by the scripts
+        redis.linsert(key, "AFTER", GARBAGE, b"7|" + PICKLE)  # decoded and refused
     ready = CrawlKeys(PREFIX).shard(1).ready
     redis.delete(ready)
     redis.set(ready, PICKLE)
