@@ -14,6 +14,7 @@ import re
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
+from redis.exceptions import ResponseError
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
@@ -69,14 +70,31 @@ class AnalysisPipeline:
             record=record_of(item),
             analyzer=self.analyzer_for(item.url),
         )
+        try:
+            await self._add(task)
+        except ResponseError:  # a key of the wrong type where the stream belongs
+            kind = await self._client.type(self._keys.analysis_tasks)
+            if kind in (b"stream", b"none"):
+                raise
+            await self._client.delete(self._keys.analysis_tasks)
+            self._crawler.stats.inc_value("analysis/bad_records")
+            logger.warning(
+                "Deleted %(key)s, a %(kind)r the crawler did not write, where the "
+                "analysis stream belongs",
+                {"key": self._keys.analysis_tasks, "kind": kind},
+                extra={"spider": self._crawler.spider},
+            )
+            await self._add(task)
+        self._crawler.stats.inc_value("analysis/queued")
+        return item
+
+    async def _add(self, task: AnalysisTask) -> None:
         await self._client.xadd(
             self._keys.analysis_tasks,
             task.to_fields(),  # type: ignore[arg-type]
             maxlen=self._config.stream_maxlen,
             approximate=True,
         )
-        self._crawler.stats.inc_value("analysis/queued")
-        return item
 
     def analyzer_for(self, url: str) -> str:
         """The dotted path of the analyzer of *url*: first matching rule, else the

@@ -123,3 +123,62 @@ async def test_damage_planted_mid_crawl_is_repaired(settings, redis, caplog):
         assert len(site.pages()) > 10, "the crawl ended before the damage was planted"
         assert time.monotonic() - started < 120
         assert_crawled_everything(site, crawler, caplog)
+
+
+def plant_for_components(redis: redis_py.Redis, site: RunningSite) -> None:
+    """Damage the keys of robots.txt, traffic and analysis: wrong types, garbage
+    records, a lock no node wrote (no expiry)."""
+    keys = CrawlKeys(PREFIX)
+    for index in range(site.spec.hosts):
+        origin = f"http://{site.host(index)}"
+        if index % 2:
+            redis.rpush(keys.robots(origin), PICKLE)
+        else:
+            redis.set(keys.robots(origin), PICKLE)
+        redis.set(keys.traffic(site.host(index).split(":")[0]), PICKLE)
+    redis.set(keys.robots_lock(f"http://{site.host(0)}"), "not a node")
+    redis.set(keys.analysis_tasks, PICKLE)
+    redis.rpush(keys.traffic_rank("requests"), PICKLE)
+
+
+@deferred_f_from_coro_f
+async def test_robots_traffic_and_analysis_keys_not_ours(
+    site, settings, redis, tmp_path, caplog
+):
+    caplog.set_level(logging.INFO)
+    plant_for_components(redis, site)
+    values = settings(
+        CLOSESPIDER_TIMEOUT=CRAWL_TIMEOUT,
+        ROBOTSTXT_OBEY=True,
+        ANALYSIS_ENABLED=True,
+        PAGESTORE_DIR=str(tmp_path / "pages"),
+        ITEM_PIPELINES={
+            "crawler.pipelines.pagestore.PageStorePipeline": 300,
+            "crawler.pipelines.analysis.AnalysisPipeline": 500,
+        },
+    )
+    crawler = await crawl(values, seeds=site.seeds[0])
+    expected = bfs_depths(site.spec, [(0, 0)])
+    assert Counter(fetched(site)) == Counter(list(expected))
+    assert crawler.stats.get_value("finish_reason") == "finished"
+    assert crawler.stats.get_value("robots/bad_records") >= site.spec.hosts
+    assert crawler.stats.get_value("analysis/bad_records") == 1
+    assert crawler.stats.get_value("analysis/queued") == len(expected)
+    assert redis.type(CrawlKeys(PREFIX).analysis_tasks) == b"stream"
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+def test_the_analysis_worker_replaces_streams_not_ours(redis, tmp_path, caplog):
+    from tests.integration.test_analysis import config_of, queue, worker_of
+
+    keys = CrawlKeys(PREFIX)
+    redis.set(keys.analysis_tasks, PICKLE)
+    redis.rpush(keys.analysis_dead, PICKLE)
+    config = config_of(tmp_path, max_attempts=1)
+    worker = worker_of(redis, config)
+    worker.ensure_group()
+    queue(redis, config.store_dir, "tests.analyzers.EchoAnalyzer")
+    (config.store_dir / "page").unlink()  # the task fails: dead-lettered
+    assert worker.run(idle_exit=0.0) == 1
+    assert worker.bad_records == 2
+    assert redis.xlen(keys.analysis_dead) == 1
