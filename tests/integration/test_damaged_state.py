@@ -12,6 +12,7 @@ import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from crawler.frontier.keys import CrawlKeys
+from tests.integration.test_analysis import config_of, queue, worker_of
 from tests.integration.test_crawl import crawl, fetched
 from tests.servers import running_site, wait_for
 from tests.site import bfs_depths
@@ -168,9 +169,7 @@ async def test_robots_traffic_and_analysis_keys_not_ours(
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
 
 
-def test_the_analysis_worker_replaces_streams_not_ours(redis, tmp_path, caplog):
-    from tests.integration.test_analysis import config_of, queue, worker_of
-
+def test_the_analysis_worker_replaces_streams_not_ours(redis, tmp_path):
     keys = CrawlKeys(PREFIX)
     redis.set(keys.analysis_tasks, PICKLE)
     redis.rpush(keys.analysis_dead, PICKLE)
