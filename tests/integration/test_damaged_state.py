@@ -87,6 +87,7 @@ async def test_damage_planted_before_the_crawl_is_repaired(
 ):
     plant_in_shards(redis)
     plant_global(redis)
+    redis.hset(CrawlKeys(PREFIX).meta, "schema_version", PICKLE)  # not a version
     caplog.set_level(logging.INFO)
     crawler = await crawl(
         settings(CLOSESPIDER_TIMEOUT=CRAWL_TIMEOUT), seeds=site.seeds[0]
