@@ -92,6 +92,22 @@ class AnalysisWorker:
                 raise
             self.ensure_group()
 
+    def _add_dead(self, letter: dict[str, str]) -> Any:
+        """Add *letter* to the dead-letter stream (made again if it was not one)."""
+        key = self._keys.analysis_dead
+        return retyped(
+            self._client,
+            key,
+            "stream",
+            lambda: self._client.xadd(
+                key,
+                letter,  # type: ignore[arg-type]
+                maxlen=self._config.stream_maxlen,
+                approximate=True,
+            ),
+            self._damaged,
+        )
+
     def _damaged(self, count: int, what: str) -> None:
         """A stream key the crawler did not write was deleted: logged, counted."""
         self.bad_records += count
@@ -298,18 +314,7 @@ class AnalysisWorker:
             "failed_at": failed_at,
             "consumer": self._consumer,
         }
-        dead_id = retyped(
-            self._client,
-            self._keys.analysis_dead,
-            "stream",
-            lambda: self._client.xadd(
-                self._keys.analysis_dead,
-                letter,  # type: ignore[arg-type]
-                maxlen=self._config.stream_maxlen,
-                approximate=True,
-            ),
-            self._damaged,
-        )
+        dead_id = self._add_dead(letter)
         self._client.xack(self._keys.analysis_tasks, GROUP, entry_id)
         alert(
             self._config.alert_url,
