@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import socket
 import uuid
@@ -104,31 +105,43 @@ class Membership:
 
     def live_nodes(self, now: float) -> list[str]:
         """Ids of the registered nodes whose heartbeat is alive; forgets dead ones
-        (a node's entry outlives its heartbeat by one TTL, for `frontier status`)."""
-        entries: dict[bytes, bytes] = retyped(
-            self.client,
-            self.keys.nodes,
-            "hash",
-            lambda: self.client.hgetall(self.keys.nodes),  # type: ignore[arg-type,return-value]
-            self.on_damage,
-        )
+        (a node's entry outlives its heartbeat by one TTL, for `frontier status`).
+
+        An entry no node wrote (not UTF-8, not a JSON entry) or a heartbeat without
+        a TTL is not a node: deleted and counted, so it owns no shards.
+        """
+        entries = self._entries()
         ids = [key.decode("utf-8", "replace") for key in entries]
         pipe = self.client.pipeline(transaction=False)
         for node in ids:
             pipe.pttl(self.keys.heartbeat(node))
         ttls = pipe.execute() if ids else []
         live, dead = [], []
-        for node, ttl in zip(ids, ttls, strict=True):
+        for raw, node, ttl in zip(entries, ids, ttls, strict=True):
+            age = _age(entries, raw, now)
             if ttl == -1:  # a heartbeat without a TTL is not one a node wrote
                 self.client.delete(self.keys.heartbeat(node))
                 self.on_damage(1, f"heartbeat of node {node!r} had no TTL: deleted")
-            if ttl >= 0:
+            if age == float("inf"):
+                self.on_damage(1, f"registry entry {raw[:100]!r} is not a node's")
+                dead.append(raw)
+            elif ttl >= 0:
                 live.append(node)
-            elif _age(entries, node, now) > 2 * self.config.node_ttl:
-                dead.append(node)
+            elif age > 2 * self.config.node_ttl:
+                dead.append(raw)
         if dead:
             self.client.hdel(self.keys.nodes, *dead)
         return live
+
+    def _entries(self) -> dict[bytes, bytes]:
+        """The registry (node id -> JSON entry); a key of the wrong type is deleted."""
+        return retyped(
+            self.client,
+            self.keys.nodes,
+            "hash",
+            lambda: self.client.hgetall(self.keys.nodes),  # type: ignore[arg-type,return-value]
+            self.on_damage,
+        )
 
     def leave(self) -> None:
         """Clean close: free the shards and deregister, so others take over now."""
@@ -192,12 +205,15 @@ class Membership:
         )
 
 
-def _age(entries: dict[bytes, bytes], node: str, now: float) -> float:
-    """Seconds since *node*'s last heartbeat by its registry entry (inf if unreadable)."""
+def _age(entries: dict[bytes, bytes], node: bytes, now: float) -> float:
+    """Seconds since *node*'s last heartbeat by its registry entry (inf if unreadable:
+    not a node's)."""
     try:
-        return now - float(json.loads(entries[node.encode()])["heartbeat"])
-    except (KeyError, ValueError, TypeError):
+        age = now - float(json.loads(entries[node])["heartbeat"])
+        node.decode("utf-8")
+    except (KeyError, ValueError, TypeError, RecursionError):
         return float("inf")
+    return float("inf") if math.isnan(age) else age
 
 
 def _version() -> str:

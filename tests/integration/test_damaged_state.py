@@ -14,6 +14,8 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from crawler.frontier.keys import CrawlKeys
 from tests.integration.test_analysis import config_of, queue, worker_of
 from tests.integration.test_crawl import crawl, fetched
+from tests.integration.test_nodes import SHARDS as NODE_SHARDS
+from tests.integration.test_nodes import member
 from tests.servers import running_site, wait_for
 from tests.site import bfs_depths
 
@@ -67,7 +69,9 @@ def plant_global(redis: redis_py.Redis) -> None:
     redis.rpush(keys.control, PICKLE)  # a list where a hash belongs
     redis.set(keys.seeds, PICKLE)  # a string where a list belongs
     redis.rpush(keys.health, PICKLE)
-    redis.set(keys.heartbeat("evil"), PICKLE)
+    redis.set(keys.heartbeat("evil"), PICKLE)  # no TTL: no node wrote it
+    redis.hset(keys.nodes, "evil2", PICKLE)  # its heartbeat looks alive, its entry not
+    redis.set(keys.heartbeat("evil2"), "1", ex=3600)
 
 
 def assert_crawled_everything(site: RunningSite, crawler, caplog) -> None:
@@ -182,3 +186,25 @@ def test_the_analysis_worker_replaces_streams_not_ours(redis, tmp_path):
     assert worker.run(idle_exit=0.0) == 1
     assert worker.bad_records == 2
     assert redis.xlen(keys.analysis_dead) == 1
+
+
+@pytest.mark.parametrize(
+    ("entry", "heartbeat"),
+    [
+        (PICKLE, {"value": "1", "ex": 3600}),  # entry not a node's, heartbeat alive
+        (b'{"heartbeat": 1e300}', {"value": PICKLE}),  # heartbeat without a TTL
+        (b'{"heartbeat": NaN}', {"value": "1", "ex": 3600}),
+    ],
+)
+def test_a_registry_entry_no_node_wrote_owns_no_shards(redis, entry, heartbeat):
+    keys = CrawlKeys("nodes")
+    redis.hset(keys.nodes, "evil", entry)
+    redis.set(keys.heartbeat("evil"), **heartbeat)
+    found: list[str] = []
+    node = member(redis, "good")
+    node.on_damage = lambda count, what: found.append(what)
+    assert node.beat(time.time(), pages=0) == frozenset(range(NODE_SHARDS))
+    assert found
+    other = member(redis, "other")  # negative control: a real second node shares
+    other.beat(time.time(), pages=0)
+    assert node.beat(time.time(), pages=0) != frozenset(range(NODE_SHARDS))
