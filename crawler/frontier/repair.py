@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from crawler.frontier.dedup import most_hashes, shard_layouts
 from crawler.frontier.scripts import Call
 from crawler.policy.order import LEVEL_WEIGHT
 
@@ -53,8 +54,10 @@ class ShardRepair:
         is the hosts whose in-flight count was wrong, then the summary."""
         shards = list(shards)
         seen_type = "hash" if self._config.dedup.mode == "bloom" else "set"
+        layouts = shard_layouts(self._config.dedup, self._config.shards)
         args = [LEVEL_WEIGHT, round(now * 1000), self._config.host_concurrency]
-        calls = [Call("repair", self._keys[s], [*args, seen_type]) for s in shards]
+        args += [seen_type, most_hashes(layouts)]
+        calls = [Call("repair", self._keys[s], args) for s in shards]
         return list(zip(shards, self._runner.run(calls), strict=True))
 
     def due(self, shard: int, now: float) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 REPAIR = """
 -- KEYS: the shard's keys (see crawler.frontier.scripts)
 -- ARGV: tag, weight, now, host_concurrency, the seen filter's type ('hash': Bloom
---       layout, 'set': exact fingerprints)
+--       layout, 'set': exact fingerprints), most hashes a URL comes with (Bloom)
 -- Deletes fixed keys of the wrong type and hash fields that are not numbers, drops
 -- leases without a payload and ready or waiting hosts without a usable queue,
 -- recounts in-flight requests from the leases, and keeps seq above every lease id.
@@ -40,6 +40,20 @@ end
 for _, i in ipairs({3, 4, 8, 10, 11}) do numeric_fields(KEYS[i], i ~= 3 and i ~= 10) end
 if ARGV[5] == 'hash' then
   numeric_fields(KEYS[9], true)
+  -- A layout field out of range (the caller writes the layout again where missing).
+  local layout = redis.call('HGETALL', KEYS[9])
+  for i = 1, #layout, 2 do
+    local name, value = string.match(layout[i], '^(%a+):'), tonumber(layout[i + 1])
+    local bad = (name == 'bits' or name == 'cap') and value < 1
+    bad = bad or (name == 'hashes' and (value < 1 or value > tonumber(ARGV[6])))
+    if layout[i] == 'filters' then
+      bad = value < 1 or redis.call('HEXISTS', KEYS[9], 'bits:' .. (value - 1)) == 0
+    end
+    if bad then
+      redis.call('HDEL', KEYS[9], layout[i])
+      set_aside(false)
+    end
+  end
   for i = 0, (tonumber(redis.call('HGET', KEYS[9], 'filters')) or 1) - 1 do
     local found = redis.call('TYPE', KEYS[9] .. ':' .. i)['ok']
     if found ~= 'none' and found ~= 'string' then

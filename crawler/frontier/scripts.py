@@ -227,6 +227,9 @@ local function bloom_add(hashes)
   local last = filters - 1
   local layout = redis.call('HMGET', seen, 'bits:' .. last, 'hashes:' .. last, 'cap:' .. last)
   local bits, key = tonumber(layout[1]), seen .. ':' .. last
+  if not (bits and bits > 0 and 4 * (tonumber(layout[2]) or 0) <= #hashes) then
+    return redis.error_reply('frontier: damaged Bloom layout')  -- before any write
+  end
   -- Created at full length at once: grown bit by bit, Redis would keep up to
   -- twice the memory.
   if redis.call('EXISTS', key) == 0 then redis.call('SETBIT', key, bits - 1, 0) end

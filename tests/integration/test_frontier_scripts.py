@@ -319,3 +319,27 @@ def test_a_damaged_lease_is_set_aside_and_an_orphan_lease_forgotten(redis):
     assert store.requeue(T0) == 0
     assert store.totals() == (1, 0)
     assert drain(store, T0) == ["a0"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "at_start"),
+    [
+        ("bits:0", "0", False),  # a call fails on it: repaired mid-crawl
+        ("hashes:0", "1000", False),
+        ("filters", "99", False),
+        ("cap:0", "-3", True),  # no call fails on it: repaired at start
+        ("hashes:0", "x", True),
+    ],
+)
+def test_a_bloom_layout_out_of_range_is_written_again(redis, field, value, at_start):
+    store = make_store(redis, FRONTIER_DEDUP_CAPACITY=1000)
+    seen = store.keys[0].seen
+    good = redis.hgetall(seen)
+    redis.hset(seen, field, value)
+    if at_start:
+        store = make_store(redis, FRONTIER_DEDUP_CAPACITY=1000)
+    fingerprint = bloom_hashes(b"fp-1", 80)
+    assert store.flush([pending("a", 0, "a0", fingerprint)], [], T0).new == [True]
+    assert store.flush([pending("a", 0, "a1", fingerprint)], [], T0).new == [False]
+    assert redis.hgetall(seen) | {b"count:0": b"0"} == good | {b"count:0": b"0"}
+    assert store.bad_entries == 1
