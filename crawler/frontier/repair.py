@@ -55,8 +55,13 @@ class ShardRepair:
         shards = list(shards)
         seen_type = "hash" if self._config.dedup.mode == "bloom" else "set"
         layouts = shard_layouts(self._config.dedup, self._config.shards)
-        args = [LEVEL_WEIGHT, round(now * 1000), self._config.host_concurrency]
-        args += [seen_type, most_hashes(layouts)]
+        args: list[str | int | float | bytes] = [
+            LEVEL_WEIGHT,
+            round(now * 1000),
+            self._config.host_concurrency,
+            seen_type,
+            most_hashes(layouts),
+        ]
         calls = [Call("repair", self._keys[s], args) for s in shards]
         return list(zip(shards, self._runner.run(calls), strict=True))
 
