@@ -156,29 +156,43 @@ class Membership:
 
     def _claim_all(self, shards: frozenset[int], ttl: int) -> frozenset[int]:
         ordered = sorted(shards)
-        pipe = self.client.pipeline(transaction=False)
-        for shard in ordered:
-            queue_script(
-                pipe, self._claim, [self._owner_keys[shard]], [self.node_id, ttl]
-            )
-        try:
-            replies = pipe.execute() if ordered else []
-        except ResponseError:  # an owner key of the wrong type: deleted, claimed again
-            if not any(
-                delete_if_wrong_type(self.client, key, "string", self.on_damage)
-                for key in self._owner_keys
-            ):
-                raise
-            return self._claim_all(shards, ttl)
+
+        def claim() -> list[int]:
+            pipe = self.client.pipeline(transaction=False)
+            for shard in ordered:
+                keys = [self._owner_keys[shard]]
+                queue_script(pipe, self._claim, keys, [self.node_id, ttl])
+            return pipe.execute() if ordered else []
+
+        replies = self._on_owner_keys(claim)
         return frozenset(s for s, ok in zip(ordered, replies, strict=True) if ok)
 
     def _release_all(self, shards: frozenset[int]) -> None:
         if not shards:
             return
-        pipe = self.client.pipeline(transaction=False)
-        for shard in shards:
-            queue_script(pipe, self._release, [self._owner_keys[shard]], [self.node_id])
-        pipe.execute()
+
+        def release() -> list[int]:
+            pipe = self.client.pipeline(transaction=False)
+            for shard in shards:
+                keys = [self._owner_keys[shard]]
+                queue_script(pipe, self._release, keys, [self.node_id])
+            return pipe.execute()
+
+        self._on_owner_keys(release)
+
+    def _on_owner_keys(self, run: Callable[[], list[int]]) -> list[int]:
+        """``run()``; if an owner key is of the wrong type, every such key is deleted
+        (counted) and ``run()`` runs once more."""
+        try:
+            return run()
+        except ResponseError:
+            deleted = [
+                delete_if_wrong_type(self.client, key, "string", self.on_damage)
+                for key in self._owner_keys
+            ]
+            if not any(deleted):
+                raise
+        return run()
 
     def _register(self, now: float, pages: int) -> None:
         """Rewrite this node's registry entry (read by `scrapy frontier status`)."""

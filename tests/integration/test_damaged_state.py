@@ -208,3 +208,19 @@ def test_a_registry_entry_no_node_wrote_owns_no_shards(redis, entry, heartbeat):
     other = member(redis, "other")  # negative control: a real second node shares
     other.beat(time.time(), pages=0)
     assert node.beat(time.time(), pages=0) != frozenset(range(NODE_SHARDS))
+
+
+def test_owner_keys_of_the_wrong_type_are_claimed_and_released(redis):
+    keys = CrawlKeys("nodes")
+    for shard in range(NODE_SHARDS):
+        redis.rpush(keys.shard(shard).owner, PICKLE)
+    found: list[str] = []
+    node = member(redis, "good")
+    node.on_damage = lambda count, what: found.append(what)
+    assert node.beat(time.time(), pages=0) == frozenset(range(NODE_SHARDS))
+    assert len(found) == NODE_SHARDS
+    redis.delete(keys.shard(0).owner)
+    redis.hset(keys.shard(0).owner, "not", "a string")
+    node.leave()  # releases the others, deletes the damaged one
+    left = [s for s in range(NODE_SHARDS) if redis.exists(keys.shard(s).owner)]
+    assert left == []
