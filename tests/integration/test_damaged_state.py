@@ -14,6 +14,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from crawler.frontier.keys import CrawlKeys
 from tests.integration.test_analysis import config_of, queue, worker_of
 from tests.integration.test_crawl import crawl, fetched
+from tests.integration.test_node_failures import run, scrapy_crawl
 from tests.integration.test_nodes import SHARDS as NODE_SHARDS
 from tests.integration.test_nodes import member
 from tests.servers import running_site, wait_for
@@ -224,3 +225,28 @@ def test_owner_keys_of_the_wrong_type_are_claimed_and_released(redis):
     node.leave()  # releases the others, deletes the damaged one
     left = [s for s in range(NODE_SHARDS) if redis.exists(keys.shard(s).owner)]
     assert left == []
+
+
+def test_two_nodes_in_a_row_start_over_damaged_state(site, redis, redis_url):
+    """The issue's report: a node started over damaged keys crashed, and so did every
+    node after it. Each of two `scrapy crawl` processes in a row exits 0, without a
+    traceback; the first fetches every page."""
+    plant_in_shards(redis)
+    plant_global(redis)
+    command = scrapy_crawl(
+        f"REDIS_URL={redis_url}",
+        f"FRONTIER_SHARDS={SHARDS}",
+        f"CLOSESPIDER_TIMEOUT={CRAWL_TIMEOUT}",
+        seeds=site.seeds[0],
+    )
+    first = run(command)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "Traceback" not in first.stderr
+    assert "crawler did not write" in first.stderr
+    expected = bfs_depths(site.spec, [(0, 0)])
+    assert Counter(fetched(site)) == Counter(list(expected))
+    plant_in_shards(redis)
+    second = run(command)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "Traceback" not in second.stderr
+    assert "'finish_reason': 'finished'" in second.stderr
