@@ -27,14 +27,13 @@ def retyped(
     read: Callable[[], T],
     found: Callable[[int, str], None],
 ) -> T:
-    """``read()``; if it fails because *key* is not a *expected* (a Redis type
-    name), the key is deleted, ``found(1, what)`` called, and ``read()`` run again.
-    Any other error propagates."""
+    """``read()``; if it fails, a *key* that is not a *expected* (a Redis type name)
+    is deleted and ``found(1, what)`` called, and ``read()`` runs once more (also when
+    another node deleted the key first). An error that stays propagates."""
     try:
         return read()
     except ResponseError:
-        if not delete_if_wrong_type(client, key, expected, found):
-            raise
+        delete_if_wrong_type(client, key, expected, found)
     return read()
 
 

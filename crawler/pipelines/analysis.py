@@ -45,6 +45,7 @@ class AnalysisPipeline:
         self._client = client
         self._config = config
         self._keys = keys
+        self._bad_logged = False
         self._rules: list[tuple[re.Pattern[str], str]] = []
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -72,21 +73,27 @@ class AnalysisPipeline:
         )
         try:
             await self._add(task)
-        except ResponseError:  # a key of the wrong type where the stream belongs
-            kind = await self._client.type(self._keys.analysis_tasks)
-            if kind in (b"stream", b"none"):
-                raise
-            await self._client.delete(self._keys.analysis_tasks)
-            self._crawler.stats.inc_value("analysis/bad_records")
+        except ResponseError:  # a key of the wrong type where the stream belongs?
+            await self._replace_stream()
+            await self._add(task)  # an error that stays propagates
+        self._crawler.stats.inc_value("analysis/queued")
+        return item
+
+    async def _replace_stream(self) -> None:
+        """Delete the stream's key if it is not a stream (counted, logged once)."""
+        kind = await self._client.type(self._keys.analysis_tasks)
+        if kind in (b"stream", b"none"):
+            return  # another write replaced it first, or another error
+        await self._client.delete(self._keys.analysis_tasks)
+        self._crawler.stats.inc_value("analysis/bad_records")
+        if not self._bad_logged:
+            self._bad_logged = True
             logger.warning(
                 "Deleted %(key)s, a %(kind)r the crawler did not write, where the "
                 "analysis stream belongs",
                 {"key": self._keys.analysis_tasks, "kind": kind},
                 extra={"spider": self._crawler.spider},
             )
-            await self._add(task)
-        self._crawler.stats.inc_value("analysis/queued")
-        return item
 
     async def _add(self, task: AnalysisTask) -> None:
         await self._client.xadd(

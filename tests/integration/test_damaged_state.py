@@ -134,7 +134,7 @@ async def test_damage_planted_mid_crawl_is_repaired(settings, redis, caplog):
 
 def plant_for_components(redis: redis_py.Redis, site: RunningSite) -> None:
     """Damage the keys of robots.txt, traffic and analysis: wrong types, garbage
-    records, a lock no node wrote (no expiry)."""
+    records, a lock no node wrote (no expiry); and seeds that are not URLs."""
     keys = CrawlKeys(PREFIX)
     for index in range(site.spec.hosts):
         origin = f"http://{site.host(index)}"
@@ -146,6 +146,8 @@ def plant_for_components(redis: redis_py.Redis, site: RunningSite) -> None:
     redis.set(keys.robots_lock(f"http://{site.host(0)}"), "not a node")
     redis.set(keys.analysis_tasks, PICKLE)
     redis.rpush(keys.traffic_rank("requests"), PICKLE)
+    # Seeds that are no URLs to fetch.
+    redis.rpush(keys.seeds, PICKLE, "javascript:alert(1)", "http://[::1", GARBAGE)
 
 
 @deferred_f_from_coro_f
@@ -172,6 +174,7 @@ async def test_robots_traffic_and_analysis_keys_not_ours(
     assert crawler.stats.get_value("analysis/bad_records") == 1
     assert crawler.stats.get_value("analysis/queued") == len(expected)
     assert redis.type(CrawlKeys(PREFIX).analysis_tasks) == b"stream"
+    assert crawler.stats.get_value("frontier/bad_urls") >= 3
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
 
 
