@@ -148,7 +148,13 @@ class Membership:
         self._release_all(self.owned)
         self.owned = frozenset()
         self.client.delete(self.keys.heartbeat(self.node_id))
-        self.client.hdel(self.keys.nodes, self.node_id)
+        retyped(
+            self.client,
+            self.keys.nodes,
+            "hash",
+            lambda: self.client.hdel(self.keys.nodes, self.node_id),
+            self.on_damage,
+        )
 
     def lost(self, shard: int) -> None:
         """The pop script found *shard* owned by another node (this one was late)."""
