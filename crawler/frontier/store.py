@@ -257,10 +257,12 @@ class FrontierStore:
         ]
         if not candidates:
             return 0
-        pipe = self.client.pipeline(transaction=False)
-        for shard in candidates:
-            pipe.zcard(self.keys[shard].leases)
-        leased = pipe.execute()
+
+        def read(pipe: Pipeline) -> None:
+            for shard in candidates:
+                pipe.zcard(self.keys[shard].leases)
+
+        leased = self._read(read)
         return self.rescue(
             now, [s for s, n in zip(candidates, leased, strict=True) if not n]
         )
