@@ -33,6 +33,7 @@ from crawler.analysis.tasks import (
     error_text,
     shown_fields,
 )
+from crawler.frontier.damage import delete_if_wrong_type, retyped
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -75,6 +76,7 @@ class AnalysisWorker:
         self._next_claim = 0.0
         self._group_ready = False
         self._outage = False
+        self.bad_records = 0  # stream keys of the wrong type deleted
 
     def ensure_group(self) -> None:
         """Create the stream and the group reading it from the start, if missing."""
@@ -83,8 +85,35 @@ class AnalysisWorker:
                 self._keys.analysis_tasks, GROUP, id="0", mkstream=True
             )
         except redis.ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
+            if "BUSYGROUP" in str(exc):
+                return
+            key = self._keys.analysis_tasks
+            if not delete_if_wrong_type(self._client, key, "stream", self._damaged):
                 raise
+            self.ensure_group()
+
+    def _add_dead(self, letter: dict[str, str]) -> Any:
+        """Add *letter* to the dead-letter stream (made again if it was not one)."""
+        key = self._keys.analysis_dead
+        return retyped(
+            self._client,
+            key,
+            "stream",
+            lambda: self._client.xadd(
+                key,
+                letter,  # type: ignore[arg-type]
+                maxlen=self._config.stream_maxlen,
+                approximate=True,
+            ),
+            self._damaged,
+        )
+
+    def _damaged(self, count: int, what: str) -> None:
+        """A stream key the crawler did not write was deleted: logged, counted."""
+        self.bad_records += count
+        logger.warning(
+            "Deleted analysis state the crawler did not write: %(what)s", {"what": what}
+        )
 
     def run(
         self, *, idle_exit: float | None = None, stop: Callable[[], bool] = bool
@@ -285,12 +314,7 @@ class AnalysisWorker:
             "failed_at": failed_at,
             "consumer": self._consumer,
         }
-        dead_id = self._client.xadd(
-            self._keys.analysis_dead,
-            letter,  # type: ignore[arg-type]
-            maxlen=self._config.stream_maxlen,
-            approximate=True,
-        )
+        dead_id = self._add_dead(letter)
         self._client.xack(self._keys.analysis_tasks, GROUP, entry_id)
         alert(
             self._config.alert_url,

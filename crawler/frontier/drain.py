@@ -41,6 +41,10 @@ class DrainWatch:
             self._checked = (now, drained)
         return drained
 
+    def forget(self) -> None:
+        """Ask Redis again next time: hosts were just scheduled again."""
+        self._checked = (0.0, False)
+
     def _waiting_for_seeds(self, now: float) -> bool:
         """A node that has seen no work waits while other nodes are alive, at most
         FRONTIER_NODE_TTL from its start."""

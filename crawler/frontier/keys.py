@@ -202,6 +202,12 @@ class Keys:
         """SET of fingerprints (exact dedup) or HASH of Bloom filter layout."""
         return self.tag + "seen"
 
+    @property
+    def damaged(self) -> str:
+        """LIST of the last queue entries and lease payloads the crawler did not
+        write, set aside by the scripts (which build the same name), never decoded."""
+        return self.tag + "damaged"
+
     def queue(self, host: str, level: int) -> str:
         """LIST of one host's requests of one BFS level (scripts build the same name)."""
         return f"{self.tag}q:{host}:{level}"

@@ -12,17 +12,23 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import socket
 from dataclasses import dataclass, field
 from importlib import metadata
 from typing import TYPE_CHECKING
 
+from redis.exceptions import ResponseError
+
+from crawler.frontier.damage import delete_if_wrong_type, retyped
 from crawler.frontier.nodeid import NodeIdentity, node_identity
 from crawler.frontier.scripts import queue_script
 from crawler.policy.ownership import shards_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from redis import Redis
 
     from crawler.frontier.config import FrontierConfig
@@ -64,6 +70,8 @@ class Membership:
     keys: CrawlKeys
     config: FrontierConfig
     node_id: str = ""
+    # Told of each key of the wrong type deleted (count, what): the store's count.
+    on_damage: Callable[[int, str], None] = field(default=lambda count, what: None)
     owned: frozenset[int] = frozenset()
     started: float = 0.0
     # Shards whose owner key already held this node's id at its first heartbeat.
@@ -106,29 +114,56 @@ class Membership:
 
     def live_nodes(self, now: float) -> list[str]:
         """Ids of the registered nodes whose heartbeat is alive; forgets dead ones
-        (a node's entry outlives its heartbeat by one TTL, for `frontier status`)."""
-        entries: dict[bytes, bytes] = self.client.hgetall(self.keys.nodes)  # type: ignore[assignment]
+        (a node's entry outlives its heartbeat by one TTL, for `frontier status`).
+
+        An entry no node wrote (not UTF-8, not a JSON entry) or a heartbeat without
+        a TTL is not a node: deleted and counted, so it owns no shards.
+        """
+        entries = self._entries()
         ids = [key.decode("utf-8", "replace") for key in entries]
         pipe = self.client.pipeline(transaction=False)
         for node in ids:
-            pipe.exists(self.keys.heartbeat(node))
-        alive = pipe.execute() if ids else []
+            pipe.pttl(self.keys.heartbeat(node))
+        ttls = pipe.execute() if ids else []
         live, dead = [], []
-        for node, exists in zip(ids, alive, strict=True):
-            if exists:
+        for raw, node, ttl in zip(entries, ids, ttls, strict=True):
+            age = _age(entries, raw, now)
+            if ttl == -1:  # a heartbeat without a TTL is not one a node wrote
+                self.client.delete(self.keys.heartbeat(node))
+                self.on_damage(1, f"heartbeat of node {node!r} had no TTL: deleted")
+            if age == float("inf"):
+                self.on_damage(1, f"registry entry {raw[:100]!r} is not a node's")
+                dead.append(raw)
+            elif ttl >= 0:
                 live.append(node)
-            elif _age(entries, node, now) > 2 * self.config.node_ttl:
-                dead.append(node)
+            elif age > 2 * self.config.node_ttl:
+                dead.append(raw)
         if dead:
             self.client.hdel(self.keys.nodes, *dead)
         return live
+
+    def _entries(self) -> dict[bytes, bytes]:
+        """The registry (node id -> JSON entry); a key of the wrong type is deleted."""
+        return retyped(
+            self.client,
+            self.keys.nodes,
+            "hash",
+            lambda: self.client.hgetall(self.keys.nodes),  # type: ignore[arg-type,return-value]
+            self.on_damage,
+        )
 
     def leave(self) -> None:
         """Clean close: free the shards and deregister, so others take over now."""
         self._release_all(self.owned)
         self.owned = frozenset()
         self.client.delete(self.keys.heartbeat(self.node_id))
-        self.client.hdel(self.keys.nodes, self.node_id)
+        retyped(
+            self.client,
+            self.keys.nodes,
+            "hash",
+            lambda: self.client.hdel(self.keys.nodes, self.node_id),
+            self.on_damage,
+        )
         if self._identity is not None:
             self._identity.release()
 
@@ -141,13 +176,15 @@ class Membership:
     ) -> tuple[frozenset[int], frozenset[int]]:
         """The shards held after claiming *shards*, and those already held before."""
         ordered = sorted(shards)
-        pipe = self.client.pipeline(transaction=False)
-        for shard in ordered:
-            queue_script(
-                pipe, self._claim, [self._owner_keys[shard]], [self.node_id, ttl]
-            )
-        replies = pipe.execute() if ordered else []
-        claimed = list(zip(ordered, replies, strict=True))
+
+        def claim() -> list[int]:
+            pipe = self.client.pipeline(transaction=False)
+            for shard in ordered:
+                keys = [self._owner_keys[shard]]
+                queue_script(pipe, self._claim, keys, [self.node_id, ttl])
+            return pipe.execute() if ordered else []
+
+        claimed = list(zip(ordered, self._on_owner_keys(claim), strict=True))
         return (
             frozenset(s for s, reply in claimed if reply),
             frozenset(s for s, reply in claimed if reply == 2),
@@ -173,10 +210,29 @@ class Membership:
     def _release_all(self, shards: frozenset[int]) -> None:
         if not shards:
             return
-        pipe = self.client.pipeline(transaction=False)
-        for shard in shards:
-            queue_script(pipe, self._release, [self._owner_keys[shard]], [self.node_id])
-        pipe.execute()
+
+        def release() -> list[int]:
+            pipe = self.client.pipeline(transaction=False)
+            for shard in shards:
+                keys = [self._owner_keys[shard]]
+                queue_script(pipe, self._release, keys, [self.node_id])
+            return pipe.execute()
+
+        self._on_owner_keys(release)
+
+    def _on_owner_keys(self, run: Callable[[], list[int]]) -> list[int]:
+        """``run()``; if an owner key is of the wrong type, every such key is deleted
+        (counted) and ``run()`` runs once more."""
+        try:
+            return run()
+        except ResponseError:
+            deleted = [
+                delete_if_wrong_type(self.client, key, "string", self.on_damage)
+                for key in self._owner_keys
+            ]
+            if not any(deleted):
+                raise
+        return run()
 
     def _register(self, now: float, pages: int) -> None:
         """Rewrite this node's registry entry (read by `scrapy frontier status`)."""
@@ -194,15 +250,24 @@ class Membership:
             "pages": pages,
             "pages_per_min": round(rate, 1),
         }
-        self.client.hset(self.keys.nodes, self.node_id, json.dumps(entry))
+        retyped(
+            self.client,
+            self.keys.nodes,
+            "hash",
+            lambda: self.client.hset(self.keys.nodes, self.node_id, json.dumps(entry)),
+            self.on_damage,
+        )
 
 
-def _age(entries: dict[bytes, bytes], node: str, now: float) -> float:
-    """Seconds since *node*'s last heartbeat by its registry entry (inf if unreadable)."""
+def _age(entries: dict[bytes, bytes], node: bytes, now: float) -> float:
+    """Seconds since *node*'s last heartbeat by its registry entry (inf if unreadable:
+    not a node's)."""
     try:
-        return now - float(json.loads(entries[node.encode()])["heartbeat"])
-    except (KeyError, ValueError, TypeError):
+        age = now - float(json.loads(entries[node])["heartbeat"])
+        node.decode("utf-8")
+    except (KeyError, ValueError, TypeError, RecursionError):
         return float("inf")
+    return float("inf") if math.isnan(age) else age
 
 
 def _version() -> str:

@@ -30,6 +30,7 @@ from crawler.frontier.acks import lease_done
 from crawler.frontier.admission import Admission
 from crawler.frontier.config import FrontierConfig
 from crawler.frontier.control import ControlFollower
+from crawler.frontier.damage import retyped
 from crawler.frontier.drain import DrainWatch
 from crawler.frontier.embedded import EmbeddedRedisError
 from crawler.frontier.leases import NODE_META_KEY, Held, HeldLeases
@@ -104,6 +105,7 @@ class FrontierScheduler(BaseScheduler):
         self._refreshed_at = 0.0
         self._refresh_every = REFRESH_INTERVAL
         self._bad_entry_logged = False
+        self._damage_counted = 0  # of the store's bad_entries, in the stats already
         self._failure: StartupFailure | None = None
         self._outage = RedisOutage.of(crawler)
         self._redis_gate = self._outage.gate("the scheduler")
@@ -149,6 +151,7 @@ class FrontierScheduler(BaseScheduler):
             {"prefix": self._config.prefix, "queued": queued, "leased": leased},
             extra={"spider": spider},
         )
+        self._count_damage()  # what the start-up repair found
         self._maintenance = create_looping_call(self._maintain)
         self._maintenance.start(self._config.maintenance_interval, now=True)
 
@@ -161,7 +164,9 @@ class FrontierScheduler(BaseScheduler):
             check_reachable(client, redis_url(self._crawler))
             store = FrontierStore(client, self._config)
             store.prepare(now)
-            self._membership = Membership(client, store.crawl_keys, self._config)
+            self._membership = Membership(
+                client, store.crawl_keys, self._config, on_damage=store.damaged
+            )
             self._membership.beat(now, pages=0)
             resumed = self._membership.resume(store, now)  # before the first pop
             self._stats.inc_value("frontier/leases_resumed", resumed)
@@ -392,6 +397,14 @@ class FrontierScheduler(BaseScheduler):
             self._stats.inc_value("frontier/depth_shortened", flushed.shortened)
         self._stats.inc_value("frontier/acked", flushed.acked)
         self._progress.acked(flushed.acked)
+        self._count_damage()
+
+    def _count_damage(self) -> None:
+        """Add what the store found damaged (and set aside) to frontier/bad_entries."""
+        assert self._store is not None
+        if found := self._store.bad_entries - self._damage_counted:
+            self._stats.inc_value("frontier/bad_entries", found)
+            self._damage_counted = self._store.bad_entries
 
     def _flush_pending(self) -> None:
         """The ack timer: writes what no engine loop has written since."""
@@ -527,12 +540,23 @@ class FrontierScheduler(BaseScheduler):
             )
             self._wake_engine()
         self._take_seeds()
+        if stranded := self._store.repair_stuck(self._membership.owned, now):
+            self._stats.inc_value("frontier/stranded_hosts", stranded)
+            self._wake_engine()  # stranded hosts are ready again
+        self._count_damage()
         self._progress.maybe_log(self._store, now)
 
     def _follow_control(self) -> None:
         """Apply `scrapy frontier pause|resume|set`, read once a heartbeat."""
         assert self._store is not None
-        fields = self._store.client.hgetall(self._store.crawl_keys.control)
+        key = self._store.crawl_keys.control
+        fields = retyped(
+            self._store.client,
+            key,
+            "hash",
+            lambda: self._store.client.hgetall(key),  # type: ignore[union-attr]
+            self._store.damaged,
+        )
         resumed, configs = self._control.follow(fields)  # type: ignore[arg-type]
         if resumed:
             self._wake_engine()
@@ -544,8 +568,13 @@ class FrontierScheduler(BaseScheduler):
     def _take_seeds(self) -> None:
         """Enqueue URLs any client pushed to the crawl's seed list in Redis."""
         assert self._store is not None
-        urls: list[bytes] | None = self._store.client.lpop(  # type: ignore[assignment]
-            self._store.crawl_keys.seeds, SEEDS_PER_ROUND
+        key, client = self._store.crawl_keys.seeds, self._store.client
+        urls: list[bytes] | None = retyped(  # type: ignore[assignment]
+            client,
+            key,
+            "list",
+            lambda: client.lpop(key, SEEDS_PER_ROUND),
+            self._store.damaged,
         )
         for url in urls or ():
             try:
@@ -558,8 +587,20 @@ class FrontierScheduler(BaseScheduler):
             self._wake_engine()
 
     def _drained(self) -> bool:
+        """Whether the crawl is over; before it says so, every shard is scanned
+        once for hosts that damaged state left out of the ready and waiting sets."""
         assert self._drain is not None
-        return self._drain.drained(time.time())
+        assert self._store is not None
+        now = time.time()
+        if not self._drain.drained(now):
+            return False
+        if stranded := self._store.rescue(now):
+            self._stats.inc_value("frontier/stranded_hosts", stranded)
+            self._count_damage()
+            self._drain.forget()
+            self._wake_engine()
+            return False
+        return True
 
     # --- Redis away and back -----------------------------------------------------------
 

@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from redis.cluster import ClusterPipeline, RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
 
+from crawler.frontier.repairscripts import REPAIR, REPAIR_COUNTS, REPAIR_HOSTS
+
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from redis import Redis
     from redis.client import Pipeline
@@ -37,19 +39,72 @@ if TYPE_CHECKING:
 
 _HELPERS = """
 local tag, weight, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+-- Values this call found damaged (not written by the crawler) and set aside.
+local damaged = 0
 
+-- Count a damaged value; queue entries are kept, capped, in the shard's damaged list.
+local function set_aside(value)
+  damaged = damaged + 1
+  redis.pcall('HINCRBY', KEYS[8], 'bad_entries', 1)
+  if value then
+    redis.pcall('LPUSH', tag .. 'damaged', value)
+    redis.pcall('LTRIM', tag .. 'damaged', 0, 999)
+  end
+end
+
+-- The reply of a read, or nil (and the key deleted) if the key has the wrong type.
+local function read(command, key, ...)
+  local reply = redis.pcall(command, key, ...)
+  if type(reply) == 'table' and reply.err then
+    redis.call('DEL', key)
+    set_aside(false)
+    return nil
+  end
+  return reply
+end
+
+-- Take a queue's damaged head entry out of the crawl's counts, then out of the way.
+local function drop_head(queue, lv, level, entry)
+  redis.call('LPOP', queue)
+  if redis.call('LLEN', queue) == 0 then redis.call('ZREM', lv, level) end
+  if (tonumber(redis.pcall('HINCRBY', KEYS[11], level, -1)) or 0) <= 0 then
+    redis.pcall('HDEL', KEYS[11], level)
+  end
+  redis.pcall('HINCRBY', KEYS[8], 'queued', -1)
+  set_aside(entry)
+end
+
+-- The BFS score of the host's head request; nil if nothing usable is queued.
+-- Damaged levels, queues and entries met on the way are set aside (bounded).
 local function head_score(host)
-  local levels = redis.call('ZRANGE', tag .. 'lv:' .. host, 0, 0)
-  if #levels == 0 then return nil end
-  local entry = redis.call('LINDEX', tag .. 'q:' .. host .. ':' .. levels[1], 0)
-  return tonumber(levels[1]) * weight + tonumber(string.match(entry, '^(%d+)|'))
+  local lv = tag .. 'lv:' .. host
+  for _ = 1, 1000 do
+    local levels = read('ZRANGE', lv, 0, 0)
+    if not levels or #levels == 0 then return nil end
+    local level, queue = tonumber(levels[1]), tag .. 'q:' .. host .. ':' .. levels[1]
+    local entry = level and read('LINDEX', queue, 0)
+    if not entry then
+      redis.call('ZREM', lv, levels[1])
+      if not level then set_aside(false) end
+    else
+      local seq = tonumber(string.match(entry, '^(%d+)|'))
+      if seq and seq < weight then return level * weight + seq end
+      drop_head(queue, lv, levels[1], entry)
+    end
+  end
+  return nil
+end
+
+-- A number stored in a hash field, or *default* if it is missing or not a number.
+local function hnum(key, field, default)
+  return tonumber(redis.call('HGET', key, field)) or default
 end
 
 -- Put a host that is neither ready nor waiting where its queue and delay say.
 local function schedule(host)
   local score = head_score(host)
   if not score then return end
-  local at = tonumber(redis.call('HGET', KEYS[3], host) or '0')
+  local at = hnum(KEYS[3], host, 0)
   if at > now then
     redis.call('ZADD', KEYS[2], at, host)
   else
@@ -61,8 +116,13 @@ end
 local function touch(host, concurrency)
   if redis.call('ZSCORE', KEYS[2], host) then return end
   if redis.call('ZSCORE', KEYS[1], host) then
-    redis.call('ZADD', KEYS[1], 'XX', head_score(host), host)
-  elseif tonumber(redis.call('HGET', KEYS[4], host) or '0') < concurrency then
+    local score = head_score(host)
+    if score then
+      redis.call('ZADD', KEYS[1], 'XX', score, host)
+    else
+      redis.call('ZREM', KEYS[1], host)
+    end
+  elseif hnum(KEYS[4], host, 0) < concurrency then
     schedule(host)
   end
 end
@@ -77,11 +137,13 @@ local function promote(limit)
 end
 
 -- The lowest level with requests queued or leased: the BFS barrier's input.
+-- A field that is not a level, or whose count is not positive, is not one.
 local function lowest_level()
   local low = false
-  for _, level in ipairs(redis.call('HKEYS', KEYS[11])) do
-    level = tonumber(level)
-    if not low or level < low then low = level end
+  local fields = redis.call('HGETALL', KEYS[11])
+  for i = 1, #fields, 2 do
+    local level, count = tonumber(fields[i]), tonumber(fields[i + 1])
+    if level and count and count > 0 and (not low or level < low) then low = level end
   end
   return low
 end
@@ -92,7 +154,7 @@ local function summary()
   local wake = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')[2]
   local held = redis.call('ZRANGE', KEYS[13], 0, 0, 'WITHSCORES')[2]
   if held and (not wake or tonumber(held) < tonumber(wake)) then wake = held end
-  return {best[2] or false, wake or false, lowest_level()}
+  return {best[2] or false, wake or false, lowest_level(), damaged}
 end
 
 -- The queue of pages reparsed from the page store (never a real host name).
@@ -110,25 +172,32 @@ end
 local function unpack_entry(payload)
   local level, length, rest = string.match(payload, '^(%d+) (%d+) (.*)$')
   length = tonumber(length)
-  if not length then return nil end
+  if not level or length > #rest then return nil end
   return level, string.sub(rest, 1, length), string.sub(rest, length + 1)
 end
 
+-- A lease's level, host, entry and its host's ready time before the pop; nil if the
+-- payload is not one this crawler wrote.
 local function unpack_lease(payload)
   local level, prior, rest = string.match(payload, '^(%d+) (%S+) (.*)$')
   if not level then return nil end
   local _, host, entry = unpack_entry(level .. ' ' .. rest)
+  if not host then return nil end
   return level, host, entry, tonumber(prior) or 0
 end
 
--- Release lease *id*: its level, host, entry and the host's ready time before the pop.
+-- Forget a lease; its level, host, entry and prior ready time if it was held (a
+-- damaged one is set aside and forgotten).
 local function release(id)
   local payload = redis.call('HGET', KEYS[6], id)
+  redis.call('ZREM', KEYS[5], id)
   if not payload then return nil end
   redis.call('HDEL', KEYS[6], id)
-  redis.call('ZREM', KEYS[5], id)
   local level, host, entry, prior = unpack_lease(payload)
-  if not host then return nil end
+  if not level then
+    set_aside(payload)
+    return nil
+  end
   if redis.call('HINCRBY', KEYS[4], host, -1) <= 0 then
     redis.call('HDEL', KEYS[4], host)
   end
@@ -159,6 +228,16 @@ local function revive(fingerprint)
   local fate = string.match(payload, '^(%S+) ')
   if fate then redis.call('HINCRBY', KEYS[8], 'fate:' .. fate, -1) end
   return true
+end
+"""
+
+# Run before every script but the repair ones: fail before any write if the sequence
+# or the lease payloads cannot be written (the runner repairs the shard and calls
+# again), since failing after an entry left its queue or the seen filter loses it.
+_GUARD = """
+for _, check in ipairs({{'INCRBY', KEYS[7], 0}, {'HLEN', KEYS[6]}}) do
+  local reply = redis.pcall(unpack(check))
+  if type(reply) == 'table' and reply.err then return redis.error_reply(reply.err) end
 end
 """
 
@@ -215,6 +294,9 @@ local function bloom_add(hashes)
   local last = filters - 1
   local layout = redis.call('HMGET', seen, 'bits:' .. last, 'hashes:' .. last, 'cap:' .. last)
   local bits, key = tonumber(layout[1]), seen .. ':' .. last
+  if not (bits and bits > 0 and 4 * (tonumber(layout[2]) or 0) <= #hashes) then
+    return redis.error_reply('frontier: damaged Bloom layout')  -- before any write
+  end
   -- Created at full length at once: grown bit by bit, Redis would keep up to
   -- twice the memory.
   if redis.call('EXISTS', key) == 0 then redis.call('SETBIT', key, bits - 1, 0) end
@@ -304,36 +386,42 @@ if redis.call('GET', KEYS[12]) ~= ARGV[9] then
 end
 promote(tonumber(ARGV[7]))
 release_held(tonumber(ARGV[7]), concurrency)
--- The head request of the best ready host; one superseded by a shallower copy of
--- itself (depth repair) is dropped on the way.
+-- The head request of the best ready host. A host with nothing usable queued is
+-- set aside; a request superseded by a shallower copy of itself (depth repair) is
+-- dropped on the way.
 local host, level, entry, reparse
 local per_depth = tonumber(ARGV[10])
 for _ = 1, 1000 do
   local hosts = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[8], 'LIMIT', 0, 1)
   if #hosts == 0 then return {false, false, 0, unpack(summary())} end
   host = hosts[1]
-  local levels_key = tag .. 'lv:' .. host
-  level = redis.call('ZRANGE', levels_key, 0, 0)[1]
-  local queue = tag .. 'q:' .. host .. ':' .. level
-  entry = redis.call('LPOP', queue)
-  if redis.call('LLEN', queue) == 0 then redis.call('ZREM', levels_key, level) end
-  local seq = string.match(entry, '^(%d+)|')
-  if not (seq and redis.call('SREM', KEYS[15], seq) == 1) then
-    local depth = math.floor(tonumber(level) / per_depth)
-    local key = seq and redis.call('HGET', tag .. 'provseq:' .. depth, seq)
-    if key then  -- fetched now: a shorter path found later reparses it
-      redis.call('HDEL', tag .. 'provseq:' .. depth, seq)
-      redis.call('HSET', tag .. 'prov:' .. depth, key, 'f')
+  if not head_score(host) then  -- nothing usable queued
+    redis.call('ZREM', KEYS[1], host)
+    set_aside(false)
+  else
+    local levels_key = tag .. 'lv:' .. host
+    level = redis.call('ZRANGE', levels_key, 0, 0)[1]
+    local queue = tag .. 'q:' .. host .. ':' .. level
+    entry = redis.call('LPOP', queue)
+    if redis.call('LLEN', queue) == 0 then redis.call('ZREM', levels_key, level) end
+    local seq = string.match(entry, '^(%d+)|')
+    if not (seq and redis.call('SREM', KEYS[15], seq) == 1) then
+      local depth = math.floor(tonumber(level) / per_depth)
+      local key = seq and redis.call('HGET', tag .. 'provseq:' .. depth, seq)
+      if key then  -- fetched now: a shorter path found later reparses it
+        redis.call('HDEL', tag .. 'provseq:' .. depth, seq)
+        redis.call('HSET', tag .. 'prov:' .. depth, key, 'f')
+      end
+      reparse = seq and redis.call('SREM', KEYS[16], seq) == 1
+      break
     end
-    reparse = seq and redis.call('SREM', KEYS[16], seq) == 1
-    break
+    redis.call('HINCRBY', KEYS[8], 'queued', -1)
+    redis.call('HINCRBY', KEYS[8], 'superseded', 1)
+    if redis.call('HINCRBY', KEYS[11], level, -1) <= 0 then redis.call('HDEL', KEYS[11], level) end
+    redis.call('ZREM', KEYS[1], host)
+    touch(host, concurrency)
+    entry = nil
   end
-  redis.call('HINCRBY', KEYS[8], 'queued', -1)
-  redis.call('HINCRBY', KEYS[8], 'superseded', 1)
-  if redis.call('HINCRBY', KEYS[11], level, -1) <= 0 then redis.call('HDEL', KEYS[11], level) end
-  redis.call('ZREM', KEYS[1], host)
-  touch(host, concurrency)
-  entry = nil
 end
 if not entry then return {false, false, 0, unpack(summary())} end
 local id = redis.call('INCR', KEYS[7])
@@ -342,7 +430,7 @@ redis.call('HSET', KEYS[6], id, level .. ' ' .. prior .. ' ' .. #host .. ' ' .. 
 redis.call('ZADD', KEYS[5], expiry, id)
 redis.call('HINCRBY', KEYS[4], host, 1)
 redis.call('HINCRBY', KEYS[8], 'queued', -1)
-local delay = tonumber(redis.call('HGET', KEYS[10], host) or default_delay)
+local delay = hnum(KEYS[10], host, tonumber(default_delay))
 redis.call('HSET', KEYS[3], host, now + delay)
 redis.call('ZREM', KEYS[1], host)
 touch(host, concurrency)
@@ -365,7 +453,7 @@ local at
 if ARGV[9] == '1' and not redis.call('HGET', KEYS[4], host) then
   at = prior
 else
-  at = math.max(tonumber(redis.call('HGET', KEYS[3], host) or '0'), now + delay)
+  at = math.max(hnum(KEYS[3], host, 0), now + delay)
   redis.call('HSET', KEYS[10], host, delay)
 end
 redis.call('HSET', KEYS[3], host, at)
@@ -474,6 +562,9 @@ class ScriptRunner:
         "requeue": REQUEUE,
         "promote": PROMOTE,
         "retry": RETRY,
+        "repair": REPAIR,
+        "repair_hosts": REPAIR_HOSTS,
+        "repair_counts": REPAIR_COUNTS,
     }
 
     def __init__(self, client: Redis) -> None:
@@ -482,24 +573,47 @@ class ScriptRunner:
 
     def load(self) -> None:
         for name, source in self.SOURCES.items():
-            self._sha[name] = self._client.script_load(_HELPERS + source)
+            guard = "" if name.startswith("repair") else _GUARD
+            self._sha[name] = self._client.script_load(_HELPERS + guard + source)
 
-    def run(self, calls: Sequence[Call]) -> list[Any]:
-        """The replies of *calls*, run in order in one pipeline."""
+    def run(
+        self, calls: Sequence[Call], repair: Callable[[Call], None] | None = None
+    ) -> list[Any]:
+        """The replies of *calls*, run in order in one pipeline.
+
+        A call that fails with any other error (a script error on a damaged value, a
+        key of the wrong type) does not fail the others: *repair* is called once for
+        its shard (with the call) and the call runs once more. Raises the first error left then.
+        """
         if not self._sha:
             self.load()
         results = self._execute(calls)
-        failed = [i for i, r in enumerate(results) if isinstance(r, NoScriptError)]
+        failed = self._failed(results, NoScriptError)
         if failed:
             self.load()
-            for index, result in zip(
-                failed, self._execute([calls[i] for i in failed]), strict=True
-            ):
-                results[index] = result
+            self._rerun(calls, results, failed)
+        failed = self._failed(results, ResponseError)
+        if failed and repair is not None:
+            for index in {calls[i].keys: i for i in failed}.values():
+                repair(calls[index])
+            self._rerun(calls, results, failed)
         for result in results:
             if isinstance(result, ResponseError):
                 raise result
         return results
+
+    @staticmethod
+    def _failed(results: list[Any], kind: type[Exception]) -> list[int]:
+        return [i for i, result in enumerate(results) if isinstance(result, kind)]
+
+    def _rerun(
+        self, calls: Sequence[Call], results: list[Any], failed: list[int]
+    ) -> None:
+        """Run the calls at indexes *failed* again, in order; their replies replace."""
+        for index, result in zip(
+            failed, self._execute([calls[i] for i in failed]), strict=True
+        ):
+            results[index] = result
 
     def _execute(self, calls: Sequence[Call]) -> list[Any]:
         pipe = self._client.pipeline(transaction=False)

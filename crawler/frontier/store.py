@@ -8,20 +8,26 @@ scheduler chooses a shard without asking Redis again.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from redis.exceptions import ResponseError
+
 from crawler.frontier.dedup import shard_layouts
 from crawler.frontier.keys import SCHEMA_VERSION, CrawlKeys
+from crawler.frontier.repair import ShardRepair
 from crawler.frontier.scripts import Call, script_runner
 from crawler.policy.order import LEVEL_WEIGHT, TIERS_PER_DEPTH
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable, Sequence
+    from collections.abc import Callable, Collection, Iterable, Sequence
 
     from redis import Redis
+    from redis.client import Pipeline
 
     from crawler.frontier.config import FrontierConfig
+    from crawler.frontier.keys import Keys
 
 logger = logging.getLogger(__name__)
 
@@ -127,12 +133,37 @@ class FrontierStore:
         self.keys = [self.crawl_keys.shard(s) for s in range(config.shards)]
         self.summaries = [Summary() for _ in range(config.shards)]
         self._scripts = script_runner(client)
+        self._repair = ShardRepair(client, self._scripts, config, self.keys)
+        # Values found damaged (not written by the crawler) and set aside or fixed.
+        self.bad_entries = 0
+        self._damage_logged = False
 
     def prepare(self, now: float) -> None:
-        """Check the schema version, write Bloom layouts, load scripts and summaries."""
+        """Check the schema version, repair every shard, write Bloom layouts, load
+        scripts and summaries."""
         if self.config.reset:
             self.delete_all()
+        self._check_schema()
+        self._scripts.load()
+        for shard, reply in self._repair.fixed(range(self.config.shards), now):
+            self._remember(shard, reply[1:], int(reply[0]))
+        if self.config.dedup.mode == "bloom":
+            self._write_bloom_layouts(self.keys)
+        self.promote(range(self.config.shards), now)
+
+    def _check_schema(self) -> None:
+        """Refuse a crawl written by another schema version; a meta key or version
+        the crawler did not write (not a hash, not a number) is replaced."""
         meta = self.crawl_keys.meta
+        try:
+            found = self.client.hget(meta, "schema_version")
+        except ResponseError:  # WRONGTYPE: not a hash
+            self.client.delete(meta)
+            self.damaged(1, f"{meta} was not a hash: deleted")
+            found = None
+        if found is not None and not found.isdigit():
+            self.client.hdel(meta, "schema_version")
+            self.damaged(1, f"{meta} held schema version {found[:50]!r}: replaced")
         self.client.hsetnx(meta, "schema_version", SCHEMA_VERSION)
         found = self.client.hget(meta, "schema_version")
         if found != SCHEMA_VERSION.encode():
@@ -141,10 +172,6 @@ class FrontierStore:
                 f"this crawler writes {SCHEMA_VERSION}: use another "
                 "FRONTIER_KEY_PREFIX or start afresh with -s FRONTIER_RESET=1"
             )
-        if self.config.dedup.mode == "bloom":
-            self._write_bloom_layouts()
-        self._scripts.load()
-        self.promote(range(self.config.shards), now)
 
     def flush(
         self,
@@ -164,7 +191,7 @@ class FrontierStore:
         calls = [self._push_call(s, items, now) for s, items in by_shard.items()]
         calls += [self._ack_call(Ack(*ack), now) for ack in acks]
         pop_calls = [self._pop_call(pop, now)] if pop is not None else []
-        replies = self._scripts.run(calls + pop_calls)
+        replies = self._scripts.run(calls + pop_calls, self._repair_shard)
         popped, fenced = self._popped(pop, replies.pop()) if pop else (None, False)
         for call, reply in zip(calls, replies, strict=True):
             self._remember(call.keys.shard, reply[1:])
@@ -252,7 +279,8 @@ class FrontierStore:
             Call("requeue", self.keys[s], [*base, *ids.get(s, [])]) for s in shards
         ]
         total = 0
-        for shard, reply in zip(shards, self._scripts.run(calls), strict=True):
+        replies = self._scripts.run(calls, self._repair_shard)
+        for shard, reply in zip(shards, replies, strict=True):
             total += reply[0]
             self._remember(shard, reply[1:])
         return total
@@ -308,8 +336,72 @@ class FrontierStore:
             "" if floor is None else floor,
         ]
         calls = [Call("promote", self.keys[s], args) for s in shards]
-        for shard, reply in zip(shards, self._scripts.run(calls), strict=True):
+        replies = self._scripts.run(calls, self._repair_shard)
+        for shard, reply in zip(shards, replies, strict=True):
             self._remember(shard, reply)
+
+    def repair_stuck(self, among: Collection[int], now: float) -> int:
+        """Look at every host of the shards of *among* that seem stuck: requests
+        outstanding, yet no host ready at their lowest level, none waiting, nothing
+        leased (a stranded host, a count left by a damaged entry). Each shard at most
+        every ``repair.STUCK_REPAIR_INTERVAL``. Returns the hosts scheduled again."""
+        candidates = [
+            i
+            for i in sorted(among)
+            if self._looks_stuck(i) and self._repair.due(i, now)
+        ]
+        if not candidates:
+            return 0
+
+        def read(pipe: Pipeline) -> None:
+            for shard in candidates:
+                pipe.zcard(self.keys[shard].leases)
+
+        leased = self._read(read)
+        return self.rescue(
+            now, [s for s, n in zip(candidates, leased, strict=True) if not n]
+        )
+
+    def rescue(self, now: float, shards: Iterable[int] | None = None) -> int:
+        """Schedule every stranded host of *shards* (default: every shard not looked
+        at in the last ``repair.STUCK_REPAIR_INTERVAL``); how many. One SCAN."""
+        if shards is None:
+            shards = [s for s in range(self.config.shards) if self._repair.due(s, now)]
+        scheduled = 0
+        for shard, hosts, summary in self._repair.hosts(shards, now) if shards else ():
+            self._remember(shard, summary)
+            scheduled += hosts
+        return scheduled
+
+    def _looks_stuck(self, shard: int) -> bool:
+        summary = self.summaries[shard]
+        low = summary.lowest_level
+        return (
+            low is not None
+            and summary.wake is None
+            and (summary.best is None or summary.best // LEVEL_WEIGHT > low)
+        )
+
+    def _repair_shard(self, call: Call) -> None:
+        """*call* failed on its shard: repair the shard before the call runs again."""
+        now = float(call.args[1]) / 1000  # every script's ARGV[3]
+        ((shard, reply),) = self._repair.fixed([call.keys.shard], now)
+        if self.config.dedup.mode == "bloom":
+            self._write_bloom_layouts([call.keys])
+        self._remember(shard, reply[1:], int(reply[0]))
+
+    def damaged(self, count: int, what: str) -> None:
+        """Count *count* values the crawler did not write; the first is logged."""
+        if count <= 0:
+            return
+        self.bad_entries += count
+        if not self._damage_logged:
+            self._damage_logged = True
+            logger.warning(
+                "Repaired frontier state the crawler did not write (%(what)s); "
+                "further damage is only counted in frontier/bad_entries",
+                {"what": what},
+            )
 
     def best_shard(
         self, among: Collection[int], deepest_level: int | None = None
@@ -360,29 +452,66 @@ class FrontierStore:
             by_shard.setdefault(lease.shard, []).append(lease.lease_id)
         if not by_shard:
             return
-        pipe = self.client.pipeline(transaction=False)
-        for shard, ids in by_shard.items():
-            pipe.zadd(self.keys[shard].leases, dict.fromkeys(ids, expiry), xx=True)
-        pipe.execute()
+
+        def write(pipe: Pipeline) -> None:
+            for shard, ids in by_shard.items():
+                pipe.zadd(self.keys[shard].leases, dict.fromkeys(ids, expiry), xx=True)
+
+        self._read(write)
 
     def totals(self) -> tuple[int, int]:
         """Requests queued (held ones included: they are work still to do) and
-        leased in the whole crawl, over every shard."""
-        pipe = self.client.pipeline(transaction=False)
-        for keys in self.keys:
-            pipe.hget(keys.counters, "queued")
-            pipe.zcard(keys.held)
-            pipe.zcard(keys.leases)
-        replies = pipe.execute()
-        queued = sum(int(r or 0) for r in replies[0::3]) + sum(replies[1::3])
-        return queued, sum(replies[2::3])
+        leased in the whole crawl, over every shard.
+
+        A shard's queued count is at least its hosts ready or waiting, so that a
+        count a damaged entry left too low never ends a crawl early.
+        """
+
+        def read(pipe: Pipeline) -> None:
+            for keys in self.keys:
+                pipe.hget(keys.counters, "queued")
+                pipe.zcard(keys.leases)
+                pipe.zcard(keys.ready)
+                pipe.zcard(keys.waiting)
+                pipe.zcard(keys.held)
+
+        replies = self._read(read)
+        queued = leased = 0
+        for count, leases, ready, waiting, held in zip(
+            *[iter(replies)] * 5, strict=True
+        ):
+            queued += max(_integer(count), ready + waiting) + held
+            leased += leases
+        return queued, leased
+
+    def _read(self, commands: Callable[[Pipeline], None]) -> list[Any]:
+        """The replies of the commands *commands* queues in a pipeline. A key of the
+        wrong type makes every shard be repaired, then the pipeline run again."""
+        for attempt in range(2):
+            pipe = self.client.pipeline(transaction=False)
+            commands(pipe)
+            replies = pipe.execute(raise_on_error=False)
+            errors = [r for r in replies if isinstance(r, ResponseError)]
+            if not errors:
+                break
+            if attempt:
+                raise errors[0]
+            self.repair(range(self.config.shards), time.time())
+        return replies
+
+    def repair(self, shards: Iterable[int], now: float) -> None:
+        """Run the repair script on *shards* (key types, counts, leases, hosts)."""
+        for shard, reply in self._repair.fixed(shards, now):
+            self._remember(shard, reply[1:], int(reply[0]))
 
     def hosts_ready(self) -> int:
         """Hosts that may be fetched now, over every shard."""
-        pipe = self.client.pipeline(transaction=False)
-        for keys in self.keys:
-            pipe.zcard(keys.ready)
-        return sum(pipe.execute())
+
+        def read(pipe: Pipeline) -> None:
+            for keys in self.keys:
+                pipe.zcard(keys.ready)
+
+        return sum(self._read(read))
 
     def delete_all(self) -> int:
         """Delete every key of the crawl; how many."""
@@ -398,7 +527,7 @@ class FrontierStore:
         self.summaries = [Summary() for _ in range(self.config.shards)]
         return deleted
 
-    def _write_bloom_layouts(self) -> None:
+    def _write_bloom_layouts(self, shards: Iterable[Keys]) -> None:
         layouts = shard_layouts(self.config.dedup, self.config.shards)
         fields: dict[str, int] = {"filters": 1}
         for index, layout in enumerate(layouts):
@@ -408,13 +537,19 @@ class FrontierStore:
                 f"cap:{index}": layout.capacity,
             }
         pipe = self.client.pipeline(transaction=False)
-        for keys in self.keys:
+        for keys in shards:
             for name, value in fields.items():
                 pipe.hsetnx(keys.seen, name, value)
         pipe.execute()
 
-    def _remember(self, shard: int, state: Sequence[bytes | int | None]) -> None:
-        best, wake, lowest_level = state
+    def _remember(
+        self, shard: int, state: Sequence[bytes | int | None], damage: int = 0
+    ) -> None:
+        """Keep a shard's summary; count the values its script found damaged."""
+        best, wake, lowest_level, found = (*state, 0)[:4]
+        self.damaged(
+            damage + int(found or 0), f"shard {shard}: values set aside or fixed"
+        )
         self.summaries[shard] = Summary(
             float(best) if best is not None else None,
             float(wake) / 1000 if wake is not None else None,
@@ -437,6 +572,14 @@ def _score_limit(deepest_level: int | None) -> int | str:
     if deepest_level is None:
         return "+inf"
     return (deepest_level + 1) * LEVEL_WEIGHT - 1
+
+
+def _integer(value: bytes | None) -> int:
+    """A counter read from Redis; one the crawler did not write counts as 0."""
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
 
 
 def _ms(seconds: float) -> int:

@@ -21,7 +21,7 @@ from functools import partial
 from typing import TYPE_CHECKING, NoReturn
 from weakref import WeakKeyDictionary
 
-from redis.exceptions import LockError
+from redis.exceptions import LockError, ResponseError
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 from scrapy.http.request import NO_CALLBACK
@@ -226,6 +226,8 @@ class RobotsMiddleware:
                     await self._release(lock)
             if time.monotonic() >= deadline:
                 break
+            if await self._stale_lock(origin):
+                continue
             if not waited:
                 waited = True
                 self._stats.inc_value("robots/lock_waits")
@@ -237,6 +239,22 @@ class RobotsMiddleware:
             extra={"spider": self._crawler.spider},
         )
         return await self._fetch_and_store(origin, record), True
+
+    async def _stale_lock(self, origin: str) -> bool:
+        """Delete *origin*'s fetch lock if no node wrote it (it has no expiry); whether
+        it did. Counted in robots/bad_records."""
+        key = self._keys.robots_lock(origin)
+        if await self._client().pttl(key) != -1:
+            return False
+        await self._client().delete(key)
+        self._stats.inc_value("robots/bad_records")
+        logger.warning(
+            "Deleted the robots.txt fetch lock of %(origin)s: it had no expiry, so no "
+            "node wrote it",
+            {"origin": origin},
+            extra={"spider": self._crawler.spider},
+        )
+        return True
 
     async def _load_locked(self, origin: str) -> tuple[RobotsRecord, bool]:
         record, error = await self._read(origin)
@@ -257,7 +275,21 @@ class RobotsMiddleware:
         self, origin: str
     ) -> tuple[RobotsRecord | None, BadRecordError | None]:
         key = self._keys.robots(origin)
-        data = await patiently(self._gate, lambda: self._client().get(key))
+        try:
+            data = await patiently(self._gate, lambda: self._client().get(key))
+        except ResponseError:  # a key of the wrong type where the record belongs
+            kind = await self._client().type(key)
+            if kind in (b"string", b"none"):
+                raise
+            await self._client().delete(key)
+            self._stats.inc_value("robots/bad_records")
+            logger.warning(
+                "Deleted the robots.txt record of %(origin)s: a %(kind)r the crawler "
+                "did not write; fetching it again",
+                {"origin": origin, "kind": kind},
+                extra={"spider": self._crawler.spider},
+            )
+            return None, None
         if data is None:
             return None, None
         try:

@@ -22,6 +22,7 @@ from twisted.internet.error import TimeoutError as TxTimeoutError
 
 from crawler.connection import sync_client
 from crawler.frontier.admission import tier_of
+from crawler.frontier.damage import retyped
 from crawler.frontier.keys import CrawlKeys
 from crawler.frontier.outage import (
     REDIS_ERRORS,
@@ -236,6 +237,7 @@ class HostRecords:
         self._cache: OrderedDict[str, tuple[HostHealth, float]] = OrderedDict()
         self._unwritten: dict[str, HostHealth] = {}
         self._gate = RedisOutage.of(crawler).gate("the timeouts middleware")
+        self._bad_logged = False
 
     def get(self, host: str) -> HostHealth:
         now = time.monotonic()
@@ -247,7 +249,14 @@ class HostRecords:
         if not self._gate.ready(time.time()):
             return known
         try:
-            raw = self._redis().hget(self._key, host)
+            client = self._redis()
+            raw = retyped(
+                client,
+                self._key,
+                "hash",
+                lambda: client.hget(self._key, host),
+                self._bad,
+            )
         except REDIS_ERRORS as exc:
             self._failed(exc)
             return known
@@ -256,9 +265,8 @@ class HostRecords:
         if raw is not None:
             try:
                 health = HostHealth.from_json(raw)
-            except BadHealthRecordError:
-                assert self._crawler.stats is not None
-                self._crawler.stats.inc_value("timeouts/bad_records")
+            except BadHealthRecordError as exc:
+                self._bad(1, f"the record of {host}: {exc}")
         self._remember(host, health, now)
         self._write_unwritten()
         return health
@@ -276,7 +284,14 @@ class HostRecords:
             return
         mapping = {host: health.to_json() for host, health in self._unwritten.items()}
         try:
-            self._redis().hset(self._key, mapping=mapping)  # type: ignore[arg-type]
+            client = self._redis()
+            retyped(
+                client,
+                self._key,
+                "hash",
+                lambda: client.hset(self._key, mapping=mapping),  # type: ignore[arg-type]
+                self._bad,
+            )
         except REDIS_ERRORS as exc:
             self._failed(exc)
             return
@@ -287,6 +302,19 @@ class HostRecords:
         if not is_outage(error):
             raise error
         self._gate.failed(error, time.time())
+
+    def _bad(self, count: int, what: str) -> None:
+        """Count a health record the crawler did not write (ignored); log the first."""
+        assert self._crawler.stats is not None
+        self._crawler.stats.inc_value("timeouts/bad_records", count)
+        if not self._bad_logged:
+            self._bad_logged = True
+            logger.warning(
+                "Ignored host health state the crawler did not write (%(what)s); "
+                "further ones are only counted in timeouts/bad_records",
+                {"what": what},
+                extra={"spider": self._crawler.spider},
+            )
 
     def _remember(self, host: str, health: HostHealth, now: float) -> None:
         self._cache[host] = (health, now)

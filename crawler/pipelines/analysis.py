@@ -15,6 +15,7 @@ from dataclasses import fields
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from redis.exceptions import ResponseError
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
@@ -46,6 +47,7 @@ class AnalysisPipeline:
         self._client = client
         self._config = config
         self._keys = keys
+        self._bad_logged = False
         self._rules: list[tuple[re.Pattern[str], str]] = []
         self._gate = RedisOutage.of(crawler).gate("the analysis pipeline")
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
@@ -72,16 +74,37 @@ class AnalysisPipeline:
             record=record_of(item),
             analyzer=self.analyzer_for(item.url),
         )
-        add = partial(
-            self._client.xadd,
+        try:
+            await patiently(self._gate, partial(self._add, task))  # Redis away: waits
+        except ResponseError:  # a key of the wrong type where the stream belongs?
+            await self._replace_stream()
+            await self._add(task)  # an error that stays propagates
+        self._crawler.stats.inc_value("analysis/queued")
+        return item
+
+    async def _replace_stream(self) -> None:
+        """Delete the stream's key if it is not a stream (counted, logged once)."""
+        kind = await self._client.type(self._keys.analysis_tasks)
+        if kind in (b"stream", b"none"):
+            return  # another write replaced it first, or another error
+        await self._client.delete(self._keys.analysis_tasks)
+        self._crawler.stats.inc_value("analysis/bad_records")
+        if not self._bad_logged:
+            self._bad_logged = True
+            logger.warning(
+                "Deleted %(key)s, a %(kind)r the crawler did not write, where the "
+                "analysis stream belongs",
+                {"key": self._keys.analysis_tasks, "kind": kind},
+                extra={"spider": self._crawler.spider},
+            )
+
+    async def _add(self, task: AnalysisTask) -> None:
+        await self._client.xadd(
             self._keys.analysis_tasks,
             task.to_fields(),  # type: ignore[arg-type]
             maxlen=self._config.stream_maxlen,
             approximate=True,
         )
-        await patiently(self._gate, add)  # Redis away: the item waits, not lost
-        self._crawler.stats.inc_value("analysis/queued")
-        return item
 
     def analyzer_for(self, url: str) -> str:
         """The dotted path of the analyzer of *url*: first matching rule, else the

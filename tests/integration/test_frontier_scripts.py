@@ -199,3 +199,147 @@ def test_a_node_that_does_not_own_the_shard_cannot_pop_from_it(redis):
     assert drain(store, T0) == []  # still queued, for its owner
     redis.set(store.keys[0].owner, NODE)
     assert drain(store, T0) == ["a0"]
+
+
+# --- damaged state: values the crawler did not write --------------------------------
+
+
+def queue_key(store: FrontierStore, host: str, depth: int) -> str:
+    return store.keys[0].queue(host, level_of(depth))
+
+
+def test_an_entry_without_a_sequence_prefix_is_set_aside(redis):
+    store = make_store(redis)
+    store.flush([pending("a", 0, f"a{i}") for i in range(3)], [], T0)
+    store.flush([pending("b", 0, "b0")], [], T0)
+    redis.lpush(queue_key(store, "a", 0), b"\x80\x03cos\nsystem\n")  # a pickle, head
+    redis.lset(queue_key(store, "a", 0), 2, b"no prefix at all")  # a1 replaced
+    assert drain(store, T0) == ["a0", "a2", "b0"]  # a2 went in before b0
+    assert store.bad_entries == 2
+    assert redis.hget(store.keys[0].counters, "bad_entries") == b"2"
+    assert store.totals() == (0, 0)
+    assert store.lowest_level() is None  # the barrier does not wait for them
+
+
+def test_a_ready_host_without_a_queue_is_dropped_and_others_go(redis):
+    store = make_store(redis)
+    store.flush([pending("a", 0, "a0")], [], T0)
+    redis.zadd(store.keys[0].ready, {"ghost": 0, "pickled\x80": 1})
+    assert drain(store, T0) == ["a0"]
+    assert redis.zcard(store.keys[0].ready) == 0
+    assert store.bad_entries == 2
+
+
+def test_a_stranded_host_is_scheduled_again(redis):
+    store = make_store(redis)
+    store.flush([pending("a", 0, "a0"), pending("a", 0, "a1")], [], T0)
+    store.flush([pending("b", 1, "b1")], [], T0)
+    redis.zrem(store.keys[0].ready, "a")  # host a: queued, neither ready nor waiting
+    assert drain(store, T0) == ["b1"]
+    store.requeue(T0)  # refreshes the summary: level 0 outstanding, nothing ready
+    assert store.repair_stuck({0}, T0) == 1
+    assert drain(store, T0) == ["a0", "a1"]
+    assert store.repair_stuck({0}, T0 + 100) == 0  # nothing stuck any more
+
+
+def test_stale_counts_left_without_entries_are_set_from_the_queues(redis):
+    store = make_store(redis)
+    store.flush([pending("a", 1, "a1")], [], T0)
+    redis.hincrby(store.keys[0].outstanding, str(level_of(0)), 5)  # no such requests
+    redis.hincrby(store.keys[0].counters, "queued", 5)
+    store.promote([0], T0)
+    assert store.lowest_level() == level_of(0)
+    assert store.repair_stuck({0}, T0) == 0  # host a is ready: nothing to schedule
+    assert store.lowest_level() == level_of(1)
+    assert store.totals() == (1, 0)
+    assert drain(store, T0) == ["a1"]
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["ready", "waiting", "ready_at", "inflight", "leases", "leased", "sequence",
+     "counters", "seen", "delays", "outstanding", "owner"],
+)  # fmt: skip
+def test_a_fixed_key_of_the_wrong_type_is_repaired_and_nothing_is_lost(redis, key):
+    """A request caught in a call that failed half-way comes back when its lease
+    expires; a host the damage stranded is scheduled again when the shard is stuck."""
+    store = make_store(redis, FRONTIER_LEASE_TIMEOUT=30)
+    store.flush([pending("a", 0, "a0"), pending("b", 0, "b0")], [], T0)
+    name = getattr(store.keys[0], key)
+    redis.delete(name)
+    redis.rpush(name, b"\x80\x04garbage")  # a list: no fixed key is one
+    store.flush([pending("c", 0, "c0", bloom_hashes(b"c0", 80))], [], T0)
+    names = drain(store, T0)
+    redis.set(store.keys[0].owner, NODE)  # the owner key was deleted: claimed again
+    store.requeue(T0 + 31)
+    store.rescue(T0 + 31)  # as a node does before it calls the crawl drained
+    names += drain(store, T0 + 31)
+    assert sorted(names) == ["a0", "b0", "c0"]
+    assert store.bad_entries >= 1
+    assert redis.type(name) != b"list"
+    assert store.totals() == (0, 0)
+
+
+def test_the_first_error_does_not_stop_the_other_shards(redis):
+    store = make_store(redis, FRONTIER_SHARDS=2)
+    for shard in (0, 1):
+        redis.set(store.keys[shard].owner, NODE)
+    store.flush(
+        [Pending(s, f"h{s}", 0, "", f'{{"v":1,"u":"{s}"}}') for s in (0, 1)], [], T0
+    )
+    redis.delete(store.keys[0].waiting)
+    redis.set(store.keys[0].waiting, b"not a zset")
+    store.promote([0, 1], T0)  # one pipeline, shard 0 fails first
+    assert store.summaries[0].best is not None
+    assert store.summaries[1].best is not None
+    assert store.bad_entries == 1
+
+
+def test_non_numeric_counters_and_times_are_repaired(redis):
+    store = make_store(redis)
+    store.flush([pending("a", 0, "a0"), pending("a", 0, "a1")], [], T0)
+    keys = store.keys[0]
+    redis.hset(keys.counters, "queued", "lots")
+    redis.hset(keys.ready_at, "a", "soon")
+    redis.hset(keys.delays, "a", "\x80")
+    redis.hset(keys.outstanding, "zero", "1")
+    redis.set(keys.sequence, "many")
+    assert drain(store, T0) == ["a0", "a1"]
+    assert store.bad_entries >= 4
+    store.flush([pending("c", 0, "c0")], [], T0)  # seq counts on
+    assert drain(store, T0) == ["c0"]
+
+
+def test_a_damaged_lease_is_set_aside_and_an_orphan_lease_forgotten(redis):
+    store = make_store(redis)
+    store.flush([pending("a", 0, "a0")], [], T0)
+    keys = store.keys[0]
+    redis.hset(keys.leased, "77", b"cos\nsystem\n")
+    redis.zadd(keys.leases, {"77": 0, "78": 0})  # 78: no payload
+    assert store.requeue(T0) == 0
+    assert store.totals() == (1, 0)
+    assert drain(store, T0) == ["a0"]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "at_start"),
+    [
+        ("bits:0", "0", False),  # a call fails on it: repaired mid-crawl
+        ("hashes:0", "1000", False),
+        ("filters", "99", False),
+        ("cap:0", "-3", True),  # no call fails on it: repaired at start
+        ("hashes:0", "x", True),
+    ],
+)
+def test_a_bloom_layout_out_of_range_is_written_again(redis, field, value, at_start):
+    store = make_store(redis, FRONTIER_DEDUP_CAPACITY=1000)
+    seen = store.keys[0].seen
+    good = redis.hgetall(seen)
+    redis.hset(seen, field, value)
+    if at_start:
+        store = make_store(redis, FRONTIER_DEDUP_CAPACITY=1000)
+    fingerprint = bloom_hashes(b"fp-1", 80)
+    assert store.flush([pending("a", 0, "a0", fingerprint)], [], T0).new == [True]
+    assert store.flush([pending("a", 0, "a1", fingerprint)], [], T0).new == [False]
+    assert redis.hgetall(seen) | {b"count:0": b"0"} == good | {b"count:0": b"0"}
+    assert store.bad_entries == 1
