@@ -231,11 +231,14 @@ local function revive(fingerprint)
 end
 """
 
-# Run before every script but the repair ones: fail before any write if the sequence
-# or the lease payloads cannot be written (the runner repairs the shard and calls
+# Run before every script but the repair ones: fail before any write if the sequence,
+# the lease payloads or the retry-later and depth-repair keys cannot be written (the
+# runner repairs the shard and calls
 # again), since failing after an entry left its queue or the seen filter loses it.
 _GUARD = """
-for _, check in ipairs({{'INCRBY', KEYS[7], 0}, {'HLEN', KEYS[6]}}) do
+local checks = {{'INCRBY', KEYS[7], 0}, {'HLEN', KEYS[6]}, {'ZCARD', KEYS[13]},
+                {'HLEN', KEYS[14]}, {'SCARD', KEYS[15]}, {'SCARD', KEYS[16]}}
+for _, check in ipairs(checks) do
   local reply = redis.pcall(unpack(check))
   if type(reply) == 'table' and reply.err then return redis.error_reply(reply.err) end
 end

@@ -258,7 +258,8 @@ def test_stale_counts_left_without_entries_are_set_from_the_queues(redis):
 @pytest.mark.parametrize(
     "key",
     ["ready", "waiting", "ready_at", "inflight", "leases", "leased", "sequence",
-     "counters", "seen", "delays", "outstanding", "owner"],
+     "counters", "seen", "delays", "outstanding", "owner", "held", "failed",
+     "superseded", "reparse"],
 )  # fmt: skip
 def test_a_fixed_key_of_the_wrong_type_is_repaired_and_nothing_is_lost(redis, key):
     """A request caught in a call that failed half-way comes back when its lease
