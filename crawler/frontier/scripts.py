@@ -233,8 +233,8 @@ end
 
 # Run before every script but the repair ones: fail before any write if the sequence,
 # the lease payloads or the retry-later and depth-repair keys cannot be written (the
-# runner repairs the shard and calls
-# again), since failing after an entry left its queue or the seen filter loses it.
+# runner repairs the shard and calls again), since failing after an entry left its
+# queue or the seen filter loses it.
 _GUARD = """
 local checks = {{'INCRBY', KEYS[7], 0}, {'HLEN', KEYS[6]}, {'ZCARD', KEYS[13]},
                 {'HLEN', KEYS[14]}, {'SCARD', KEYS[15]}, {'SCARD', KEYS[16]}}
