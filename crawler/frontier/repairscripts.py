@@ -1,6 +1,6 @@
 """Lua scripts that repair a shard holding values the crawler did not write.
 
-They run with the helpers of ``crawler.frontier.scripts`` (same KEYS, same ARGV
+They run with the helpers of ``crawler.frontier.scripthelpers`` (same KEYS, same ARGV
 head), so every value they set aside is counted in the summary's damage count and in
 the shard's ``bad_entries`` counter. See ``crawler.frontier.repair`` for when.
 """
@@ -8,7 +8,7 @@ the shard's ``bad_entries`` counter. See ``crawler.frontier.repair`` for when.
 from __future__ import annotations
 
 REPAIR = """
--- KEYS: the shard's keys (see crawler.frontier.scripts)
+-- KEYS: the shard's keys (see crawler.frontier.scripthelpers)
 -- ARGV: tag, weight, now, host_concurrency, the seen filter's type ('hash': Bloom
 --       layout, 'set': exact fingerprints), most hashes a URL comes with (Bloom)
 -- Deletes fixed keys of the wrong type and hash fields that are not numbers, drops
@@ -122,7 +122,7 @@ return {wrong, unpack(summary())}
 """
 
 REPAIR_HOSTS = """
--- KEYS: the shard's keys (see crawler.frontier.scripts)
+-- KEYS: the shard's keys (see crawler.frontier.scripthelpers)
 -- ARGV: tag, weight, now, host_concurrency, then hosts that have a levels key
 -- Sets damaged levels and queues aside and schedules each host that has requests
 -- queued but is neither ready, nor waiting, nor busy (a stranded host).
@@ -158,7 +158,7 @@ return {scheduled, flat, unpack(summary())}
 """
 
 REPAIR_COUNTS = """
--- KEYS: the shard's keys (see crawler.frontier.scripts)
+-- KEYS: the shard's keys (see crawler.frontier.scripthelpers)
 -- ARGV: tag, weight, now, then pairs: level, requests of that level found queued
 -- Sets the BFS barrier's counts and the queued count to what a scan of every host
 -- found, if nothing is leased (leased requests count too, and are not in queues).
