@@ -12,7 +12,6 @@ import contextlib
 import ctypes
 import json
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,11 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-import redis
-
 from bench import procs
 from bench.crawls import ROOT
-from crawler.frontier.embedded import redis_server_binary
+from tests.servers import RestartableRedis
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -44,58 +41,6 @@ def _die_with_parent(sig: int) -> Callable[[], None]:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, sig)
 
     return preexec
-
-
-class AofRedis:
-    """redis-server on 127.0.0.1 with its append-only file in *directory*, on one port
-    for its whole life: stopped with SIGTERM (it writes the file), started again on the
-    same port and file, as an operator restarting it would."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port: int = probe.getsockname()[1]
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        """Start the server and wait (bounded) until it answers PING."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        argv = [
-            redis_server_binary(), "--bind", "127.0.0.1", "--port", str(self.port),
-            "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
-            "--dir", str(self.directory.resolve()), "--daemonize", "no",
-        ]  # fmt: skip
-        with (self.directory / "server.log").open("ab") as log:
-            self.process = subprocess.Popen(
-                argv,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                preexec_fn=_die_with_parent(signal.SIGTERM),  # noqa: PLW1509
-            )
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.5)
-        try:
-            deadline = time.monotonic() + REDIS_START_TIMEOUT
-            while time.monotonic() < deadline and self.process.poll() is None:
-                with contextlib.suppress(redis.ConnectionError):
-                    if client.ping():
-                        return
-                time.sleep(0.05)
-        finally:
-            client.close()
-        self.stop()
-        raise RuntimeError(f"redis-server did not start on port {self.port}")
-
-    def stop(self) -> None:
-        """SIGTERM (the server writes its AOF and exits), SIGKILL if it lingers."""
-        if self.process is not None:
-            procs.stop(self.process)
-            self.process = None
 
 
 class LogTail:
@@ -161,7 +106,7 @@ class Stage:
     """One scenario's world: temporary directory, Redis, site and crawl processes."""
 
     tmp: Path
-    redis: AofRedis
+    redis: RestartableRedis
     site: procs.Site
     tail: LogTail
     logs: Path
@@ -242,7 +187,7 @@ def stage(
     then every crawl process, the site and Redis are stopped, whatever happened."""
     with tempfile.TemporaryDirectory(prefix="bench-faults-") as name:
         tmp = Path(name)
-        server = AofRedis(tmp / "redis")
+        server = RestartableRedis(tmp / "redis")
         server.start()
         current: Stage | None = None
         try:

@@ -47,6 +47,7 @@ from bench import faultlab, faultmeasure, procs, report
 from bench.crawls import BENCH
 from bench.faultscenarios import Scenario, scenarios
 from bench.run import code_fingerprint, machine_facts
+from tests.servers import RestartableRedis
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -177,7 +178,7 @@ def _facts() -> dict[str, Any]:
     """Machine facts (nproc, Python, packages, redis-server version) from a short-lived
     private server."""
     with tempfile.TemporaryDirectory(prefix="bench-faults-") as tmp:
-        server = faultlab.AofRedis(Path(tmp))
+        server = RestartableRedis(Path(tmp))
         server.start()
         client = redis.Redis.from_url(server.url)
         try:

@@ -167,6 +167,8 @@ class RestartableRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        """Start the server (again) and wait, bounded, until it answers PING."""
+        self.directory.mkdir(parents=True, exist_ok=True)
         command = [
             redis_server_binary(), "--port", str(self.port), "--bind", "127.0.0.1",
             "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
