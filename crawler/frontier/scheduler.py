@@ -54,6 +54,7 @@ from crawler.frontier.store import (
 from crawler.meta import FATE, REPARSE, REPARSED, REVIVE
 from crawler.policy.fates import FAILED_FATES, UNTOUCHED_FATES
 from crawler.policy.order import deepest_level_allowed
+from crawler.policy.scope import parse_seed
 from crawler.politeness import HostDelays, machine_zone
 from crawler.startup import FailedScheduler, StartupFailure
 
@@ -577,10 +578,11 @@ class FrontierScheduler(BaseScheduler):
             self._store.damaged,
         )
         for url in urls or ():
-            try:
-                url_text = url.decode("utf-8", "replace")
-                self.enqueue_request(Request(url_text, meta={REVIVE: True}))
-            except ValueError:  # Scrapy refuses URLs without a scheme
+            try:  # only http(s) URLs with a usable host, as seeds given at start
+                seed = parse_seed(url.decode("utf-8", "replace"))
+                if seed is not None:
+                    self.enqueue_request(Request(seed, meta={REVIVE: True}))
+            except ValueError:
                 self._stats.inc_value("frontier/bad_urls")
         if urls:
             self._flush(time.time())

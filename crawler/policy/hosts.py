@@ -20,6 +20,11 @@ class BadURLError(ValueError):
     """A URL that has no host the crawler can queue."""
 
 
+# RFC 1035 2.3.4: a label is at most 63 octets, a name at most 255 (253 as text).
+MAX_LABEL_LENGTH = 63
+MAX_HOST_LENGTH = 253
+
+
 def host_of(url: str) -> str:
     """The lower-case host name of *url*, without port (Scrapy's download-slot key)."""
     try:
@@ -28,7 +33,19 @@ def host_of(url: str) -> str:
         raise BadURLError(f"cannot parse host of {url!r}: {exc}") from None
     if not host:
         raise BadURLError(f"no host in {url!r}")
+    if ":" not in host and not _is_dns_name(host):
+        raise BadURLError(f"{host!r} in {url!r} is not a DNS name (RFC 1035 lengths)")
     return host
+
+
+def _is_dns_name(host: str) -> bool:
+    """Whether *host* fits DNS: at most 253 characters, labels of 1 to 63. A resolver
+    handed a longer label fails outside the request (Twisted's raises in a callback
+    no request waits on, and the request never ends)."""
+    labels = host.removesuffix(".").split(".")
+    return len(host) <= MAX_HOST_LENGTH and all(
+        0 < len(label) <= MAX_LABEL_LENGTH for label in labels
+    )
 
 
 @lru_cache(maxsize=65536)

@@ -171,7 +171,8 @@ async def test_a_crawl_that_waits_takes_seeds_pushed_to_redis(site, settings, re
         BfsSpider, settings(FRONTIER_CLOSE_WHEN_DRAINED=False, DEPTH_LIMIT=1)
     )
     done = asyncio.ensure_future(crawler.crawl_async())
-    redis.rpush("bfs:seeds", site.seeds[2], "javascript:alert(1)")
+    hostile = ["javascript:alert(1)", "ftp://127.0.0.1/", "http://" + "a" * 64 + ".x/"]
+    redis.rpush("bfs:seeds", site.seeds[2], *hostile)
     deadline = time.monotonic() + 30
     expected = len(links_from_root(site, 2)) + 1
     while len(set(fetched(site))) < expected and time.monotonic() < deadline:
@@ -182,7 +183,7 @@ async def test_a_crawl_that_waits_takes_seeds_pushed_to_redis(site, settings, re
     await done
     assert fetched(site)[0] == (2, 0)
     assert len(set(fetched(site))) == expected
-    assert crawler.stats.get_value("frontier/bad_urls") == 1
+    assert crawler.stats.get_value("frontier/bad_urls") == len(hostile)
 
 
 def links_from_root(site: RunningSite, host: int) -> set[tuple[int, int]]:

@@ -41,6 +41,9 @@ def test_host_is_lower_case_without_port(url: str, host: str) -> None:
         "http://[::1",
         "http://[not-an-ip]/",
         "http://a\uff03b/",
+        "http://" + "a" * 64 + ".example/",  # a label over 63 characters
+        "http://" + "abcdefghi." * 26 + "example/",  # a name over 253
+        "http://a..example/",  # an empty label
     ],
 )
 def test_url_without_usable_host_is_a_bad_url(url: str) -> None:
@@ -124,3 +127,16 @@ def test_url_shaped_text_gives_a_host_or_bad_url(
     scheme: str, netloc: str, rest: str
 ) -> None:
     _host_or_bad_url(scheme + netloc + rest)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://" + "a" * 63 + ".example/",
+        "http://example.com./",  # a trailing dot: the root
+        "http://[::1]:8080/",
+        "http://127.0.0.2:8000/",
+    ],
+)
+def test_the_longest_dns_names_and_ip_addresses_have_a_host(url: str) -> None:
+    assert host_of(url)
