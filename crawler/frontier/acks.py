@@ -1,4 +1,4 @@
-"""The names a leased request carries, and the depth bookkeeping of its links.
+"""The lease-done signal, and the depth bookkeeping of a leased request's links.
 
 ``crawler.frontier.ackgate`` tells when a leased request is done; any component may
 also send ``lease_done`` for a request it finished itself; the scheduler releases
@@ -18,9 +18,6 @@ if TYPE_CHECKING:
 
 # Signal sent with ``request=`` when a request handed out by the frontier is done.
 lease_done = object()
-
-# The meta key holding the lease of a request handed out by the frontier.
-LEASE_META_KEY = "frontier_lease"
 
 
 class FrontierDepthMiddleware(DepthMiddleware):

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from crawler.frontier.acks import LEASE_META_KEY
-from crawler.meta import HELD_TIMES, REQUEUED
+from crawler.meta import HELD_TIMES, LEASE, REQUEUED
 from crawler.policy.hosts import host_of
 
 if TYPE_CHECKING:
@@ -15,9 +14,6 @@ if TYPE_CHECKING:
     from scrapy import Request
 
     from crawler.frontier.store import Lease
-
-# Meta of a leased request: the node it was handed to (for page records).
-NODE_META_KEY = "frontier_node"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +47,7 @@ class HeldLeases:
 
     def hold(self, lease: Lease, request: Request) -> None:
         """Mark *request* as leased to this node (in its meta, and here)."""
-        request.meta[LEASE_META_KEY] = str(lease)
+        request.meta[LEASE] = str(lease)
         self._held[str(lease)] = Held(
             lease,
             host_of(request.url),
@@ -65,7 +61,7 @@ class HeldLeases:
     def done(self, request: Request, at: float | None = None) -> Held | None:
         """The lease of *request*, now done (its download ended *at*, if known);
         None if it was released already."""
-        held = self._held.pop(request.meta.get(LEASE_META_KEY, ""), None)
+        held = self._held.pop(request.meta.get(LEASE, ""), None)
         if held is None or at is None:
             return held
         return replace(held, lease=replace(held.lease, done_at=at))
@@ -79,7 +75,7 @@ class HeldLeases:
         response's meta (a child) leaves the parent's lease alone. Either way the
         lease key is taken out of the new request's meta.
         """
-        key = request.meta.pop(LEASE_META_KEY, None)
+        key = request.meta.pop(LEASE, None)
         held = self._held.get(key) if key else None
         if held is None:
             return None

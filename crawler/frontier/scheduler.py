@@ -33,7 +33,7 @@ from crawler.frontier.control import ControlFollower
 from crawler.frontier.damage import retyped
 from crawler.frontier.drain import DrainWatch
 from crawler.frontier.embedded import EmbeddedRedisError
-from crawler.frontier.leases import NODE_META_KEY, Held, HeldLeases
+from crawler.frontier.leases import Held, HeldLeases
 from crawler.frontier.nodes import Membership
 from crawler.frontier.outage import (
     REDIS_ERRORS,
@@ -51,7 +51,7 @@ from crawler.frontier.store import (
     PopOrder,
     SchemaMismatchError,
 )
-from crawler.meta import FATE, REPARSE, REPARSED, REVIVE
+from crawler.meta import FATE, NODE, REPARSE, REPARSED, REVIVE
 from crawler.policy.fates import FAILED_FATES, UNTOUCHED_FATES
 from crawler.policy.order import deepest_level_allowed
 from crawler.policy.scope import parse_seed
@@ -435,7 +435,7 @@ class FrontierScheduler(BaseScheduler):
         if lease.reparse:
             request.meta[REPARSE] = True
         assert self._membership is not None
-        request.meta[NODE_META_KEY] = self._membership.node_id
+        request.meta[NODE] = self._membership.node_id
         for key in (
             "scheduler/dequeued",
             "scheduler/dequeued/redis",
