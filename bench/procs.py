@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any
 import psutil
 import redis
 
-from crawler.frontier.embedded import EmbeddedRedis
+from crawler.crawlstate.embedded import EmbeddedRedis
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence

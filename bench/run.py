@@ -32,7 +32,7 @@ import psutil
 
 from bench import procs, redisprobe, report
 from bench.crawls import BENCH, CRAWLERS, FRONTIER_PREFIX, ROOT, CrawlSpec, command
-from crawler.frontier.embedded import EmbeddedRedis, redis_server_binary
+from crawler.crawlstate.embedded import EmbeddedRedis, redis_server_binary
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     import redis
 
-    from crawler.frontier.embedded import EmbeddedRedis
+    from crawler.crawlstate.embedded import EmbeddedRedis
 
 OUT = BENCH / "out"
 REAP_INTERVAL = 0.05

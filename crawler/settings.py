@@ -176,7 +176,7 @@ FRONTIER_RESET = False
 FRONTIER_CLOSE_WHEN_DRAINED = True
 
 # Data directory of the private Redis server started when REDIS_URL is empty
-# (crawler/frontier/embedded.py); a later run in the same directory resumes from it.
+# (crawler/crawlstate/embedded.py); a later run in the same directory resumes from it.
 FRONTIER_EMBEDDED_REDIS_DIR = ".crawl/redis"
 
 # --- Politeness (crawler/policy/politeness.py, applied by the frontier) --------------
@@ -238,7 +238,7 @@ TIMEOUTS_HOST_PAUSE = 600
 # path of a function host -> bool.
 TIMEOUTS_FAR_HOSTS: list[str] | str = []
 
-# --- Retry-later (crawler/policy/retrylater.py, crawler/middlewares/retrylater.py) --
+# --- Retry-later (crawler/policy/holdtimes.py, crawler/middlewares/retrylater.py) --
 
 # Seconds before each later try of a request whose failure may pass (robots.txt
 # unreachable, DNS, refused or reset connections, timeouts on every tier, 429, 5xx),

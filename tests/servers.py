@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis as redis_py
 
-from crawler.frontier.embedded import EmbeddedRedis, redis_server_binary
+from crawler.crawlstate.embedded import EmbeddedRedis, redis_server_binary
 from tests.site import SiteSpec, read_log
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlsplit
 
-from crawler.connection import masked
+from crawler.crawlstate.connection import masked
 
 logger = logging.getLogger(__name__)
 

@@ -15,11 +15,11 @@ from scrapy.utils.log import configure_logging
 
 from crawler.analysis.loader import AnalyzerLoader
 from crawler.analysis.worker import AnalysisWorker, consumer_name
-from crawler.connection import check_reachable, connect
-from crawler.frontier.keys import CrawlKeys
+from crawler.crawlstate.connection import check_reachable, connect
+from crawler.crawlstate.keys import CrawlKeys
 
 if TYPE_CHECKING:
-    from crawler.analysis.config import AnalysisConfig
+    from crawler.analysis.analysisconfig import AnalysisConfig
 
 logger = logging.getLogger(__name__)
 

@@ -38,9 +38,9 @@ from crawler.frontier.damage import delete_if_wrong_type, retyped
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from crawler.analysis.config import AnalysisConfig
+    from crawler.analysis.analysisconfig import AnalysisConfig
     from crawler.analysis.loader import AnalyzerLoader
-    from crawler.frontier.keys import CrawlKeys
+    from crawler.crawlstate.keys import CrawlKeys
 
 logger = logging.getLogger(__name__)
 

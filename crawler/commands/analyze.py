@@ -15,7 +15,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 from scrapy.utils.log import configure_logging
 
-from crawler.analysis.config import AnalysisConfig
+from crawler.analysis.analysisconfig import AnalysisConfig
 from crawler.analysis.loader import module_of
 from crawler.analysis.processes import LOG_SETTINGS, WorkerSpec, run_worker, run_workers
 from crawler.commands.frontier import (
@@ -23,8 +23,8 @@ from crawler.commands.frontier import (
     REDIS_COMMAND_ERRORS,
     private_server,
 )
-from crawler.connection import cluster_mode
-from crawler.frontier.keys import CrawlKeys
+from crawler.crawlstate.connection import cluster_mode
+from crawler.crawlstate.keys import CrawlKeys
 
 if TYPE_CHECKING:
     import argparse

@@ -22,21 +22,21 @@ import redis
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.commands.control import (
+from crawler.commands.retry import add_retry_options, retry
+from crawler.commands.steering import (
     CONTROL_SUBCOMMANDS,
     ControlError,
     add_control_options,
     bind_arguments,
 )
-from crawler.commands.retry import add_retry_options, retry
-from crawler.connection import (
+from crawler.crawlstate.connection import (
     RedisUnreachableError,
     check_reachable,
     cluster_mode,
     connect,
 )
-from crawler.frontier.embedded import EmbeddedRedis, EmbeddedRedisError, running_url
-from crawler.frontier.keys import CrawlKeys
+from crawler.crawlstate.embedded import EmbeddedRedis, EmbeddedRedisError, running_url
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.middlewares.traffic import RANK_METRICS
 from crawler.policy.tiers import BadHealthRecordError, HostHealth
 
@@ -304,7 +304,7 @@ def _is_number(text: str) -> bool:
 @contextlib.contextmanager
 def connected(settings: BaseSettings) -> Iterator[redis.Redis]:
     """A client of the crawl's Redis (``REDIS_URL``, else its private server), a
-    Cluster's if it is one (see ``crawler.connection``)."""
+    Cluster's if it is one (see ``crawler.crawlstate.connection``)."""
     url: str = settings.get("REDIS_URL") or ""
     with contextlib.ExitStack() as stack:
         if not url:

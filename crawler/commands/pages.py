@@ -24,7 +24,7 @@ from scrapy.exceptions import UsageError
 
 from crawler.commands.frontier import cell
 from crawler.policy.fates import FAILED_FATES, FATES
-from crawler.records import COLUMNS, RecordsDatabase, RecordsDatabaseError
+from crawler.recordsdb import COLUMNS, RecordsDatabase, RecordsDatabaseError
 
 if TYPE_CHECKING:
     import argparse

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from crawler.frontier.control import Control, read_control
+from crawler.frontier.runcontrol import Control, read_control
 from crawler.policy.fates import FAILED_FATES, FATES
 from crawler.policy.order import TIERS_PER_DEPTH
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     import redis
 
-    from crawler.frontier.keys import CrawlKeys
+    from crawler.crawlstate.keys import CrawlKeys
 
 # Longest text a node id shows, and a run-time setting's value; longer (hostile)
 # values are cut.

@@ -11,8 +11,8 @@ import time
 from dataclasses import replace
 from typing import IO, TYPE_CHECKING
 
-from crawler.commands.control import ControlError
-from crawler.frontier.config import FrontierConfig
+from crawler.commands.steering import ControlError
+from crawler.frontier.frontierconfig import FrontierConfig
 from crawler.frontier.store import FrontierStore
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     import redis
 
-    from crawler.frontier.keys import CrawlKeys
+    from crawler.crawlstate.keys import CrawlKeys
 
 
 def add_retry_options(parser: argparse.ArgumentParser) -> None:

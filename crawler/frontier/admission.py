@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
 
-    from crawler.frontier.config import FrontierConfig
+    from crawler.frontier.frontierconfig import FrontierConfig
 
 logger = logging.getLogger(__name__)
 

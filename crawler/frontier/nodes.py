@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 
     from redis import Redis
 
-    from crawler.frontier.config import FrontierConfig
-    from crawler.frontier.keys import CrawlKeys
+    from crawler.crawlstate.keys import CrawlKeys
+    from crawler.frontier.frontierconfig import FrontierConfig
     from crawler.frontier.store import FrontierStore
 
 logger = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ from redis.exceptions import (
 )
 from redis.retry import Retry
 
-from crawler.connection import RedisUnreachableError
+from crawler.crawlstate.connection import RedisUnreachableError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
     from redis import Redis
 
-    from crawler.frontier.config import FrontierConfig
-    from crawler.frontier.keys import Keys
+    from crawler.crawlstate.keys import Keys
+    from crawler.frontier.frontierconfig import FrontierConfig
     from crawler.frontier.scripts import ScriptRunner
 
 # Hosts one REPAIR_HOSTS call looks at (bounds a call's work).

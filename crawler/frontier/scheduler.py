@@ -18,21 +18,21 @@ from scrapy.core.scheduler import BaseScheduler
 from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.asyncio import call_later, create_looping_call
 
-from crawler.connection import (
+from crawler.crawlstate.connection import (
     RedisUnreachableError,
     check_reachable,
     redis_url,
     sync_client,
 )
+from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.frontier import codec
 from crawler.frontier.ackgate import AckGate
 from crawler.frontier.acks import lease_done
 from crawler.frontier.admission import Admission
-from crawler.frontier.config import FrontierConfig
-from crawler.frontier.control import ControlFollower
 from crawler.frontier.damage import retyped
 from crawler.frontier.drain import DrainWatch
-from crawler.frontier.embedded import EmbeddedRedisError
+from crawler.frontier.frontierconfig import FrontierConfig
+from crawler.frontier.hostdelays import HostDelays, machine_zone
 from crawler.frontier.leases import Held, HeldLeases
 from crawler.frontier.nodes import Membership
 from crawler.frontier.outage import (
@@ -42,6 +42,7 @@ from crawler.frontier.outage import (
     use_reactor_retry,
 )
 from crawler.frontier.progress import Progress
+from crawler.frontier.runcontrol import ControlFollower
 from crawler.frontier.store import (
     Ack,
     Flushed,
@@ -55,7 +56,6 @@ from crawler.meta import FATE, NODE, REPARSE, REPARSED, REVIVE
 from crawler.policy.fates import FAILED_FATES, UNTOUCHED_FATES
 from crawler.policy.order import deepest_level_allowed
 from crawler.policy.scope import parse_seed
-from crawler.politeness import HostDelays, machine_zone
 from crawler.startup import FailedScheduler, StartupFailure
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from redis.commands.core import Script
     from redis.typing import EncodableT, KeyT
 
-    from crawler.frontier.keys import Keys
+    from crawler.crawlstate.keys import Keys
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from redis.exceptions import ResponseError
 
+from crawler.crawlstate.keys import SCHEMA_VERSION, CrawlKeys
 from crawler.frontier.dedup import shard_layouts
-from crawler.frontier.keys import SCHEMA_VERSION, CrawlKeys
 from crawler.frontier.repair import ShardRepair
 from crawler.frontier.scripts import Call, script_runner
 from crawler.policy.order import LEVEL_WEIGHT, TIERS_PER_DEPTH
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from redis import Redis
     from redis.client import Pipeline
 
-    from crawler.frontier.config import FrontierConfig
-    from crawler.frontier.keys import Keys
+    from crawler.crawlstate.keys import Keys
+    from crawler.frontier.frontierconfig import FrontierConfig
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ had their immediate tries), it sees every final answer and failure of a request 
 frontier handed out. A failure that may pass (crawler.policy.fates: robots.txt
 unreachable, network errors, timeouts on every tier, 429 and 5xx answers) is sent
 back to the frontier as a copy that the frontier holds until its time
-(crawler.policy.retrylater); the lease of the original is released with it. After
+(crawler.policy.holdtimes); the lease of the original is released with it. After
 the last delay of ``RETRY_LATER_DELAYS`` the fate is final, and it is recorded in the
 request's meta (``crawler.meta.FATE``) for the spider's record and the frontier's
 fate counters.
@@ -22,7 +22,7 @@ from crawler import meta
 from crawler.frontier.holds import HoldRequest
 from crawler.middlewares.timeouts import retry_after_seconds
 from crawler.policy.fates import fate_of_exception, fate_of_status, may_pass
-from crawler.policy.retrylater import RetryLaterConfig, hold_until
+from crawler.policy.holdtimes import RetryLaterConfig, hold_until
 from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:

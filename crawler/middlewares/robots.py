@@ -1,6 +1,6 @@
 """RobotsMiddleware: RFC 9309 robots.txt, fetched once per origin for the whole cluster.
 
-Wiring only: what a fetch means and how long it holds is ``crawler.policy.robots``.
+Wiring only: what a fetch means and how long it holds is ``crawler.policy.robotsfetch``.
 An origin's rules come from this process's LRU, else from its record in Redis
 (``CrawlKeys.robots``), else from a fetch made under a Redis lock
 (``CrawlKeys.robots_lock``): one node fetches while the others wait for the record it
@@ -27,14 +27,15 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http.request import NO_CALLBACK
 
 from crawler import __version__
-from crawler.connection import async_client
+from crawler.crawlstate.connection import async_client
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.holds import ForbiddenByRobots, HoldRequest
-from crawler.frontier.keys import CrawlKeys
+from crawler.frontier.hostdelays import HostDelays
 from crawler.frontier.outage import REDIS_ERRORS, RedisOutage, is_outage, patiently
 from crawler.meta import ROBOTS_FETCH
 from crawler.policy.botname import bot_user_agent
 from crawler.policy.hosts import host_of
-from crawler.policy.robots import (
+from crawler.policy.robotsfetch import (
     MAX_REDIRECTS,
     BadRecordError,
     Fetch,
@@ -48,7 +49,6 @@ from crawler.policy.robots import (
     robots_url,
 )
 from crawler.policy.robotsrules import RobotsRules, parse_rules, robots_text
-from crawler.politeness import HostDelays
 from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:

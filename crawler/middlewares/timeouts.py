@@ -20,10 +20,11 @@ from scrapy.utils.misc import load_object
 from twisted.internet.error import TCPTimedOutError
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
-from crawler.connection import sync_client
+from crawler.crawlstate.connection import sync_client
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.admission import tier_of
 from crawler.frontier.damage import retyped
-from crawler.frontier.keys import CrawlKeys
+from crawler.frontier.hostdelays import HostDelays
 from crawler.frontier.outage import (
     REDIS_ERRORS,
     RedisOutage,
@@ -42,7 +43,6 @@ from crawler.policy.tiers import (
     after_give_up,
     after_success,
 )
-from crawler.politeness import HostDelays
 from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:

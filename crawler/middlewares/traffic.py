@@ -24,12 +24,12 @@ from redis.exceptions import RedisClusterException
 from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
 
-from crawler.connection import async_client
-from crawler.frontier.embedded import EmbeddedRedisError
-from crawler.frontier.keys import CrawlKeys
+from crawler.crawlstate.connection import async_client
+from crawler.crawlstate.embedded import EmbeddedRedisError
+from crawler.crawlstate.keys import CrawlKeys
+from crawler.frontier.hostdelays import HostDelays
 from crawler.frontier.outage import RedisOutage, is_outage
 from crawler.policy.hosts import BadURLError, host_of
-from crawler.politeness import HostDelays
 
 if TYPE_CHECKING:
     from collections.abc import Callable

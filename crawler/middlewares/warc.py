@@ -45,7 +45,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
-from crawler.frontier.keys import CrawlKeys
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.policy.typedsettings import get_int
 from crawler.startup import StartupFailure
 

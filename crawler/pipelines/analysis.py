@@ -19,10 +19,10 @@ from redis.exceptions import ResponseError
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from crawler.analysis.config import AnalysisConfig
+from crawler.analysis.analysisconfig import AnalysisConfig
 from crawler.analysis.tasks import AnalysisTask
-from crawler.connection import async_client
-from crawler.frontier.keys import CrawlKeys
+from crawler.crawlstate.connection import async_client
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.outage import RedisOutage, patiently
 from crawler.items import PageRecord
 

@@ -1,4 +1,4 @@
-"""Writes one row per page to the page-record database (``crawler/records.py``).
+"""Writes one row per page to the page-record database (``crawler/recordsdb.py``).
 
 ``process_item`` returns only once the page's row is committed, so the frontier,
 which acknowledges a page's lease when the page's items are through the pipelines,
@@ -25,7 +25,7 @@ from scrapy.exceptions import NotConfigured
 
 from crawler.items import PageRecord
 from crawler.policy.typedsettings import get_int
-from crawler.records import RecordsDatabase, RecordsDatabaseError, Row, row_of
+from crawler.recordsdb import RecordsDatabase, RecordsDatabaseError, Row, row_of
 from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:

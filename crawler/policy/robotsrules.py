@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from crawler.policy.robots import MAX_BYTES, redirect_target
+from crawler.policy.robotsfetch import MAX_BYTES, redirect_target
 from crawler.policy.robotsgroups import select
 from crawler.policy.robotsmatch import Matcher, compiled, path_of
 

@@ -17,11 +17,11 @@ import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
-from crawler.analysis.config import AnalysisConfig
+from crawler.analysis.analysisconfig import AnalysisConfig
 from crawler.analysis.loader import AnalyzerLoader
 from crawler.analysis.tasks import GROUP, AnalysisTask
 from crawler.analysis.worker import AnalysisWorker
-from crawler.frontier.keys import CrawlKeys
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.spiders.bfs import BfsSpider
 from tests.analyzers import BLOCK_ENV, CALLS
 from tests.servers import ROOT, wait_for

@@ -21,8 +21,8 @@ import pytest
 import redis as redis_py
 from scrapy.settings import Settings
 
-from crawler.frontier.config import FrontierConfig
-from crawler.frontier.keys import CrawlKeys
+from crawler.crawlstate.keys import CrawlKeys
+from crawler.frontier.frontierconfig import FrontierConfig
 from crawler.frontier.store import FrontierStore, Pending, PopOrder
 from crawler.policy.order import level_of
 from crawler.policy.ownership import owner_of

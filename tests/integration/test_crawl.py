@@ -13,7 +13,7 @@ from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
-from crawler.frontier.config import FrontierConfig
+from crawler.frontier.frontierconfig import FrontierConfig
 from crawler.frontier.store import FrontierStore, Pending
 from crawler.policy.sharding import shard_of
 from crawler.spiders.bfs import BfsSpider

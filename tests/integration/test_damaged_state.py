@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
-from crawler.frontier.keys import CrawlKeys
+from crawler.crawlstate.keys import CrawlKeys
 from tests.integration.test_analysis import config_of, queue, worker_of
 from tests.integration.test_crawl import crawl, fetched
 from tests.integration.test_node_failures import run, scrapy_crawl

@@ -15,8 +15,8 @@ from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
-from crawler.frontier.config import FrontierConfig
-from crawler.frontier.keys import CrawlKeys
+from crawler.crawlstate.keys import CrawlKeys
+from crawler.frontier.frontierconfig import FrontierConfig
 from crawler.frontier.store import FrontierStore, Lease, Pending, PopOrder
 from crawler.policy.order import level_of
 from crawler.policy.sharding import shard_of

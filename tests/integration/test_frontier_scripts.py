@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from scrapy.settings import Settings
 
-from crawler.frontier.config import FrontierConfig
 from crawler.frontier.dedup import bloom_hashes
+from crawler.frontier.frontierconfig import FrontierConfig
 from crawler.frontier.store import FrontierStore, Lease, Pending, PopOrder
 from crawler.policy.order import level_of
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 import redis as redis_py
 
-from crawler.frontier.embedded import EmbeddedRedis, running_url
+from crawler.crawlstate.embedded import EmbeddedRedis, running_url
 from tests.servers import ROOT, running_site
 
 if TYPE_CHECKING:

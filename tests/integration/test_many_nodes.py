@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 import pytest
 import redis as redis_py
 
-from crawler.frontier.embedded import redis_server_binary
-from crawler.frontier.keys import CrawlKeys
+from crawler.crawlstate.embedded import redis_server_binary
+from crawler.crawlstate.keys import CrawlKeys
 from tests.integration.test_node_failures import page_fetches, run, scrapy_crawl
 from tests.servers import ROOT, running_site, wait_for
 from tests.site import bfs_depths

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 from scrapy.settings import Settings
 
-from crawler.frontier.config import FrontierConfig
-from crawler.frontier.keys import CrawlKeys
+from crawler.crawlstate.keys import CrawlKeys
+from crawler.frontier.frontierconfig import FrontierConfig
 from crawler.frontier.nodes import Membership
 from crawler.policy.ownership import shards_of
 from tests.servers import wait_for

@@ -20,7 +20,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from crawler.pipelines.records import RecordsPipeline
-from crawler.records import RecordsDatabase, row_of
+from crawler.recordsdb import RecordsDatabase, row_of
 from crawler.spiders.bfs import BfsSpider
 from crawler.startup import STARTUP_FAILED
 from tests.servers import ROOT, running_site

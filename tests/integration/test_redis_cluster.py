@@ -21,11 +21,11 @@ from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
-from crawler.connection import RedisUnreachableError, connect, sync_client
-from crawler.frontier.config import FrontierConfig
+from crawler.crawlstate.connection import RedisUnreachableError, connect, sync_client
+from crawler.crawlstate.embedded import redis_server_binary
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.dedup import bloom_hashes
-from crawler.frontier.embedded import redis_server_binary
-from crawler.frontier.keys import CrawlKeys
+from crawler.frontier.frontierconfig import FrontierConfig
 from crawler.frontier.nodes import Membership
 from crawler.frontier.store import FrontierStore, Pending, PopOrder
 from crawler.policy.order import level_of

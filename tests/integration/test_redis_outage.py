@@ -17,10 +17,10 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
-from crawler.frontier.keys import CrawlKeys
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.middlewares.robots import RobotsMiddleware
 from crawler.middlewares.timeouts import HostRecords
-from crawler.policy.robots import Fetch, RobotsConfig, record_after
+from crawler.policy.robotsfetch import Fetch, RobotsConfig, record_after
 from crawler.policy.tiers import HostHealth
 from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_node_failures import page_fetches

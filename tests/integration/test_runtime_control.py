@@ -9,7 +9,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 from twisted.internet import reactor
 
-from crawler.frontier.keys import CrawlKeys
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_crawl import fetched as fetched_pages
 from tests.site import bfs_depths

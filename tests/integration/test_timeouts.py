@@ -21,9 +21,9 @@ from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier import admission
-from crawler.frontier.config import FrontierConfig
-from crawler.frontier.keys import CrawlKeys
+from crawler.frontier.frontierconfig import FrontierConfig
 from crawler.frontier.store import FrontierStore
 from crawler.policy.tiers import HostHealth
 from crawler.spiders.bfs import BfsSpider

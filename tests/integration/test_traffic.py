@@ -18,8 +18,8 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from crawler.commands.frontier import read_health
-from crawler.frontier.embedded import EmbeddedRedis
-from crawler.frontier.keys import CrawlKeys
+from crawler.crawlstate.embedded import EmbeddedRedis
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.middlewares.traffic import TrafficMiddleware
 from crawler.policy.tiers import HostHealth
 from crawler.spiders.bfs import BfsSpider

@@ -9,8 +9,8 @@ import pytest
 from scrapy.settings import Settings
 
 import crawler.settings as project
+from crawler.analysis.analysisconfig import AnalysisConfig
 from crawler.analysis.analyzers import MAX_TEXT, OutlinksAnalyzer, TextAnalyzer
-from crawler.analysis.config import AnalysisConfig
 from crawler.analysis.loader import AnalyzerLoader
 from crawler.analysis.tasks import AnalysisTask, BadTaskError, inside
 from crawler.pipelines.analysis import analysis_rules

@@ -7,7 +7,7 @@ import pytest
 from scrapy.settings import Settings
 
 from crawler.commands.report import NodeStatus, age, shard_ranges
-from crawler.frontier.control import (
+from crawler.frontier.runcontrol import (
     RUNTIME_SETTINGS,
     Control,
     read_control,

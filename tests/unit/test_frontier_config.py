@@ -1,4 +1,4 @@
-"""Unit tests for crawler/frontier/config.py: the frontier's settings, checked once."""
+"""Unit tests for crawler/frontier/frontierconfig.py: the frontier's settings, checked once."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from scrapy.settings import Settings
 
 import crawler.settings as project
-from crawler.frontier.config import FrontierConfig
 from crawler.frontier.dedup import DedupConfig
+from crawler.frontier.frontierconfig import FrontierConfig
 
 
 def project_settings(**values: object) -> Settings:

@@ -1,4 +1,4 @@
-"""Unit tests for crawler/frontier/keys.py: every key carries the prefix and shard tag."""
+"""Unit tests for crawler/crawlstate/keys.py: every key carries the prefix and shard tag."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from fnmatch import fnmatchcase
 
 import pytest
 
-from crawler.frontier.keys import CrawlKeys, Keys
+from crawler.crawlstate.keys import CrawlKeys, Keys
 
 PREFIX = "crawl"
 # Arguments for each key-building method, by parameter name.

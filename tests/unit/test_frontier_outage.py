@@ -22,7 +22,7 @@ from redis.exceptions import (
 )
 from scrapy.utils.test import get_crawler
 
-from crawler.connection import RedisUnreachableError
+from crawler.crawlstate.connection import RedisUnreachableError
 from crawler.frontier.outage import Backoff, RedisOutage, is_outage
 
 

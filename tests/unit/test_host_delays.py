@@ -1,4 +1,4 @@
-"""Unit tests for crawler/politeness.py HostDelays: what the frontier is told per host."""
+"""Unit tests for crawler/frontier/hostdelays.py HostDelays: what the frontier is told per host."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy.settings import Settings
 
-from crawler import politeness
+from crawler.frontier import hostdelays
+from crawler.frontier.hostdelays import HostDelays
 from crawler.policy.politeness import PolitenessConfig
-from crawler.politeness import HostDelays
 from tests.unit.properties import PROPERTY
 
 NOON_UTC = 1_763_812_800.0  # 2025-11-22 12:00 UTC: day on a UTC machine
@@ -54,7 +54,7 @@ def test_a_shorter_hold_never_shortens_a_longer_one():
 
 
 def test_remembered_hosts_are_bounded(monkeypatch):
-    monkeypatch.setattr(politeness, "MAX_REMEMBERED_HOSTS", 3)
+    monkeypatch.setattr(hostdelays, "MAX_REMEMBERED_HOSTS", 3)
     host_delays = delays(POLITENESS_JITTER=0)
     for i in range(5):
         host_delays.set_crawl_delay(f"h{i}.example", 9.0)

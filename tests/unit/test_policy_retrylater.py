@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
-from crawler.policy.retrylater import MAX_HOLDS, RetryLaterConfig, hold_until
+from crawler.policy.holdtimes import MAX_HOLDS, RetryLaterConfig, hold_until
 
 CONFIG = RetryLaterConfig((30.0, 300.0, 1800.0))
 

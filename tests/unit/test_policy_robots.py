@@ -1,4 +1,4 @@
-"""Unit tests for crawler/policy/robots.py: RFC 9309 decisions and the shared record."""
+"""Unit tests for crawler/policy/robotsfetch.py: RFC 9309 decisions and the shared record."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy.settings import Settings
 
-from crawler.policy.robots import (
+from crawler.policy.robotsfetch import (
     DAY,
     MAX_BYTES,
     BadRecordError,

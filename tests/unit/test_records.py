@@ -1,4 +1,4 @@
-"""The page-record database (crawler/records.py) on a real SQLite file, and on a
+"""The page-record database (crawler/recordsdb.py) on a real SQLite file, and on a
 real PostgreSQL when TEST_POSTGRES_URL is set: URLs, schema, upsert, queries."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from crawler.items import PageRecord
 from crawler.policy.fates import FAILED_FATES
-from crawler.records import (
+from crawler.recordsdb import (
     COLUMNS,
     DatabaseURL,
     RecordsDatabase,

@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy.settings import Settings
 
-from crawler.policy.robots import RobotsConfig
+from crawler.policy.robotsfetch import RobotsConfig
 from crawler.policy.robotsrules import parse_rules, robots_text
 from tests.unit import google_robots_port as google
 from tests.unit.properties import PROPERTY

@@ -9,7 +9,7 @@ from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
 from crawler.commands.frontier import CELL_WIDTH, cell, host_table, utc_time
-from crawler.frontier.keys import CrawlKeys
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.middlewares.traffic import (
     HostTraffic,
     TrafficBuffer,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crawler.connection import masked
+from crawler.crawlstate.connection import masked
 from crawler.policy.fates import FAILED_FATES
 
 if TYPE_CHECKING:

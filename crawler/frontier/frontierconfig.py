@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.dedup import DedupConfig
-from crawler.frontier.keys import CrawlKeys
 from crawler.frontier.nodeid import check_node_name
 from crawler.policy.hosts import SHARD_BY_CHOICES, ShardBy
 from crawler.policy.sharding import check_shards

@@ -1,7 +1,7 @@
 """The only place Redis clients are made, and the private server started for a crawl.
 
 ``REDIS_URL`` names the server (``redis://``, ``rediss://``, with a password); empty, a
-private server is started for the crawl (see ``crawler.frontier.embedded``) and
+private server is started for the crawl (see ``crawler.crawlstate.embedded``) and
 stopped when the engine stops. Every component of one crawl shares it.
 
 A Redis Cluster gets redis-py's cluster clients: with ``REDIS_CLUSTER=True``, or when
@@ -25,7 +25,7 @@ import redis.asyncio
 from redis.exceptions import RedisClusterException
 from scrapy import signals
 
-from crawler.frontier.embedded import EmbeddedRedis
+from crawler.crawlstate.embedded import EmbeddedRedis
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING
 from scrapy.exceptions import UsageError
 
 from crawler.commands.report import live_nodes, read_status, render_status
-from crawler.frontier.control import (
+from crawler.frontier.runcontrol import (
     PAUSED_FIELD,
     PAUSED_VALUE,
     check_runtime_name,
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import redis
     from scrapy.settings import BaseSettings
 
-    from crawler.frontier.keys import CrawlKeys
+    from crawler.crawlstate.keys import CrawlKeys
 
 # Seeds pushed by one RPUSH; keys a SCAN step asks for, and unlinked by one pipeline.
 SEED_BATCH = 1000
