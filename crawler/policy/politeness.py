@@ -165,6 +165,10 @@ class PolitenessConfig:
         return least
 
 
+# A bad floor may have been given as Scrapy's DOWNLOAD_DELAY (see crawler/addon.py).
+_FLOOR_SHOWN = "POLITENESS_MIN_DELAY (or the DOWNLOAD_DELAY moved there)"
+
+
 def _durations(settings: BaseSettings) -> dict[str, float]:
     """The numeric settings, each finite and >= 0.
 
@@ -179,7 +183,8 @@ def _durations(settings: BaseSettings) -> dict[str, float]:
     }
     for name, value in durations.items():
         if value < 0:
-            raise ValueError(f"{name} must be >= 0, got {value!r}")
+            shown = _FLOOR_SHOWN if name == "POLITENESS_MIN_DELAY" else name
+            raise ValueError(f"{shown} must be >= 0, got {value!r}")
     return durations
 
 
