@@ -21,6 +21,7 @@ from crawler.frontier.scripts import Call, script_runner
 from crawler.policy.order import (
     TIERS_PER_DEPTH,
     level_of_score,
+    may_be_stranded,
     queue_class,
     score_limit,
 )
@@ -179,9 +180,8 @@ class FrontierStore:
                 "FRONTIER_KEY_PREFIX or start afresh with -s FRONTIER_RESET=1"
             )
         self.client.hsetnx(meta, "frontier_order", self.config.order)
-        order = (self.client.hget(meta, "frontier_order") or b"").decode(
-            errors="replace"
-        )
+        stored = self.client.hget(meta, "frontier_order")
+        order = stored.decode(errors="replace") if isinstance(stored, bytes) else ""
         if order != self.config.order:  # queued classes rank by the order
             raise SchemaMismatchError(
                 f"crawl {self.config.prefix!r} in Redis was queued with "
@@ -405,10 +405,7 @@ class FrontierStore:
         return (
             low is not None
             and summary.wake is None
-            and (
-                summary.best is None
-                or level_of_score(summary.best, self.config.order) > low
-            )
+            and may_be_stranded(summary.best, low, self.config.order)
         )
 
     def _repair_shard(self, call: Call) -> None:

@@ -95,6 +95,18 @@ def score_limit(deepest_level: int | None) -> int | str:
     return (deepest_level + 1) * PRIORITY_BANDS * SEQUENCE_LIMIT - 1
 
 
+def may_be_stranded(best: float | None, lowest_level: int, order: str) -> bool:
+    """Whether a shard with no host waiting, requests outstanding down to
+    *lowest_level* and *best* as its best ready score may hold a stranded host (one
+    with requests queued, yet neither ready nor waiting): nothing is ready, or, in
+    ``bfs``, its best ready host is deeper than its lowest level. In ``priority`` a
+    deeper best is the order at work, not a sign of one.
+    """
+    if best is None:
+        return True
+    return order == "bfs" and level_of_score(best, order) > lowest_level
+
+
 def check_order(order: object, lookahead: int) -> str:
     """*order* if it is a valid FRONTIER_ORDER with this lookahead; raises
     ``ValueError`` with one line otherwise. A depth barrier cannot go with

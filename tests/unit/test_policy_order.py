@@ -22,6 +22,7 @@ from crawler.policy.order import (
     depth_allowed,
     level_of,
     level_of_score,
+    may_be_stranded,
     queue_class,
     rank_of,
     score_limit,
@@ -312,3 +313,19 @@ def test_a_bad_order_is_one_line(order: object, lookahead: int, message: str) ->
 )
 def test_depth_allowed(depth: int, limit: int, allowed: bool) -> None:
     assert depth_allowed(depth, limit) is allowed
+
+
+@pytest.mark.parametrize("order", ["bfs", "priority"])
+def test_a_shard_with_nothing_ready_may_hold_a_stranded_host(order: str) -> None:
+    assert may_be_stranded(None, level_of(0), order)
+
+
+def test_in_bfs_a_best_host_deeper_than_the_lowest_level_is_a_sign() -> None:
+    deeper = score(level_of(2), 0, 5, "bfs")
+    assert may_be_stranded(deeper, level_of(1), "bfs")
+    assert not may_be_stranded(score(level_of(1), -9, 5, "bfs"), level_of(1), "bfs")
+
+
+def test_in_priority_order_a_deeper_best_host_is_no_sign() -> None:
+    deeper_first = score(level_of(5), 100, 5, "priority")
+    assert not may_be_stranded(deeper_first, level_of(0), "priority")
