@@ -1,12 +1,12 @@
 """The frontier's queue scripts: push, pop, ack, requeue, promote and retry.
 
-Queue entries are ``<seq>|<json>`` in a list per host and queue class (a request's
+Queue entries are ``<seq>|<json>``, in a list per host and queue class (a request's
 level and priority band, ranked by FRONTIER_ORDER: ``crawler.policy.order``), so
-requests of one class go FIFO. A host's score in ``ready`` is ``rank * SEQUENCE_LIMIT
-+ seq`` of its head entry. A lease keeps ``<class> <ready_at> <len(host)>
-<host><entry>`` so an expired lease can
-be put back at the head of its queue, and a lease whose request never reached its
-host (robots.txt forbade it) can give the host back its previous ready time. A held
+requests of one class go out FIFO. A host's score in ``ready`` is ``rank *
+SEQUENCE_LIMIT + seq`` of its head entry. A lease keeps ``<class> <ready_at>
+<len(host)> <host><entry>`` so an expired lease can be put back at the head of its
+queue, and a lease whose request never reached its host (robots.txt forbade it) can
+give the host back its previous ready time. A held
 request (retry-later) is ``<class> <len(host)> <host><entry>`` in ``held``, scored
 by when it may go again; a request that failed for good is
 ``<fate> <class> <len(host)> <host><json>`` in ``failed``, by fingerprint. Each runs

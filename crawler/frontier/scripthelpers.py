@@ -2,8 +2,9 @@
 
 Every script works on the keys of one shard (one Redis Cluster slot): fixed keys come
 in KEYS, in the order below; per-host keys are built from the shard's hash-tagged
-prefix in ARGV[1]. Every script ends by returning the shard's *summary*: the BFS
-score of its best ready host, the time its first waiting host (or held entry) becomes
+prefix in ARGV[1]; ARGV[2] is the crawl's FRONTIER_ORDER and ARGV[3] the time (ms).
+Every script ends by returning the shard's *summary*: the score of its best ready
+host (rank, then sequence: ``crawler.policy.order``), the time its first waiting host (or held entry) becomes
 ready, the lowest level with requests queued or leased, and how many damaged values
 it set aside, so the scheduler can pick a shard without asking again.
 """
@@ -44,6 +45,7 @@ local function rank_of(class)
   if order == 'priority' then return (class % BANDS) * LEVELS + level_of(class) end
   return class
 end
+
 -- Values this call found damaged (not written by the crawler) and set aside.
 local damaged = 0
 
