@@ -4,11 +4,15 @@ real Redis (explicit times): within a level in ``bfs``, across levels in
 
 from __future__ import annotations
 
+import argparse
+import io
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from scrapy.settings import Settings
 
+from crawler.commands.retry import retry
 from crawler.frontier.store import Ack, Pending, PopOrder, SchemaMismatchError
 from crawler.policy.order import level_of
 from tests.integration.test_frontier_scripts import NODE, T0, drain, make_store
@@ -209,3 +213,20 @@ def test_a_crawl_of_the_previous_schema_is_refused(redis: redis_py.Redis):
     redis.hset(store.crawl_keys.meta, "schema_version", "3")  # levels, not classes
     with pytest.raises(SchemaMismatchError, match="schema version b'3'"):
         make_store(redis)
+
+
+def test_the_retry_command_queues_as_the_crawl_ranks(redis):
+    """``scrapy frontier retry`` run with the other order's settings still writes
+    the crawl's ranks (a retried shallow low-priority request stays behind a deep
+    urgent one in a ``priority`` crawl)."""
+    store = make_store(redis, **PRIORITY)
+    push(store, request("a", 0, "failing", -5))
+    lease, _ = store.pop(POP, T0)
+    store.flush([], [Ack(lease, 0.0, "http_error", "e" * 32)], T0)
+    push(store, request("a", 2, "deep-urgent", 50))
+    settings = Settings()
+    settings.setmodule("crawler.settings")
+    settings.set("FRONTIER_SHARDS", 1)  # FRONTIER_ORDER: the default, bfs
+    opts = argparse.Namespace(failed=True, host=None, settings=settings)
+    assert retry(redis, store.crawl_keys, opts, io.StringIO()) == 0
+    assert drain(store, T0) == ["deep-urgent", "failing"]
