@@ -14,15 +14,22 @@ level (Scrapy's own order: higher priority first regardless of depth). A host's
 score in the shard's ``ready`` set is ``rank * SEQUENCE_LIMIT + seq`` of its head
 request, so across hosts the best head goes first, FIFO among equal ranks.
 
-Scores must be exact integers in a double (below 2**53): 11 bits of level (depths
-0 to 127 exact, 16 tiers each; deeper ones share the last level), 10 bits of
-priority band and 32 bits of sequence. Priorities from ``MIN_PRIORITY`` (-512) to
-``MAX_PRIORITY`` (511) order exactly; beyond, they are clamped to the bound, so a
-priority of 10**6 still goes before 511's peers, after none. The alternative, a
-zero-padded sequence in the sorted-set member, was not needed: a host's queue is a
-list per class (FIFO for free), and the ready set's member is the host. A shard's
-sequence (one per push and per lease) past 2**32 is clamped in the score: FIFO
-across hosts then falls back to host name order, nothing is dropped.
+Scores must be exact integers in a double (below 2**53): 11 bits of level, 10 bits
+of priority band and 32 bits of sequence (2**53 - 1 at most). Priorities from
+``MIN_PRIORITY`` (-512) to ``MAX_PRIORITY`` (511) order exactly, which covers
+Scrapy's usual -100..100 and its retry and redirect adjustments; beyond, a priority
+counts as the bound: 10**6 ties with 511 (FIFO among them) and still goes before
+every lower one. Depths 0 to 127 have levels of their own (16 tiers each; deeper
+ones share the last level, still after every shallower one), far past DEPTH_LIMIT's
+17 and the 64 depths depth repair follows. A shard's sequence (one per push and per
+lease) past 2**32 is clamped in the score: FIFO across hosts then falls back to
+host name order, and nothing is dropped. The other way, a zero-padded sequence in
+the sorted-set member with equal scores, was not needed: a host's queue is a list
+per class (FIFO for free), and the ready set's member is the host.
+
+The order reaches the scripts as ARGV[2] of every call (no extra round trip); the
+constants are written into the scripts' source from this module. A crawl keeps the
+order it was queued with (``<prefix>:meta``), since stored ranks follow it.
 """
 
 from __future__ import annotations
