@@ -116,12 +116,14 @@ class Frontier:
 
     @classmethod
     def update_pre_crawler_settings(cls, settings: BaseSettings) -> None:
-        """The ``bfs`` spider comes with the add-on."""
+        """The ``bfs`` spider, and every default, before any spider is built (Scrapy
+        builds spiders before it runs ``update_settings``) and for our commands
+        (which call ``AddonManager.load_pre_crawler_settings`` themselves)."""
         settings.add_to_list("SPIDER_MODULES", "crawler.spiders")
+        _install_defaults(settings)
 
     def update_settings(self, settings: Settings) -> None:
-        for name, value in default_settings().items():
-            settings.set(name, value, priority="addon")
+        _install_defaults(settings)  # again: a crawler may be made without a runner
         if not _install_scheduler(settings):
             return  # another scheduler: our components would wait on leases forever
         for name, components in COMPONENTS.items():
@@ -156,6 +158,11 @@ class Frontier:
 def default_settings() -> dict[str, Any]:
     """Every setting of ``crawler.defaults``, by name."""
     return {name: getattr(defaults, name) for name in dir(defaults) if name.isupper()}
+
+
+def _install_defaults(settings: BaseSettings) -> None:
+    for name, value in default_settings().items():
+        settings.set(name, value, priority="addon")
 
 
 def _install_scheduler(settings: Settings) -> bool:

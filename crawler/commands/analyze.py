@@ -11,6 +11,7 @@ import contextlib
 import sys
 from typing import TYPE_CHECKING
 
+from scrapy.addons import AddonManager
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 from scrapy.utils.log import configure_logging
@@ -68,6 +69,8 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
+        # The add-on's defaults (no crawler process runs them for this command).
+        AddonManager.load_pre_crawler_settings(self.settings)
         if args:
             raise UsageError(f"no arguments expected, got {args!r}")
         if opts.workers < 1:

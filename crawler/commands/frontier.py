@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
 import redis
+from scrapy.addons import AddonManager
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
@@ -121,6 +122,8 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
+        # The add-on's defaults (no crawler process runs them for this command).
+        AddonManager.load_pre_crawler_settings(self.settings)
         if not args or args[0] not in SUBCOMMANDS:
             raise UsageError(
                 f"give one subcommand of {', '.join(SUBCOMMANDS)}, got {args!r}"

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from scrapy.addons import AddonManager
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
@@ -79,6 +80,8 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
+        # The add-on's defaults (no crawler process runs them for this command).
+        AddonManager.load_pre_crawler_settings(self.settings)
         if args:
             raise UsageError(f"scrapy pages takes no arguments, got {args!r}")
         if opts.limit is not None and opts.limit < 0:

@@ -225,6 +225,7 @@ def test_the_retry_command_queues_as_the_crawl_ranks(redis):
     store.flush([], [Ack(lease, 0.0, "http_error", "e" * 32)], T0)
     push(store, request("a", 2, "deep-urgent", 50))
     settings = Settings()
+    settings.setmodule("crawler.defaults")
     settings.setmodule("crawler.settings")
     settings.set("FRONTIER_SHARDS", 1)  # FRONTIER_ORDER: the default, bfs
     opts = argparse.Namespace(failed=True, host=None, settings=settings)
