@@ -1,8 +1,6 @@
-"""The lease-done signal, and the depth bookkeeping of a leased request's links.
+"""The depth bookkeeping of a leased request's links.
 
-``crawler.frontier.ackgate`` tells when a leased request is done; any component may
-also send ``lease_done`` for a request it finished itself; the scheduler releases
-the lease either way (once).
+(``crawler.frontier.ackgate`` tells when a leased request is done.)
 """
 
 from __future__ import annotations
@@ -15,9 +13,6 @@ if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
-
-# Signal sent with ``request=`` when a request handed out by the frontier is done.
-lease_done = object()
 
 
 class FrontierDepthMiddleware(DepthMiddleware):

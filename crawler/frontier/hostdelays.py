@@ -17,7 +17,8 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
 
-from crawler.policy.politeness import Delay, DelayReason, PolitenessConfig
+from crawler.frontier.runsettings import RunSettings, RunSettingsHolder
+from crawler.policy.politeness import Delay, DelayReason
 from crawler.policy.timezones import is_known_zone
 
 if TYPE_CHECKING:
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
+
+    from crawler.policy.politeness import PolitenessConfig
 
 # Hosts whose Crawl-delay (or hold) this process remembers at most.
 MAX_REMEMBERED_HOSTS = 65536
@@ -36,11 +39,11 @@ class HostDelays:
 
     def __init__(
         self,
-        config: PolitenessConfig,
+        run: RunSettingsHolder,
         stats: StatsCollector | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        self.config = config
+        self.run_settings = run  # read each time: the runtime replaces what it holds
         self._stats = stats
         self._rng = rng or random.Random()  # noqa: S311 (jitter, not secrets)
         self._crawl_delays: dict[str, float] = {}
@@ -50,11 +53,15 @@ class HostDelays:
     def of(cls, crawler: Crawler) -> HostDelays:
         """The crawler's one instance; raises ``ValueError`` on a bad setting."""
         if (found := _BY_CRAWLER.get(crawler)) is None:
-            config = PolitenessConfig.from_settings(
-                crawler.settings, machine_zone=machine_zone()
-            )
-            found = _BY_CRAWLER[crawler] = cls(config, crawler.stats)
+            run = RunSettings.from_settings(crawler.settings, machine_zone())
+            found = cls(RunSettingsHolder(run), crawler.stats)
+            _BY_CRAWLER[crawler] = found
         return found
+
+    @property
+    def config(self) -> PolitenessConfig:
+        """The politeness policy in force now."""
+        return self.run_settings.current.politeness
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> None:
         """What *host*'s robots.txt asks for our token (``None``: nothing).
