@@ -25,6 +25,8 @@ from crawler.policy.sharding import shard_of
 DEPTH_KEY_BYTES = 8
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
 
@@ -41,6 +43,7 @@ class Admission:
         spider: Spider,
         config: FrontierConfig,
         run: RunSettingsHolder,
+        on_duplicate: Callable[[Request], None] = lambda request: None,
     ) -> None:
         assert crawler.stats is not None
         self._stats = crawler.stats
@@ -48,6 +51,7 @@ class Admission:
         self._spider = spider
         self._config = config
         self._run = run  # DEPTH_LIMIT may change while the crawl runs
+        self._on_duplicate = on_duplicate
         self._seen = SeenCache(config.local_seen_cache)
         self._duplicates = 0
         # (callback, part, type) of the refusals already logged: the rest are counted.
@@ -71,6 +75,7 @@ class Admission:
                 revive = fingerprint.hex()
             elif not self._seen.add(fingerprint, depth):
                 self._duplicates += 1  # most links: counted in bulk, at the next flush
+                self._on_duplicate(request)
                 return None
             dedup = self._dedup_argument(fingerprint)
             if self._config.depth_repair:
@@ -89,7 +94,9 @@ class Admission:
             return None
         level = level_of(depth, tier_of(request))
         hold_until = float(hold) if isinstance(hold, int | float) else None
-        return Pending(shard, host, level, dedup, entry, hold_until, revive, depth_key)
+        return Pending(
+            shard, host, level, dedup, entry, hold_until, revive, depth_key, request
+        )
 
     def _refuse(
         self,

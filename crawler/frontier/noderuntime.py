@@ -31,6 +31,8 @@ from crawler.meta import REVIVE
 from crawler.policy.scope import parse_seed
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy.crawler import Crawler
     from scrapy.utils.asyncio import AsyncioLoopingCall, CallLaterResult
     from twisted.internet.task import LoopingCall
@@ -47,12 +49,10 @@ SEEDS_PER_ROUND = 1000
 
 
 class FrontierWork(Protocol):
-    """What the runtime asks of the scheduler."""
+    """What the runtime asks of the scheduler's writes (``pushbuffer``)."""
 
     def leases_in_hand(self) -> list[Lease]:
         """Leases this node still holds, acknowledged or not."""
-
-    def enqueue_request(self, request: Request) -> bool: ...
 
     def write_pending(self, now: float) -> None:
         """Push what is buffered now (raises if Redis fails)."""
@@ -81,6 +81,7 @@ class NodeRuntime:
         self.membership: Membership | None = None
         self._drain: DrainWatch | None = None
         self._work: FrontierWork | None = None
+        self._enqueue: Callable[[Request], bool] = lambda request: False
         self._maintenance: AsyncioLoopingCall | LoopingCall | None = None
         self._wake: CallLaterResult | None = None
         self._catch_up: CallLaterResult | None = None  # a heartbeat after an outage
@@ -109,9 +110,10 @@ class NodeRuntime:
         self.store = store
         return store
 
-    def start(self, work: FrontierWork) -> None:
-        """Start the heartbeat, which serves *work*."""
+    def start(self, work: FrontierWork, enqueue: Callable[[Request], bool]) -> None:
+        """Start the heartbeat, which serves *work* and *enqueue*s seeds."""
         self._work = work
+        self._enqueue = enqueue
         self._maintenance = create_looping_call(self.maintain)
         self._maintenance.start(self._config.maintenance_interval, now=True)
 
@@ -228,7 +230,7 @@ class NodeRuntime:
             try:  # only http(s) URLs with a usable host, as seeds given at start
                 seed = parse_seed(url.decode("utf-8", "replace"))
                 if seed is not None:
-                    self._work.enqueue_request(Request(seed, meta={REVIVE: True}))
+                    self._enqueue(Request(seed, meta={REVIVE: True}))
             except ValueError:
                 self._stats.inc_value("frontier/bad_urls")
         if urls:
@@ -237,13 +239,14 @@ class NodeRuntime:
 
     # --- the end of the crawl ----------------------------------------------------------
 
-    def drained(self) -> bool:
-        """Whether the crawl is over; before it says so, every shard is scanned
-        once for hosts that damaged state left out of the ready and waiting sets."""
+    def drained(self, own_leases: int) -> bool:
+        """Whether nothing is queued, nor leased but for this node's *own_leases*;
+        before it says so, every shard is scanned once for hosts that damaged
+        state left out of the ready and waiting sets."""
         assert self._drain is not None
         assert self.store is not None
         now = time.time()
-        if not self._drain.drained(now):
+        if not self._drain.drained(now, own_leases):
             return False
         if stranded := self.store.rescue(now):
             self._stats.inc_value("frontier/stranded_hosts", stranded)

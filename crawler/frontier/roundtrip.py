@@ -8,9 +8,12 @@ plain values, shared by the scheduler, the store and the leases this node holds.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from crawler.policy.order import LEVEL_WEIGHT
+
+if TYPE_CHECKING:
+    from scrapy import Request
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,8 @@ class Pending:
     hold_until: float | None = None
     revive: str = ""
     depth_key: str = ""
+    # The request itself, to drop it loudly if Redis finds it a duplicate.
+    request: Request | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

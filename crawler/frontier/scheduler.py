@@ -1,10 +1,19 @@
 """FrontierScheduler: Scrapy's scheduler interface over the Redis frontier.
 
-Wiring only: what may enter comes from ``admission``, decisions from
-``crawler.policy``, Redis work from ``store``, the node's heartbeat, seeds, control
-and outages from ``noderuntime``. Admitted requests are buffered and pushed in one
-round trip when the buffer fills, when the page that produced them is done (before
-its lease is released), or when the engine asks for work.
+Wiring only: what may enter comes from ``admission``, Redis work from ``store``
+through ``pushbuffer`` (one round trip: pushes, acks, pop), the node's heartbeat,
+seeds, control and outages from ``noderuntime``.
+
+Scrapy's scheduler contract: ``len()`` is the requests queued in the whole crawl
+plus this node's unwritten ones (one round trip; the last figure while Redis is
+away). ``enqueue_request`` returns False for a request it drops (depth limit, no
+usable host, cannot be stored, a duplicate in the local seen cache), so the engine
+sends ``request_dropped``; a duplicate Redis finds when the buffer is written later
+gets ``request_dropped`` from here (``duplicates``), or False when written within
+the call (the buffer full; always with ``FRONTIER_PUSH_BATCH=1``). Duplicates are
+logged as ``RFPDupeFilter`` logs them (``DUPEFILTER_DEBUG``) and counted in
+``dupefilter/filtered``. ``has_pending_requests`` leaves the requests this node's
+engine holds to the engine, as Scrapy's own scheduler does.
 """
 
 from __future__ import annotations
@@ -19,18 +28,15 @@ from scrapy.exceptions import DontCloseSpider
 
 from crawler.crawlstate.connection import RedisUnreachableError
 from crawler.crawlstate.embedded import EmbeddedRedisError
-from crawler.frontier import codec
-from crawler.frontier.ackgate import AckGate
 from crawler.frontier.admission import Admission
+from crawler.frontier.duplicates import DuplicateLog
 from crawler.frontier.frontierconfig import FrontierConfig
 from crawler.frontier.hostdelays import HostDelays
-from crawler.frontier.leases import Held, HeldLeases
 from crawler.frontier.noderuntime import NodeRuntime
 from crawler.frontier.outage import REDIS_ERRORS, RedisOutage, is_outage
 from crawler.frontier.pushbuffer import PushBuffer
-from crawler.frontier.roundtrip import Lease, PopOrder
+from crawler.frontier.roundtrip import PopOrder
 from crawler.frontier.store import FrontierStore, SchemaMismatchError
-from crawler.meta import NODE, REPARSE
 from crawler.policy.order import deepest_level_allowed
 from crawler.startup import FailedScheduler, StartupFailure
 
@@ -59,20 +65,25 @@ class FrontierScheduler(BaseScheduler):
         self._stats = crawler.stats
         self._config = config
         self._delays = delays
+        self._duplicates = DuplicateLog(crawler)
         self._admission = Admission(
-            crawler, crawler.spider, config, delays.run_settings
+            crawler,
+            crawler.spider,
+            config,
+            delays.run_settings,
+            on_duplicate=self._duplicates.found,
         )
-        self._held = HeldLeases()
         self._outage = RedisOutage.of(crawler)
         self._runtime = NodeRuntime(crawler, config, delays.run_settings, self._outage)
         self._pushes = PushBuffer(
-            crawler, self._admission, self._held, delays, self._runtime
+            crawler, self._admission, delays, self._runtime, self._duplicates
         )
-        self._acks = AckGate(crawler, self._pushes.lease_done)
+        self._held = self._pushes.held
+        self._acks = self._pushes.acks
+        self._queued_known = 0  # the crawl's queue size Redis last gave
         self._store: FrontierStore | None = None
         self._refreshed_at = 0.0
         self._refresh_every = REFRESH_INTERVAL
-        self._bad_entry_logged = False
         self._failure: StartupFailure | None = None
         crawler.signals.connect(self._spider_idle, signal=signals.spider_idle)
 
@@ -114,7 +125,7 @@ class FrontierScheduler(BaseScheduler):
             extra={"spider": spider},
         )
         self._pushes.count_damage()  # what the start-up repair found
-        self._runtime.start(self)
+        self._runtime.start(self._pushes, self.enqueue_request)
 
     def close(self, reason: str) -> None:
         self._acks.stop()  # requests the engine is through with are acked, not requeued
@@ -127,7 +138,7 @@ class FrontierScheduler(BaseScheduler):
         except REDIS_ERRORS as exc:
             if not is_outage(exc):
                 raise
-            self._closed_without_redis(exc)
+            self._pushes.closed_without_redis(exc, self._outage)
         finally:
             self._store.client.close()
 
@@ -142,25 +153,13 @@ class FrontierScheduler(BaseScheduler):
             self._held.clear()
         self._runtime.leave()
 
-    def _closed_without_redis(self, error: Exception) -> None:
-        """Closing while Redis is away loses nothing: the leases of the pages whose
-        links are unwritten are not acknowledged either, so they expire and those
-        pages are fetched again (by another node, or the next run)."""
-        self._outage.failed(error, "the scheduler")
-        logger.warning(
-            "Closed while Redis is unreachable: %(links)d requests unwritten; the "
-            "%(leases)d pages in flight or not yet acknowledged will be fetched "
-            "again when their leases expire",
-            {
-                "links": len(self._pushes.requests),
-                "leases": len(self._held.leases()) + len(self._pushes.done),
-            },
-            extra={"spider": self._spider},
-        )
-
     # --- Scrapy's scheduler interface ----------------------------------------------
 
     def has_pending_requests(self) -> bool:
+        """Whether any request is queued in the crawl, or in flight on another node
+        (its links may follow); the requests this node handed to its engine are the
+        engine's to wait for, as with Scrapy's own scheduler."""
+        self._acks.sweep()  # a request the engine is through with is an ack to write
         if self._pushes or self._runtime.control.paused:
             return True
         if self._store is None:
@@ -171,23 +170,44 @@ class FrontierScheduler(BaseScheduler):
         if not self._runtime.redis_usable(now):
             return True  # Redis is away: the crawl is over only when it says so
         try:
-            return not self._runtime.drained()
+            return not self._runtime.drained(len(self._held.leases()))
         except REDIS_ERRORS as exc:
             self._runtime.redis_failed(exc, now)
             return True
 
     def enqueue_request(self, request: Request) -> bool:
+        """Whether *request* was queued. False for a request refused here (depth
+        limit, no usable host, cannot be stored, a duplicate in the local seen
+        cache) and, when the push buffer is written within this call (it is full,
+        or *request* replaces a lease), for a duplicate Redis found; a duplicate
+        Redis finds in a later write gets ``request_dropped`` then."""
         if self._store is None:
             return False
         replaced = self._held.replaced(request)
         pending = self._admission.admit(request)
         if pending is not None:
             self._pushes.requests.append(pending)
+        refused = False
         if replaced is not None:
-            self._pushes.write(time.time(), [replaced])
+            refused = self._pushes.write(time.time(), [replaced], asking=request)
         elif len(self._pushes.requests) >= self._config.push_batch:
-            self._pushes.write(time.time())
-        return pending is not None
+            refused = self._pushes.write(time.time(), asking=request)
+        return pending is not None and not refused
+
+    def __len__(self) -> int:
+        """Requests queued in the whole crawl (held ones included), plus those this
+        node has not written yet: one round trip; while Redis is away, the figure
+        it last gave."""
+        buffered = len(self._pushes.requests)
+        if self._store is None:
+            return buffered
+        now = time.time()
+        if self._runtime.redis_gate.ready(now) and not self._runtime.redis_gate.failing:
+            try:
+                self._queued_known, _leased = self._store.totals()
+            except REDIS_ERRORS as exc:
+                self._runtime.redis_failed(exc, now)
+        return self._queued_known + buffered
 
     def next_request(self) -> Request | None:
         if self._store is None or self._runtime.control.paused:
@@ -227,7 +247,9 @@ class FrontierScheduler(BaseScheduler):
             if order is None and not self._pushes:
                 return None
             popped = self._pushes.flush(now, pop=order)
-            if popped is not None and (request := self._leased_request(*popped, now)):
+            if popped is not None and (
+                request := self._pushes.leased_request(*popped, now)
+            ):
                 return request
         return None
 
@@ -262,60 +284,11 @@ class FrontierScheduler(BaseScheduler):
         assert self._store is not None
         wake = self._store.summaries.next_wake()
         if wake is None:
-            if self._runtime.drained():
+            if self._runtime.drained(len(self._held.leases())):
                 return
             wake = self._refreshed_at + self._refresh_every
         self._runtime.wake_at(wake, now)
 
-    # --- Redis round trips -----------------------------------------------------------
-
-    def _leased_request(self, lease: Lease, entry: bytes, now: float) -> Request | None:
-        try:
-            request = codec.decode(entry, self._spider)
-        except codec.BadEntryError as exc:
-            self._drop_bad_entry(lease, entry, exc, now)
-            return None
-        self._held.hold(lease, request)
-        self._acks.track(request)
-        if lease.reparse:
-            request.meta[REPARSE] = True
-        assert self._runtime.membership is not None
-        request.meta[NODE] = self._runtime.membership.node_id
-        for key in (
-            "scheduler/dequeued",
-            "scheduler/dequeued/redis",
-            "frontier/dequeued",
-        ):
-            self._stats.inc_value(key)
-        return request
-
-    def _drop_bad_entry(
-        self, lease: Lease, entry: bytes, error: Exception, now: float
-    ) -> None:
-        """Count and skip an entry this crawler did not write; it is never executed."""
-        self._stats.inc_value("frontier/bad_entries")
-        if not self._bad_entry_logged:
-            logger.warning(
-                "Skipped a queue entry that is not a frontier request (%(error)s): "
-                "%(entry)r; further ones are only counted in frontier/bad_entries",
-                {"error": error, "entry": entry[:200]},
-                extra={"spider": self._spider},
-            )
-            self._bad_entry_logged = True
-        self._pushes.flush(now, [Held(lease, "")])
-
     def _spider_idle(self) -> None:
         if not self._config.close_when_drained:
             raise DontCloseSpider
-
-    # --- what the node's runtime asks (noderuntime.FrontierWork) ------------------------
-
-    def leases_in_hand(self) -> list[Lease]:
-        """Leases held, and those done but not yet acknowledged (Redis was away)."""
-        return [*self._held.leases(), *(held.lease for held in self._pushes.done)]
-
-    def write_pending(self, now: float) -> None:
-        self._pushes.flush(now)
-
-    def count_damage(self) -> None:
-        self._pushes.count_damage()
