@@ -14,7 +14,6 @@ import logging
 import time
 from typing import TYPE_CHECKING, Protocol
 
-from scrapy import Request
 from scrapy.utils.asyncio import call_later, create_looping_call
 
 from crawler.crawlstate.connection import check_reachable, redis_url, sync_client
@@ -26,13 +25,13 @@ from crawler.frontier.nodes import Membership
 from crawler.frontier.outage import REDIS_ERRORS, is_outage, use_reactor_retry
 from crawler.frontier.progress import Progress
 from crawler.frontier.runcontrol import ControlFollower
+from crawler.frontier.seedintake import SeedIntake
 from crawler.frontier.store import FrontierStore
-from crawler.meta import REVIVE
-from crawler.policy.scope import parse_seed
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.utils.asyncio import AsyncioLoopingCall, CallLaterResult
     from twisted.internet.task import LoopingCall
@@ -43,9 +42,6 @@ if TYPE_CHECKING:
     from crawler.frontier.runsettings import RunSettingsHolder
 
 logger = logging.getLogger(__name__)
-
-# Seeds taken from the crawl's Redis seed list per maintenance round.
-SEEDS_PER_ROUND = 1000
 
 
 class FrontierWork(Protocol):
@@ -81,7 +77,7 @@ class NodeRuntime:
         self.membership: Membership | None = None
         self._drain: DrainWatch | None = None
         self._work: FrontierWork | None = None
-        self._enqueue: Callable[[Request], bool] = lambda request: False
+        self._seeds = SeedIntake(crawler, lambda request: False)  # until started
         self._maintenance: AsyncioLoopingCall | LoopingCall | None = None
         self._wake: CallLaterResult | None = None
         self._catch_up: CallLaterResult | None = None  # a heartbeat after an outage
@@ -113,7 +109,7 @@ class NodeRuntime:
     def start(self, work: FrontierWork, enqueue: Callable[[Request], bool]) -> None:
         """Start the heartbeat, which serves *work* and *enqueue*s seeds."""
         self._work = work
-        self._enqueue = enqueue
+        self._seeds = SeedIntake(self._crawler, enqueue)
         self._maintenance = create_looping_call(self.maintain)
         self._maintenance.start(self._config.maintenance_interval, now=True)
 
@@ -215,25 +211,10 @@ class NodeRuntime:
             self._run.replace(configs)
 
     def _take_seeds(self) -> None:
-        """Enqueue URLs any client pushed to the crawl's seed list in Redis."""
+        """Enqueue what any client pushed to the crawl's seed list in Redis."""
         assert self.store is not None
         assert self._work is not None
-        key, client = self.store.crawl_keys.seeds, self.store.client
-        urls: list[bytes] | None = retyped(  # type: ignore[assignment]
-            client,
-            key,
-            "list",
-            lambda: client.lpop(key, SEEDS_PER_ROUND),
-            self.store.damaged,
-        )
-        for url in urls or ():
-            try:  # only http(s) URLs with a usable host, as seeds given at start
-                seed = parse_seed(url.decode("utf-8", "replace"))
-                if seed is not None:
-                    self._enqueue(Request(seed, meta={REVIVE: True}))
-            except ValueError:
-                self._stats.inc_value("frontier/bad_urls")
-        if urls:
+        if self._seeds.take(self.store):
             self._work.write_pending(time.time())
             self.wake_engine()
 

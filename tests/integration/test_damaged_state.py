@@ -174,7 +174,7 @@ async def test_robots_traffic_and_analysis_keys_not_ours(
     assert crawler.stats.get_value("analysis/bad_records") == 1
     assert crawler.stats.get_value("analysis/queued") == len(expected)
     assert redis.type(CrawlKeys(PREFIX).analysis_tasks) == b"stream"
-    assert crawler.stats.get_value("frontier/bad_urls") >= 3
+    assert crawler.stats.get_value("frontier/bad_seeds") >= 3
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
 
 
