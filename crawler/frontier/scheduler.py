@@ -28,6 +28,7 @@ from scrapy.exceptions import DontCloseSpider
 
 from crawler.crawlstate.connection import RedisUnreachableError
 from crawler.crawlstate.embedded import EmbeddedRedisError
+from crawler.frontier.acks import missing_essentials
 from crawler.frontier.admission import Admission
 from crawler.frontier.duplicates import DuplicateLog
 from crawler.frontier.frontierconfig import FrontierConfig
@@ -100,6 +101,9 @@ class FrontierScheduler(BaseScheduler):
     # --- lifecycle ---------------------------------------------------------------
 
     def open(self, spider: Spider) -> None:
+        if problem := missing_essentials(self._crawler):
+            self._failure = StartupFailure(self._crawler, problem)
+            return
         now = time.time()
         try:
             self._store = self._pushes.store = self._runtime.open(now)
