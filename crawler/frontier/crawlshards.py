@@ -41,6 +41,8 @@ class SchemaMismatchError(RuntimeError):
 
 
 class CrawlShards:
+    """A crawl's shards in Redis, with the summaries of their last replies."""
+
     def __init__(self, client: Redis, config: FrontierConfig) -> None:
         self.client = client
         self.config = config

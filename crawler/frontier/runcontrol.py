@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING
 from scrapy.settings import BaseSettings
 
 from crawler.frontier.runsettings import RunSettings
-from crawler.policy.politeness import PolitenessConfig
-from crawler.policy.typedsettings import get_int
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -101,10 +99,7 @@ def with_runtime_settings(
     result.update(settings)
     for name, value in overrides.items():
         result.set(name, value, priority=RUNTIME_PRIORITY)
-    PolitenessConfig.from_settings(result, machine_zone="UTC")
-    depth_limit = get_int(result, "DEPTH_LIMIT")
-    if depth_limit < 0:
-        raise ValueError(f"DEPTH_LIMIT must be >= 0 (0: no limit), got {depth_limit}")
+    RunSettings.from_settings(result, machine_zone="UTC")
     return result
 
 
