@@ -20,6 +20,7 @@ from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
+from crawler.frontier import drain
 from crawler.frontier.scheduler import FrontierScheduler
 from tests.servers import RestartableRedis
 
@@ -81,7 +82,8 @@ async def test_scheduler_class(scheduler_settings):
 
 
 @deferred_f_from_coro_f
-async def test_enqueue_dequeue(scheduler_settings):
+async def test_enqueue_dequeue(scheduler_settings, monkeypatch):
+    monkeypatch.setattr(drain, "CHECK_INTERVAL", 0.0)  # Redis asked at every call
     async with opened(scheduler_settings()) as scheduler:
         assert not scheduler.has_pending_requests()
         for url in URLS:
