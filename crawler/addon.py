@@ -25,7 +25,7 @@ from scrapy.utils.misc import load_object
 from crawler import defaults
 from crawler.frontier.hostdelays import HostDelays, machine_zone
 from crawler.frontier.outage import RedisOutage
-from crawler.policy.politeness import PolitenessConfig
+from crawler.frontier.runsettings import RunSettings, RunSettingsHolder
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -140,10 +140,8 @@ class Frontier:
     def delays(self) -> HostDelays:
         """Each host's delay in force; raises ``ValueError`` on a bad setting."""
         if self._delays is None:
-            config = PolitenessConfig.from_settings(
-                self._crawler.settings, machine_zone=machine_zone()
-            )
-            self._delays = HostDelays(config, self._crawler.stats)
+            run = RunSettings.from_settings(self._crawler.settings, machine_zone())
+            self._delays = HostDelays(RunSettingsHolder(run), self._crawler.stats)
         return self._delays
 
     @property

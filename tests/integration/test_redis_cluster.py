@@ -294,7 +294,7 @@ def test_the_frontier_scripts_run_on_shards_spread_over_the_nodes(
             node.script_flush()
     popped = []
     for _ in range(len(batch) + 1):  # one pop too many: nothing is left
-        shard = store.best_shard(range(SHARDS))
+        shard = store.summaries.best_shard(range(SHARDS))
         if shard is None:
             break
         lease, entry = store.flush([], [], now, PopOrder(shard, NODE, 0.0)).popped
@@ -367,7 +367,7 @@ def test_frontier_status_and_reset_work_on_the_cluster(
     store.flush([Pending(shard_of(h, SHARDS), h, 0, "", h) for h in hosts], [], now)
     for shard in range(SHARDS):
         cluster.set(store.keys[shard].owner, NODE, px=30_000)
-    shard = store.best_shard(range(SHARDS))
+    shard = store.summaries.best_shard(range(SHARDS))
     assert store.pop(PopOrder(shard, NODE, 0.0), now) is not None
     cluster.set("other:key", "kept")
     status = frontier(redis_url, "status")
