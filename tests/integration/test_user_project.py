@@ -190,14 +190,33 @@ def test_a_sitemap_spider_fetches_every_page_its_sitemaps_list_once(
     }
 
 
+@pytest.mark.parametrize(
+    "repair",
+    [
+        pytest.param(
+            (),
+            marks=pytest.mark.xfail(
+                reason="depth repair fetches a page again when a shorter path to it "
+                "turns up after its fetch, unless the page store has it, and it keeps "
+                "only the bfs spider's pages (not strict: whether a shorter path turns "
+                "up after a fetch depends on the order hosts are served in)",
+                strict=False,
+            ),
+        ),
+        ("FRONTIER_DEPTH_REPAIR=False",),
+    ],
+    ids=["defaults", "no-depth-repair"],
+)
 def test_two_nodes_of_one_spider_share_the_crawl_each_page_fetched_once(
-    project, redis_url
+    project, redis_url, repair
 ):
-    # A politeness delay makes the crawl last long enough for both nodes to join.
+    # A politeness delay makes the crawl last long enough for both nodes to join
+    # (and lets hosts run ahead of the slowest); six hosts make it likely that
+    # each node owns some (not asserted: rendezvous hashing decides).
     delays = ("POLITENESS_DAY_DELAY=0.3", "POLITENESS_NIGHT_DELAY=0.3")
-    settings = (*delays, "POLITENESS_JITTER=0")
-    with running_site(hosts=4, pages=12, links=3) as site:
-        argument = hosts_argument(site, 3)
+    settings = (*delays, "POLITENESS_JITTER=0", *repair)
+    with running_site(hosts=7, pages=10, links=3) as site:
+        argument = hosts_argument(site, 6)
         nodes = [
             start(
                 scrapy_command(
@@ -214,7 +233,7 @@ def test_two_nodes_of_one_spider_share_the_crawl_each_page_fetched_once(
     logs = "\n".join((project / f"{node}.log").read_text("utf-8") for node in "ab")
     assert codes == [0, 0], logs[-5000:]
     assert " ERROR: " not in logs, logs[-5000:]
-    depths = reachable(site.spec, {0, 1, 2})
+    depths = reachable(site.spec, set(range(6)))
     # Once in total, whichever node: but each node's start request is its own.
     assert fetched == start_urls_fetches(site.spec, depths, nodes=2)
     items = exported(project / "a.jsonl") + exported(project / "b.jsonl")
