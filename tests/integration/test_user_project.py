@@ -59,6 +59,25 @@ def test_a_spider_with_start_urls_fetches_each_page_once_with_its_meta_and_cb_kw
     check_page_items(site.spec, items, fetched)
 
 
+def test_components_of_the_project_s_own_run_beside_the_frontier_s(project, redis_url):
+    own = (
+        'DOWNLOADER_MIDDLEWARES={"userproject.middlewares.ProjectHeaderMiddleware": 543}',
+        'ITEM_PIPELINES={"userproject.pipelines.StampPipeline": 300}',
+    )
+    with running_site(hosts=2, pages=6, links=2) as site:
+        done, items = crawl(
+            project, redis_url, "pages", hosts_argument(site, 2), settings=(*FAST, *own)
+        )
+        fetched = page_fetches(site)
+        rows = site.pages()
+    assert succeeded(done), done.stderr[-5000:]
+    assert fetched == start_urls_fetches(site.spec, reachable(site.spec, {0, 1}), 1)
+    assert all(row["node"] == "userproject" for row in rows)  # the project's own
+    assert all("compatible; crawler/" in row["ua"] for row in rows)  # the frontier's
+    check_page_items(site.spec, items, fetched)
+    assert all(item["stamped"] for item in items)
+
+
 @pytest.mark.parametrize(
     ("obey", "refusal"),
     # Obeying robots.txt, an unreachable one forbids the host (RFC 9309): the
