@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from crawler import __version__
 from tests.integration.test_node_failures import page_fetches
 from tests.integration.userprojectruns import (
     FAST,
@@ -73,7 +74,8 @@ def test_components_of_the_project_s_own_run_beside_the_frontier_s(project, redi
     assert succeeded(done), done.stderr[-5000:]
     assert fetched == start_urls_fetches(site.spec, reachable(site.spec, {0, 1}), 1)
     assert all(row["node"] == "userproject" for row in rows)  # the project's own
-    assert all("compatible; crawler/" in row["ua"] for row in rows)  # the frontier's
+    # The frontier's User-Agents, naming the project's bot (BOT_NAME).
+    assert all(f"compatible; userproject/{__version__};" in row["ua"] for row in rows)
     check_page_items(site.spec, items, fetched)
     assert all(item["stamped"] for item in items)
 
