@@ -37,7 +37,11 @@ Page = tuple[int, int]
 def copy_project(directory: Path) -> Path:
     """A copy of tests/userproject in *directory*: what a crawl writes in its
     project (node id locks, page store, records) stays there."""
-    return shutil.copytree(PROJECT, directory / "userproject")
+    return shutil.copytree(
+        PROJECT,
+        directory / "userproject",
+        ignore=shutil.ignore_patterns("__pycache__", ".crawl", "*.jsonl"),
+    )
 
 
 def scrapy_command(
