@@ -16,11 +16,11 @@ import math
 import os
 import socket
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import TYPE_CHECKING
 
 from redis.exceptions import ResponseError
 
+from crawler import __version__
 from crawler.frontier.damage import delete_if_wrong_type, retyped
 from crawler.frontier.nodeid import NodeIdentity, node_identity
 from crawler.frontier.scripts import queue_script
@@ -244,7 +244,7 @@ class Membership:
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "started": self.started,
-            "version": _version(),
+            "version": __version__,
             "heartbeat": now,
             "shards": sorted(self.owned),
             "pages": pages,
@@ -268,10 +268,3 @@ def _age(entries: dict[bytes, bytes], node: bytes, now: float) -> float:
     except (KeyError, ValueError, TypeError, RecursionError):
         return float("inf")
     return float("inf") if math.isnan(age) else age
-
-
-def _version() -> str:
-    try:
-        return metadata.version("crawler")
-    except metadata.PackageNotFoundError:
-        return "unknown"
