@@ -15,7 +15,7 @@ from crawler.frontier import codec
 from crawler.frontier.dedup import bloom_hashes, most_hashes, shard_layouts
 from crawler.frontier.roundtrip import Pending
 from crawler.frontier.seencache import SeenCache
-from crawler.meta import HOLD_UNTIL, REVIVE
+from crawler.meta import HOLD_UNTIL, REVIVE, STARTED
 from crawler.policy.hosts import BadURLError, host_of, shard_key
 from crawler.policy.order import TIERS_PER_DEPTH, depth_allowed, level_of
 from crawler.policy.sharding import shard_of
@@ -68,7 +68,9 @@ class Admission:
         dedup: str | bytes = ""
         revive = depth_key = ""
         fingerprint = None
-        if not request.dont_filter:
+        if not request.dont_filter or _first_start(request):
+            if request.meta.get("is_start_request"):  # its later copies (retries)
+                request.meta[STARTED] = True  # are dont_filter: they pass
             fingerprint = self._fingerprinter.fingerprint(request)
             if is_seed(request):  # Redis decides: it may have failed for good
                 self._seen.add(fingerprint, depth)
@@ -154,6 +156,13 @@ class Admission:
         if self._config.dedup.mode == "exact":
             return fingerprint
         return bloom_hashes(fingerprint, self._hashes)
+
+
+def _first_start(request: Request) -> bool:
+    """A start request on its way in: Scrapy makes them ``dont_filter``, yet every
+    node of the crawl yields them, so they are filtered (one fetch in the crawl).
+    Its later copies (Scrapy's retries, tried again later) are not."""
+    return bool(request.meta.get("is_start_request")) and STARTED not in request.meta
 
 
 def is_seed(request: Request) -> bool:

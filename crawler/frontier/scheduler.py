@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from scrapy import Request, signals
@@ -93,6 +94,10 @@ class FrontierScheduler(BaseScheduler):
         assert crawler.spider is not None
         try:
             config = FrontierConfig.from_settings(crawler.settings, crawler.spider.name)
+            if not getattr(crawler.spider, "reparses_from_page_store", False):
+                # Its callbacks would run twice on a reparsed page: no depth repair
+                # of pages already fetched (they keep their depth).
+                config = replace(config, reparse_from_store=False)
             delays = HostDelays.of(crawler)
         except ValueError as exc:
             return FailedScheduler(crawler, f"Bad setting: {exc}")
@@ -119,9 +124,6 @@ class FrontierScheduler(BaseScheduler):
                 "crawl again once it is back",
             )
             return
-        # The frontier owns the per-host delay; Scrapy's AutoThrottle sets the same
-        # attribute. Left alone, DOWNLOAD_DELAY would be applied twice.
-        self._crawler.engine.downloader._delay = 0.0
         queued, leased = self._store.totals()
         logger.info(
             "Frontier %(prefix)r opened: %(queued)d queued, %(leased)d leased",

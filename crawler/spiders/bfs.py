@@ -11,6 +11,7 @@ from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.gz import gunzip, gzip_magic_number
 from scrapy.utils.sitemap import Sitemap
 
+from crawler.items import EXPORTED
 from crawler.meta import FATE
 from crawler.middlewares.robots import robots_sitemaps
 from crawler.policy.scope import Scope, parse_seed
@@ -53,6 +54,12 @@ class BfsSpider(Spider):
     """
 
     name = "bfs"
+    # Depth repair may hand it a page again from the page store (its records say
+    # reparsed pages apart); a spider without this attribute never gets one.
+    reparses_from_page_store = True
+    # Every PageRecord field but the body (which the page store keeps), in this order,
+    # in `-O pages.jsonl` and the like, in any project.
+    custom_settings = {"FEED_EXPORT_FIELDS": list(EXPORTED)}  # noqa: RUF012 (Spider's type)
 
     def __init__(
         self,

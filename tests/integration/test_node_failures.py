@@ -177,16 +177,10 @@ def test_the_private_redis_dies_with_a_killed_crawler(tmp_path):
         assert wait_for(lambda: not embedded_servers(directory), timeout=15)
 
 
-@pytest.mark.parametrize(
-    "middlewares",
-    [
-        '{"crawler.frontier.acks.FrontierDepthMiddleware": null}',
-        "{}",  # a project's own dict, replacing this project's
-    ],
-)
 def test_without_the_depth_middleware_start_up_stops_with_one_line(
-    redis_url, site, redis, middlewares
+    redis_url, site, redis
 ):
+    middlewares = '{"crawler.frontier.acks.FrontierDepthMiddleware": null}'
     result = run(
         scrapy_crawl(
             f"REDIS_URL={redis_url}",
@@ -202,3 +196,21 @@ def test_without_the_depth_middleware_start_up_stops_with_one_line(
     assert "Traceback" not in result.stderr
     assert site.pages() == []  # nothing fetched
     assert redis.keys("bfs:*") == []  # nothing written
+
+
+def test_a_project_dict_of_spider_middlewares_keeps_the_depth_middleware(
+    redis_url, site
+):
+    """-s SPIDER_MIDDLEWARES={} replaces the project's dict: the add-on puts the
+    frontier's middleware back, and the crawl runs to its end."""
+    result = run(
+        scrapy_crawl(
+            f"REDIS_URL={redis_url}",
+            "SPIDER_MIDDLEWARES={}",
+            "DEPTH_LIMIT=1",
+            seeds=site.seeds[0],
+        )
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "crawler.frontier.acks.FrontierDepthMiddleware" in result.stderr
+    assert site.pages()  # it crawled

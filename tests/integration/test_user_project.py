@@ -23,13 +23,13 @@ from tests.integration.userprojectruns import (
     check_page_items,
     copy_project,
     crawl,
+    each_page_once,
     exported,
     hosts_argument,
     pages_of,
     reachable,
     scrapy_command,
     start,
-    start_urls_fetches,
     succeeded,
     title,
     wait,
@@ -56,7 +56,7 @@ def test_a_spider_with_start_urls_fetches_each_page_once_with_its_meta_and_cb_kw
         fetched = page_fetches(site)
     assert succeeded(done), done.stderr[-5000:]
     depths = reachable(site.spec, {0, 1})
-    assert fetched == start_urls_fetches(site.spec, depths, nodes=1)  # host 2 never
+    assert fetched == each_page_once(depths)  # host 2 never
     check_page_items(site.spec, items, fetched)
 
 
@@ -72,7 +72,7 @@ def test_components_of_the_project_s_own_run_beside_the_frontier_s(project, redi
         fetched = page_fetches(site)
         rows = site.pages()
     assert succeeded(done), done.stderr[-5000:]
-    assert fetched == start_urls_fetches(site.spec, reachable(site.spec, {0, 1}), 1)
+    assert fetched == each_page_once(reachable(site.spec, {0, 1}))
     assert all(row["node"] == "userproject" for row in rows)  # the project's own
     # The frontier's User-Agents, naming the project's bot (BOT_NAME).
     assert all(f"compatible; userproject/{__version__};" in row["ua"] for row in rows)
@@ -159,11 +159,6 @@ def closed_port() -> int:
     return port
 
 
-@pytest.mark.xfail(
-    reason="the frontier refuses to store CrawlSpider's meta['link_text'], an lxml "
-    "str subclass (_ElementUnicodeResult): only the start page is crawled",
-    strict=True,
-)
 def test_a_crawl_spider_follows_its_rules_once_per_page(project, redis_url):
     with running_site(hosts=3, pages=12, links=3) as site:
         done, items = crawl(project, redis_url, "rules", hosts_argument(site, 2))
@@ -214,16 +209,7 @@ def test_a_sitemap_spider_fetches_every_page_its_sitemaps_list_once(
 @pytest.mark.parametrize(
     "repair",
     [
-        pytest.param(
-            (),
-            marks=pytest.mark.xfail(
-                reason="depth repair fetches a page again when a shorter path to it "
-                "turns up after its fetch, unless the page store has it, and it keeps "
-                "only the bfs spider's pages (not strict: whether a shorter path turns "
-                "up after a fetch depends on the order hosts are served in)",
-                strict=False,
-            ),
-        ),
+        (),
         ("FRONTIER_DEPTH_REPAIR=False",),
     ],
     ids=["defaults", "no-depth-repair"],
@@ -256,6 +242,6 @@ def test_two_nodes_of_one_spider_share_the_crawl_each_page_fetched_once(
     assert " ERROR: " not in logs, logs[-5000:]
     depths = reachable(site.spec, set(range(6)))
     # Once in total, whichever node: but each node's start request is its own.
-    assert fetched == start_urls_fetches(site.spec, depths, nodes=2)
+    assert fetched == each_page_once(depths)
     items = exported(project / "a.jsonl") + exported(project / "b.jsonl")
     check_page_items(site.spec, items, fetched)

@@ -123,12 +123,6 @@ def test_a_project_lists_its_own_spiders(installed, tmp_path):
     assert done.stdout.split() == ["pages", "rules", "sitemap", "starts"]
 
 
-@pytest.mark.xfail(
-    reason="the bfs spider's FEED_EXPORT_FIELDS live in this repository's settings.py, "
-    "not with the spider: in another project -O exports a PageRecord's body (bytes) "
-    "and the feed fails",
-    strict=True,
-)
 def test_a_project_crawls_with_the_bfs_spider_of_the_package(
     installed, tmp_path, redis_url
 ):

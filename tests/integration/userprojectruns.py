@@ -144,14 +144,12 @@ def succeeded(done: subprocess.CompletedProcess[str]) -> bool:
     return done.returncode == 0 and not errors
 
 
-def start_urls_fetches(
-    spec: SiteSpec, depths: dict[Page, int], nodes: int
-) -> Counter[Page]:
-    """Each page once, but the start URL once per node, and once more if a page
-    links to it: Scrapy's ``start_urls`` requests are ``dont_filter``, so they are
-    neither filtered nor remembered as seen (Scrapy's own scheduler does the same)."""
-    linked = any((0, 0) in links_of(spec, *page) for page in depths)
-    return Counter(depths.keys()) + Counter({(0, 0): nodes - 1 + linked})
+def each_page_once(depths: dict[Page, int]) -> Counter[Page]:
+    """Each page once, the start URL too: Scrapy's ``start_urls`` requests are
+    ``dont_filter``, yet the frontier filters start requests across the crawl, so
+    every node yielding them still fetches each once, and a link back to the start
+    page finds it seen."""
+    return Counter(depths.keys())
 
 
 def check_page_items(
