@@ -22,7 +22,6 @@ from crawler.policy.timezones import is_known_zone
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
-    from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
     from crawler.frontier.runsettings import RunSettingsHolder
@@ -46,13 +45,6 @@ class HostDelays:
         self._rng = rng or random.Random()  # noqa: S311 (jitter, not secrets)
         self._crawl_delays: dict[str, float] = {}
         self._holds: dict[str, tuple[float, DelayReason]] = {}  # host -> until, why
-
-    @classmethod
-    def of(cls, crawler: Crawler) -> HostDelays:
-        """The crawl's one instance (the add-on's); ``ValueError`` on a bad setting."""
-        from crawler.addon import Frontier  # noqa: PLC0415 (it imports this module)
-
-        return Frontier.of(crawler).delays
 
     @property
     def config(self) -> PolitenessConfig:

@@ -27,15 +27,15 @@ from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.exceptions import DontCloseSpider
 
+from crawler.addon import Frontier
 from crawler.crawlstate.connection import RedisUnreachableError
 from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.frontier.acks import missing_essentials
 from crawler.frontier.admission import Admission
 from crawler.frontier.duplicates import DuplicateLog
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.hostdelays import HostDelays
 from crawler.frontier.noderuntime import NodeRuntime
-from crawler.frontier.outage import REDIS_ERRORS, RedisOutage, is_outage
+from crawler.frontier.outage import REDIS_ERRORS, is_outage
 from crawler.frontier.pushbuffer import PushBuffer
 from crawler.frontier.roundtrip import PopOrder
 from crawler.frontier.store import FrontierStore, SchemaMismatchError
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
     from scrapy import Spider
     from scrapy.crawler import Crawler
+
+    from crawler.frontier.hostdelays import HostDelays
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +77,7 @@ class FrontierScheduler(BaseScheduler):
             delays.run_settings,
             on_duplicate=self._duplicates.found,
         )
-        self._outage = RedisOutage.of(crawler)
+        self._outage = Frontier.of(crawler).outage
         self._runtime = NodeRuntime(crawler, config, delays.run_settings, self._outage)
         self._pushes = PushBuffer(
             crawler, self._admission, delays, self._runtime, self._duplicates
@@ -98,7 +100,7 @@ class FrontierScheduler(BaseScheduler):
                 # Its callbacks would run twice on a reparsed page: no depth repair
                 # of pages already fetched (they keep their depth).
                 config = replace(config, reparse_from_store=False)
-            delays = HostDelays.of(crawler)
+            delays = Frontier.of(crawler).delays
         except ValueError as exc:
             return FailedScheduler(crawler, f"Bad setting: {exc}")
         return cls(crawler, config, delays)

@@ -12,12 +12,12 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from crawler.addon import Frontier
 from crawler.crawlstate.connection import sync_client
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.damage import retyped
 from crawler.frontier.outage import (
     REDIS_ERRORS,
-    RedisOutage,
     is_outage,
     use_reactor_retry,
 )
@@ -49,7 +49,7 @@ class HostRecords:
         self._client: redis.Redis | None = None
         self._cache: OrderedDict[str, tuple[HostHealth, float]] = OrderedDict()
         self._unwritten: dict[str, HostHealth] = {}
-        self._gate = RedisOutage.of(crawler).gate("the timeouts middleware")
+        self._gate = Frontier.of(crawler).outage.gate("the timeouts middleware")
         self._bad_logged = False
 
     def get(self, host: str) -> HostHealth:

@@ -23,11 +23,11 @@ from redis.exceptions import RedisClusterException
 from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
 
+from crawler.addon import Frontier
 from crawler.crawlstate.connection import async_client
 from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.crawlstate.keys import CrawlKeys
-from crawler.frontier.hostdelays import HostDelays
-from crawler.frontier.outage import RedisOutage, is_outage
+from crawler.frontier.outage import is_outage
 from crawler.middlewares.trafficbuffer import HostTraffic, TrafficBuffer
 from crawler.policy.hosts import BadURLError, host_of
 
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.utils.asyncio import AsyncioLoopingCall
     from twisted.internet.task import LoopingCall
+
+    from crawler.frontier.hostdelays import HostDelays
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +84,7 @@ class TrafficMiddleware:
         self._flushing: asyncio.Task[None] | None = None
         self._in_flight: list[str] = []  # hosts of the last flush (see _forget)
         self._failure_logged = False
-        self._gate = RedisOutage.of(crawler).gate("the traffic counters")
+        self._gate = Frontier.of(crawler).outage.gate("the traffic counters")
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -206,7 +208,7 @@ class TrafficMiddleware:
         has said so and is closing the spider)."""
         if self._delays is None:
             try:
-                self._delays = HostDelays.of(self._crawler)
+                self._delays = Frontier.of(self._crawler).delays
             except ValueError:
                 return None
         return self._delays

@@ -19,11 +19,12 @@ from redis.exceptions import ResponseError
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from crawler.addon import Frontier
 from crawler.analysis.analysisconfig import AnalysisConfig
 from crawler.analysis.tasks import AnalysisTask
 from crawler.crawlstate.connection import async_client
 from crawler.crawlstate.keys import CrawlKeys
-from crawler.frontier.outage import RedisOutage, patiently
+from crawler.frontier.outage import patiently
 from crawler.items import PageRecord
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ class AnalysisPipeline:
         self._keys = keys
         self._bad_logged = False
         self._rules: list[tuple[re.Pattern[str], str]] = []
-        self._gate = RedisOutage.of(crawler).gate("the analysis pipeline")
+        self._gate = Frontier.of(crawler).outage.gate("the analysis pipeline")
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
