@@ -15,7 +15,7 @@ from crawler.frontier import codec
 from crawler.frontier.dedup import bloom_hashes, most_hashes, shard_layouts
 from crawler.frontier.roundtrip import Pending
 from crawler.frontier.seencache import SeenCache
-from crawler.meta import HOLD_UNTIL, REVIVE, STARTED
+from crawler.meta import HOLD_UNTIL, REVIVE, STARTED, TIER
 from crawler.policy.hosts import BadURLError, host_of, shard_key
 from crawler.policy.order import TIERS_PER_DEPTH, depth_allowed, level_of
 from crawler.policy.sharding import shard_of
@@ -179,8 +179,8 @@ def callback_name(request: Request) -> str:
 
 
 def tier_of(request: Request) -> int:
-    """The timeout tier a request is queued at (``meta["tier"]``, set on timeouts)."""
-    tier = request.meta.get("tier", 0)
+    """The timeout tier a request is queued at (``meta[TIER]``, set on timeouts)."""
+    tier = request.meta.get(TIER, 0)
     if not isinstance(tier, int) or isinstance(tier, bool):
         return 0
     return min(max(tier, 0), TIERS_PER_DEPTH - 1)

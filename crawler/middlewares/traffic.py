@@ -27,6 +27,7 @@ from crawler.addon import Frontier
 from crawler.crawlstate.connection import async_client
 from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.crawlstate.keys import CrawlKeys
+from crawler.frontier.enginehooks import engine_closing
 from crawler.frontier.outage import is_outage
 from crawler.middlewares.trafficbuffer import HostTraffic, TrafficBuffer
 from crawler.policy.hosts import BadURLError, host_of
@@ -141,9 +142,7 @@ class TrafficMiddleware:
             )
 
     def _closing(self) -> bool:
-        engine = self._crawler.engine
-        slot = engine._slot if engine is not None else None  # no public way to ask
-        return slot is None or slot.closing is not None
+        return engine_closing(self._crawler)
 
     async def flush(self) -> None:
         """Write the buffered counts in one pipeline; if Redis cannot be reached
