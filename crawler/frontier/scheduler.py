@@ -97,9 +97,7 @@ class FrontierScheduler(BaseScheduler):
         try:
             config = FrontierConfig.from_settings(crawler.settings, crawler.spider.name)
             if not getattr(crawler.spider, "reparses_from_page_store", False):
-                # Its callbacks would run twice on a reparsed page: no depth repair
-                # of pages already fetched (they keep their depth).
-                config = replace(config, reparse_from_store=False)
+                config = replace(config, reparse_from_store=False)  # callbacks: once
             delays = Frontier.of(crawler).delays
         except ValueError as exc:
             return FailedScheduler(crawler, f"Bad setting: {exc}")
