@@ -22,7 +22,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from crawler.crawlstate.keys import CrawlKeys
-from crawler.frontier import admission
+from crawler.frontier import admission, store
 from crawler.frontier.frontierconfig import FrontierConfig
 from crawler.frontier.store import FrontierStore
 from crawler.policy.tiers import HostHealth
@@ -256,10 +256,13 @@ async def test_a_new_tier_0_request_goes_before_waiting_retries_of_its_depth(
 async def test_without_tiers_in_the_queue_order_retries_go_first(
     settings, redis, monkeypatch
 ):
-    """Negative control: queued by depth alone (every tier as 0), FIFO hands out
-    the waiting retry of /p/2 before the newer tier-0 request, and the order
-    checked above breaks."""
-    monkeypatch.setattr(admission, "tier_of", lambda request: 0)
+    """Negative control: queued by depth alone (every tier and priority as 0), FIFO
+    hands out the waiting retry of /p/2 before the newer tier-0 request, and the
+    order checked above breaks."""
+    level_of, queue_class = admission.level_of, store.queue_class
+    monkeypatch.setattr(admission, "level_of", lambda depth, tier=0: level_of(depth))
+    # ...and the retry's lower priority ignored too, as it would rank it last.
+    monkeypatch.setattr(store, "queue_class", lambda level, _: queue_class(level, 0))
     with running_site(hosts=1, pages=3, links=0, behave={0: "delay:0.8"}) as site:
         await push_a_seed_while_a_retry_waits(site, redis, order_settings(settings))
         assert requests_of(site, 0)[3:5] == [("/p/2.html", 200), ("/", None)]
