@@ -18,12 +18,8 @@ from scrapy.utils.log import configure_logging
 from crawler.analysis.analysisconfig import AnalysisConfig
 from crawler.analysis.loader import module_of
 from crawler.analysis.processes import LOG_SETTINGS, WorkerSpec, run_worker, run_workers
-from crawler.commands.frontier import (
-    DEFAULT_SPIDER,
-    REDIS_COMMAND_ERRORS,
-    private_server,
-)
-from crawler.crawlstate.connection import cluster_mode
+from crawler.commands.frontier import DEFAULT_SPIDER, REDIS_COMMAND_ERRORS
+from crawler.crawlstate.connection import CrawlRedis
 from crawler.crawlstate.keys import CrawlKeys
 
 if TYPE_CHECKING:
@@ -90,12 +86,12 @@ class Command(ScrapyCommand):
             else CrawlKeys.of(self.settings, DEFAULT_SPIDER)
         )
         with contextlib.ExitStack() as stack:
-            url = self.settings.get("REDIS_URL") or ""
-            if not url:
-                url = stack.enter_context(private_server(self.settings))
+            server = CrawlRedis.from_settings(self.settings, join=True)
+            stack.callback(server.close)
             spec = WorkerSpec(
-                url=url,
-                cluster=cluster_mode(self.settings),
+                url=server.url,
+                cluster=server.cluster,
+                params=server.server.params,
                 prefix=keys.prefix,
                 config=config,
                 allowed=(module_of(config.default_analyzer), *opts.allow),

@@ -15,7 +15,6 @@ import contextlib
 import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, cast
 
 import redis
@@ -30,12 +29,11 @@ from crawler.commands.steering import (
     bind_arguments,
 )
 from crawler.crawlstate.connection import (
+    CrawlRedis,
     RedisUnreachableError,
     check_reachable,
-    cluster_mode,
-    connect,
 )
-from crawler.crawlstate.embedded import EmbeddedRedis, EmbeddedRedisError, running_url
+from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.middlewares.traffic import RANK_METRICS
 from crawler.policy.tiers import BadHealthRecordError, HostHealth
@@ -303,37 +301,13 @@ def _is_number(text: str) -> bool:
 
 @contextlib.contextmanager
 def connected(settings: BaseSettings) -> Iterator[redis.Redis]:
-    """A client of the crawl's Redis (``REDIS_URL``, else its private server), a
-    Cluster's if it is one (see ``crawler.crawlstate.connection``)."""
-    url: str = settings.get("REDIS_URL") or ""
+    """A client of the crawl's Redis (see ``crawler.crawlstate.connection``): the
+    server the settings name, else the private server a crawl runs or left data of."""
+    server = CrawlRedis.from_settings(settings, join=True)
     with contextlib.ExitStack() as stack:
-        if not url:
-            url = stack.enter_context(private_server(settings))
+        stack.callback(server.close)
         # Host names are kept byte for byte, even those that are not UTF-8.
-        client = connect(
-            url, cluster=cluster_mode(settings), encoding_errors="surrogateescape"
-        )
+        client = server.sync_client(encoding_errors="surrogateescape")
         stack.callback(client.close)
-        check_reachable(client, url)
+        check_reachable(client, server.url)
         yield client
-
-
-@contextlib.contextmanager
-def private_server(settings: BaseSettings) -> Iterator[str]:
-    """The URL of the private Redis ``scrapy crawl`` used when REDIS_URL is empty:
-    the running one, or one started on its data for as long as the block runs."""
-    name = settings.get("FRONTIER_EMBEDDED_REDIS_DIR") or ""
-    directory = Path(name)
-    if not name or not directory.is_dir():
-        raise FrontierCommandError(
-            "REDIS_URL is empty and no crawl has kept its data in "
-            f"FRONTIER_EMBEDDED_REDIS_DIR={name!r}: pass -s REDIS_URL=redis://..."
-        )
-    if url := running_url(directory):
-        yield url
-        return
-    server = EmbeddedRedis(directory).start()
-    try:
-        yield server.url
-    finally:
-        server.stop()
