@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.commands.frontier import cell
+from crawler.commands.hosts import cell
 from crawler.policy.fates import FAILED_FATES, FATES
 from crawler.recordsdb import COLUMNS, RecordsDatabase, RecordsDatabaseError
 

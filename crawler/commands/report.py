@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from crawler.commands.hosts import cell
 from crawler.policy.fates import FAILED_FATES, FATES
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def render_status(status: CrawlStatus, *, now: float) -> str:
     )
     lines.append(f"Run-time settings: {shown or 'none'}")
     if status.control.ignored:
-        names = ", ".join(cell(name) for name in status.control.ignored)
+        names = ", ".join(cell(name, CELL_WIDTH) for name in status.control.ignored)
         lines.append(f"Control fields ignored (not this crawler's): {names}")
     return "".join(line + "\n" for line in lines)
 
@@ -72,7 +73,7 @@ def _node_lines(status: CrawlStatus, *, now: float) -> list[str]:
         return lines
     rows = [
         [
-            cell(node.node_id),
+            cell(node.node_id, CELL_WIDTH),
             "alive" if node.alive else "dead",
             age(now - node.heartbeat) if node.heartbeat is not None else "?",
             shard_ranges(node.shards) or "-",
@@ -129,12 +130,3 @@ def age(seconds: float) -> str:
     if whole < 3600:
         return f"{whole // 60}m{whole % 60:02d}s ago"
     return f"{whole // 3600}h{whole % 3600 // 60:02d}m ago"
-
-
-def cell(text: str, width: int = CELL_WIDTH) -> str:
-    """*text* fit for a terminal: control characters escaped, cut to *width*."""
-    shown = "".join(
-        c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-        for c in text
-    )
-    return shown if len(shown) <= width else shown[: width - 1] + "…"

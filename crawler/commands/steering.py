@@ -85,11 +85,12 @@ def bind_arguments(
         fewest = most = 1 if opts.unset else 2
     if len(words) < fewest or (most is not None and len(words) > most):
         usage = {
-            "set": "set KEY VALUE | set KEY --unset",
-            "seed": "seed URL... | seed --file PATH",
+            "set": "set [SPIDER] KEY VALUE | set [SPIDER] KEY --unset",
+            "seed": "seed [SPIDER] URL... | seed [SPIDER] --file PATH",
         }
         raise UsageError(
-            f"usage: scrapy frontier {usage.get(name, name)}; got {[name, *words]!r}"
+            f"usage: scrapy frontier {usage.get(name, name + ' [SPIDER]')}; got "
+            f"{[name, *words]!r}"
         )
     opts.words = list(words)
     opts.settings = settings
