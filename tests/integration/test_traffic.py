@@ -254,7 +254,7 @@ def test_frontier_hosts_without_redis_or_crawl_data_says_so(tmp_path):
 
 @pytest.mark.parametrize(
     "args",
-    [["nope"], [], ["hosts", "extra"], ["hosts", "--top", "0"]],
+    [["nope"], [], ["hosts", "bfs", "extra"], ["hosts", "--top", "0"]],
 )
 def test_frontier_usage_errors(args):
     result = frontier(*args, "-s", "REDIS_URL=redis://127.0.0.1:9/0")
