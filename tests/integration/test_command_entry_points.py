@@ -109,8 +109,9 @@ def test_which_spider_is_meant_must_be_said_when_there_are_two(
     project = make_project(tmp_path, commands_module=True)
     result = scrapy(project, redis_url, "frontier", "pause")
     assert result.returncode == 1
-    assert result.stderr.splitlines() == [
+    expected = (
         "scrapy frontier: this project has 2 spiders (alpha, beta): name the one "
         "whose crawl is meant (or set FRONTIER_KEY_PREFIX, or pass --prefix)"
-    ]
+    )
+    assert result.stderr.splitlines() == [expected]
     assert not redis.keys("*")
