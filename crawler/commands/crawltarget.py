@@ -1,4 +1,4 @@
-"""Which crawl a command acts on: the crawl of a spider, found as its scheduler finds it.
+"""Which crawl a command acts on: a spider's crawl, found as its scheduler finds it.
 
 A crawl's keys start with ``FRONTIER_KEY_PREFIX``, else its spider's name, read from
 the settings the spider's crawl has: the project's, the spider's ``custom_settings``,

@@ -71,7 +71,8 @@ class CrawlKeys:
         return f"{self.prefix}:traffic:{host}"
 
     def traffic_rank(self, metric: str) -> str:
-        """ZSET host -> *metric* (``requests``, ``bytes``, ``errors``), for top-N tables."""
+        """ZSET host -> *metric* (``requests``, ``bytes``, ``errors``), for top-N
+        tables."""
         return f"{self.prefix}:traffic-by:{metric}"
 
     @property
@@ -209,7 +210,8 @@ class Keys:
         return self.tag + "damaged"
 
     def queue(self, host: str, level: int) -> str:
-        """LIST of one host's requests of one BFS level (scripts build the same name)."""
+        """LIST of one host's requests of one BFS level (scripts build the same
+        name)."""
         return f"{self.tag}q:{host}:{level}"
 
     def levels(self, host: str) -> str:

@@ -29,7 +29,7 @@ GLOB_CHARACTERS = frozenset("*?[]\\")
 TOTALS_COMMANDS = 5
 
 
-# --- totals ----------------------------------------------------------------------------
+# --- totals ---------------------------------------------------------------------------
 
 
 def queue_totals(pipe: Pipeline, shards: Iterable[Keys]) -> None:
@@ -66,7 +66,7 @@ def totals(client: redis.Redis, keys: CrawlKeys, shards: int) -> tuple[int, int]
     return add_totals(pipe.execute(raise_on_error=False))
 
 
-# --- nodes -----------------------------------------------------------------------------
+# --- nodes ----------------------------------------------------------------------------
 
 
 def alive(client: redis.Redis, keys: CrawlKeys, ids: Iterable[str]) -> dict[str, bool]:
