@@ -47,9 +47,11 @@ def urls(count: int, hosts: int, port: int) -> Iterator[str]:
 
 def frontier_crawler(redis_url: str, count: int, hosts: int) -> Crawler:
     import crawler.settings as project  # noqa: PLC0415 (only this scheduler needs it)
+    from crawler import defaults  # noqa: PLC0415
     from crawler.spiders.bfs import BfsSpider  # noqa: PLC0415
 
-    settings = {k: getattr(project, k) for k in dir(project) if k.isupper()}
+    settings = {k: getattr(defaults, k) for k in dir(defaults) if k.isupper()}
+    settings |= {k: getattr(project, k) for k in dir(project) if k.isupper()}
     settings |= _common()
     settings |= {
         "REDIS_URL": redis_url,

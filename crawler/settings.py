@@ -1,89 +1,29 @@
-"""Every setting of the project: Scrapy built-ins we change, and ours, with defaults.
+"""This project's settings: the add-on, and what belongs to this project alone.
 
-Each of our settings carries the prefix of the module that reads it (see the README's
-settings table). Override any of them per run with ``-s KEY=VALUE`` or, on scrapyd,
+Every default of the crawler lives in ``crawler/defaults.py`` and is installed by the
+add-on (``crawler/addon.py``), as in any other Scrapy project that enables it.
+Override any setting per run with ``-s KEY=VALUE`` or, on scrapyd,
 ``setting=KEY=VALUE``.
 """
 
 from __future__ import annotations
 
-# The project's name, which Scrapy logs at start ("bot: crawler").
+# The project's name, which Scrapy logs at start ("bot: crawler"); also the product
+# token robots.txt rules are matched against (ROBOTSTXT_USER_AGENT).
 BOT_NAME = "crawler"
 # Where `scrapy crawl` and `scrapy list` look for spiders.
 SPIDER_MODULES = ["crawler.spiders"]
 # Where `scrapy genspider` writes a new spider.
 NEWSPIDER_MODULE = "crawler.spiders"
-# `scrapy crawl` exits with status 1 when the frontier cannot start.
+# Our commands, found without installing the package (installed, its entry points
+# give them to any project).
 COMMANDS_MODULE = "crawler.commands"
-
-# --- Scrapy built-ins we change ------------------------------------------------------
-
-# The Redis frontier replaces Scrapy's scheduler: BFS order, per-host politeness, leases.
-SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
-# The Web's diameter: nothing deeper is fetched. 0 means no limit.
-DEPTH_LIMIT = 17
-# A floor under every host's politeness delay (see POLITENESS_*), in seconds; the
-# frontier applies it, counted from the moment the host's previous response was handled.
-DOWNLOAD_DELAY = 0.0
-# Total requests in flight in this process.
-CONCURRENT_REQUESTS = 16
-# Backstop only: the frontier decides per-host concurrency (FRONTIER_HOST_CONCURRENCY).
-CONCURRENT_REQUESTS_PER_DOMAIN = 8
-# Polite by default: crawler.middlewares.robots.RobotsMiddleware obeys robots.txt.
-ROBOTSTXT_OBEY = True
-# The product token robots.txt rules are matched against (never the rotated User-Agent).
-ROBOTSTXT_USER_AGENT = "crawler"
-# Measured in bench/: link-heavy pages are processed faster with fewer parallel items.
-CONCURRENT_ITEMS = 16
-# One log line a minute with pages/min is enough; the frontier logs its own progress.
-LOGSTATS_INTERVAL = 60.0
-# Scrapy's DepthMiddleware drops deep links silently; ours annotates depth only and
-# leaves the limit to the frontier, where every drop is counted.
-SPIDER_MIDDLEWARES = {
-    "scrapy.spidermiddlewares.depth.DepthMiddleware": None,
-    "crawler.frontier.acks.FrontierDepthMiddleware": 900,
-    # Links robots.txt forbids (when their origin's rules are known) are not queued.
-    "crawler.middlewares.robotslinks.RobotsLinkFilter": 950,
-}
-# Added to Scrapy's own downloader middlewares, which all stay enabled.
-DOWNLOADER_MIDDLEWARES = {
-    # Next to the engine, after Scrapy's immediate retries: a failure that may pass
-    # is held in the frontier and tried again later; a final one gets its fate.
-    "crawler.middlewares.retrylater.RetryLaterMiddleware": 2,
-    # Depth repair: a page fetched too deep is answered from the page store, so its
-    # links are followed again at their true depths without asking its host.
-    "crawler.middlewares.reparse.ReparseMiddleware": 50,
-    # Scrapy's robots middleware ignores Crawl-delay and allows all when robots.txt
-    # fails; ours follows RFC 9309 and shares one fetch per origin across the cluster.
-    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
-    "crawler.middlewares.robots.RobotsMiddleware": 100,
-    # Rotating User-Agent and Referer, in place of Scrapy's fixed USER_AGENT.
-    "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware": None,
-    "crawler.middlewares.useragent.UserAgentMiddleware": 500,
-    # Timeout tiers: sets each request's timeout; a timeout goes back to the frontier
-    # one tier down (before Scrapy's RetryMiddleware, 550, sees it).
-    "crawler.middlewares.timeouts.TimeoutsMiddleware": 560,
-    # Per-host traffic counters in Redis (`scrapy frontier hosts`).
-    "crawler.middlewares.traffic.TrafficMiddleware": 950,
-    # Scrapy's decompression, its DOWNLOAD_MAXSIZE refusal raised as a class of ours
-    # (fate too_large) rather than a plain IgnoreRequest.
-    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
-    "crawler.middlewares.sizes.SizeLimitedCompressionMiddleware": 590,
-    # WARC records of every request as sent and response as received (WARC_DIR):
-    # nearest the downloader, so bodies are still raw (compressed when served so).
-    "crawler.middlewares.warc.WarcMiddleware": 960,
-}
-# The asyncio reactor: redis.asyncio clients and Scrapy's asyncio helpers need it.
-TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
-# Largest body taken, in bytes, counted after decompression (a gzip bomb stops there):
-# 16 MiB, past Googlebot's 15 MB of HTML; 16 requests in flight then stay far under
-# 1 GB. Raise it for sitemaps near the protocol's 50 MB.
-DOWNLOAD_MAXSIZE = 16 * 1024 * 1024
-# Bodies past this many bytes (after decompression too) are logged as a warning.
-DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
+# The frontier: scheduler, middlewares, pipelines and every default of ours.
+ADDONS = {"crawler.addon.Frontier": 0}
 # Feeds are written as UTF-8 text, not with JSON's \u escapes.
 FEED_EXPORT_ENCODING = "utf-8"
-# Every PageRecord field but the page body (which the page store keeps).
+# Every PageRecord field but the page body (which the page store keeps): the `bfs`
+# spider's records, in this order, in `-O pages.jsonl` and the like.
 FEED_EXPORT_FIELDS = [
     "url",
     "status",
@@ -103,233 +43,3 @@ FEED_EXPORT_FIELDS = [
     "fate",
     "location",
 ]
-# Page store, page records, then the analysis task that reads both.
-ITEM_PIPELINES = {
-    "crawler.pipelines.pagestore.PageStorePipeline": 300,
-    "crawler.pipelines.records.RecordsPipeline": 400,
-    "crawler.pipelines.analysis.AnalysisPipeline": 500,
-}
-
-# --- Redis ---------------------------------------------------------------------------
-
-# redis://[:password@]host:port/db or rediss://...; empty starts a private Redis server.
-REDIS_URL = ""
-# True: REDIS_URL is a Redis Cluster node; False: the server is asked (INFO cluster).
-REDIS_CLUSTER = False
-# scrapy-redis' way to name the server (redis://HOST:PORT); empty/None: REDIS_URL's.
-REDIS_HOST = ""
-# Port of REDIS_HOST (None: 6379); refused if REDIS_URL names another server.
-REDIS_PORT = None
-# redis-py client keyword arguments (a dict, or JSON with -s), e.g. {"password": "..."}.
-REDIS_PARAMS: dict[str, object] = {}
-
-# --- The frontier (crawler/frontier/) ------------------------------------------------
-
-# Namespace of every Redis key of this crawl; empty means the spider's name.
-FRONTIER_KEY_PREFIX = ""
-# Number of shards hosts are spread over; must be a power of two.
-FRONTIER_SHARDS = 64
-# What a shard is chosen by: "host" (the URL's host) or "domain" (registered domain).
-FRONTIER_SHARD_BY = "host"
-# Depths beyond the shallowest unfinished one that may be fetched. -1 (no barrier): the
-# shallowest ready request always goes first, and a host waiting out its politeness
-# delay never holds the others back (needed to reach H/D pages/s, bench/RESULTS.md);
-# a page first found through a longer path keeps that depth. 0 is strict BFS: exact
-# depths and BFS order within every host, but hosts idle at the end of each depth.
-FRONTIER_BFS_LOOKAHEAD = -1
-# With hosts running ahead (FRONTIER_BFS_LOOKAHEAD != 0), a URL found again by a
-# shorter path is queued again at the shorter depth (its deeper copy is dropped; if
-# it was fetched already, its links are followed again from the page store, without
-# a second request to its host): every page within DEPTH_LIMIT is fetched at its link
-# distance. Without a page store, pages already fetched keep their depth. Costs about
-# 40 bytes in Redis per URL queued more than one depth past the shallowest
-# unfinished one, until the crawl reaches it.
-FRONTIER_DEPTH_REPAIR = True
-# Requests of one host in flight at once (1 is the polite norm).
-FRONTIER_HOST_CONCURRENCY = 1
-# Seconds before a handed-out request that was never acknowledged goes back to its
-# queue; a live node renews its leases, so this is how long a dead node's work waits.
-FRONTIER_LEASE_TIMEOUT = 60.0
-# Seconds a node stays registered (and keeps its shards) without a heartbeat; a dead
-# node's shards go to the others after this. Heartbeats come every
-# FRONTIER_MAINTENANCE_INTERVAL.
-FRONTIER_NODE_TTL = 30.0
-# How often (seconds) this node beats its heartbeat, renews its shards and leases,
-# returns expired leases to their queues and logs progress.
-FRONTIER_MAINTENANCE_INTERVAL = 5.0
-# This node's id in the crawl (scrapyd, several machines: one name per node); empty:
-# <host>-<hash of the working directory>-<n>, the same after a restart in place.
-FRONTIER_NODE_NAME = ""
-# Seconds between two progress log lines.
-FRONTIER_LOG_INTERVAL = 60.0
-# Seen-URL filter: "bloom" (about 4 bytes a URL) or "exact" (a set of fingerprints).
-FRONTIER_DEDUP = "bloom"
-# URLs the Bloom filters of all shards are sized for; past it, filters are added up to
-# about 1000 times it (crawler/frontier/dedup.py), then the error rate rises.
-FRONTIER_DEDUP_CAPACITY = 10_000_000
-# False-positive rate of the Bloom filter (a new URL wrongly taken as seen).
-FRONTIER_DEDUP_ERROR_RATE = 1e-6
-# Fingerprints this process remembers to skip a Redis round trip for repeated links.
-FRONTIER_LOCAL_SEEN_CACHE = 200_000
-# Requests buffered in this process before they are pushed to Redis in one round trip.
-FRONTIER_PUSH_BATCH = 64
-# Keep the frontier in Redis when the crawl stops, so the next run resumes it.
-FRONTIER_PERSIST = True
-# Clear this crawl's frontier (queues, seen filter, leases) at start.
-FRONTIER_RESET = False
-# Close the spider when every queue is empty and nothing is in flight; False waits
-# for new seeds pushed to the seeds list in Redis.
-FRONTIER_CLOSE_WHEN_DRAINED = True
-
-# Data directory of the private Redis server started when REDIS_URL is empty
-# (crawler/crawlstate/embedded.py); a later run in the same directory resumes from it.
-FRONTIER_EMBEDDED_REDIS_DIR = ".crawl/redis"
-
-# --- Politeness (crawler/policy/politeness.py, applied by the frontier) --------------
-
-# Seconds between two fetches of one host during its daytime, in its local time.
-POLITENESS_DAY_DELAY = 10.0
-# Seconds between two fetches of one host during its night.
-POLITENESS_NIGHT_DELAY = 1.0
-# The day, in the host's local time, as "HH:MM-HH:MM" (may wrap past midnight;
-# 24:00 may end the day).
-POLITENESS_DAY_HOURS = "08:00-22:00"
-# Domain suffix (case-insensitive; an exact IP address also works) -> IANA time zone;
-# the most specific suffix wins over the ccTLD table.
-POLITENESS_TIMEZONES: dict[str, str] = {}
-# Zone of hosts neither POLITENESS_TIMEZONES nor the ccTLD table place; empty means
-# this machine's zone (TZ, /etc/localtime, /etc/timezone, else UTC).
-POLITENESS_DEFAULT_TIMEZONE = ""
-# Each delay is drawn from [delay, delay x (1 + jitter)], so the rhythm is not regular.
-POLITENESS_JITTER = 0.5
-# Domain suffix -> seconds; raises the delay of matching hosts (most specific wins).
-POLITENESS_OVERRIDES: dict[str, float] = {}
-# Most pages of one host per hour (spread evenly over the hour); empty means no cap.
-POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR = None
-
-# --- robots.txt (crawler/middlewares/robots.py) ---------------------------------------
-
-# Seconds a fetched robots.txt is shared by every node before it is fetched again.
-ROBOTS_CACHE_TTL = 86400
-# Seconds one robots.txt request (each redirect hop) may take; past it, the host counts
-# as unreachable (see ROBOTS_ERROR_RETRY_DELAY).
-ROBOTS_FETCH_TIMEOUT = 30.0
-# Seconds before a robots.txt that failed (5xx, 429, timeout, network error) is tried
-# again; until then its host is treated as disallowed.
-ROBOTS_ERROR_RETRY_DELAY = 600
-# Days a robots.txt may stay unreachable before its last good copy (or, without one,
-# no restrictions) is used, as RFC 9309 allows.
-ROBOTS_ERROR_GIVE_UP_DAYS = 30
-# Longest Crawl-delay (seconds) a robots.txt may impose on the frontier.
-ROBOTS_MAX_CRAWL_DELAY = 60.0
-
-# --- Timeout tiers (crawler/policy/tiers.py, crawler/middlewares/timeouts.py) --------
-
-# download_timeout of each tier, in seconds: a request that times out on tier k goes
-# back to the frontier on tier k+1 (after tier k's requests of its depth); a timeout
-# on the last tier gives it up.
-TIMEOUTS_TIERS = [10, 30, 90]
-# Escalations of one host within TIMEOUTS_SLOW_WINDOW that mark it slow (its requests
-# then start on tier 1).
-TIMEOUTS_SLOW_AFTER = 3
-# Seconds over which a host's escalations are counted.
-TIMEOUTS_SLOW_WINDOW = 3600
-# Answers on tier 0 or 1 that make a slow host normal again.
-TIMEOUTS_SLOW_RECOVER_AFTER = 10
-# Requests of one host in a row that timed out on every tier before it is paused.
-TIMEOUTS_HOST_DEAD_AFTER = 3
-# Seconds a dead host is paused (its requests wait in the frontier, nothing is lost).
-TIMEOUTS_HOST_PAUSE = 600
-# Domain suffixes of far-away hosts, whose requests start on tier 1; or the import
-# path of a function host -> bool.
-TIMEOUTS_FAR_HOSTS: list[str] | str = []
-
-# --- Retry-later (crawler/policy/holdtimes.py, crawler/middlewares/retrylater.py) --
-
-# Seconds before each later try of a request whose failure may pass (robots.txt
-# unreachable, DNS, refused or reset connections, timeouts on every tier, 429, 5xx),
-# after Scrapy's immediate retries; a longer Retry-After wins. Held requests keep the
-# crawl open. After the last, the failure is final. Empty: no later tries.
-RETRY_LATER_DELAYS: list[float] | str = [30, 300, 1800]
-
-# --- User-Agent and Referer (crawler/middlewares/useragent.py) ------------------------
-
-# User-Agent headers to rotate: a list (with -s: JSON, or comma-separated; commas in
-# parentheses are kept) or a path to a file with one per line (blank lines and #
-# comments skipped). An empty list is a start-up error. A list you set is sent exactly
-# as given. The default (current browsers plus the bot's own) names the bot in every
-# entry, "compatible; {token}/{version}; +{contact}" filled in with
-# ROBOTSTXT_USER_AGENT, the crawler's version and USERAGENT_CONTACT.
-USERAGENT_LIST: list[str] | str = [
-    # Chrome 142: Windows, macOS, Linux, Android, iOS
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64; compatible; {token}/{version}; +{contact}) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36",
-    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7; compatible; {token}/{version}; +{contact}) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36",
-    "Mozilla/5.0 (X11; Linux x86_64; compatible; {token}/{version}; +{contact}) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36",
-    "Mozilla/5.0 (Linux; Android 10; K; compatible; {token}/{version}; +{contact}) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Mobile Safari/537.36",
-    "Mozilla/5.0 (iPhone; CPU iPhone OS 18_6 like Mac OS X; compatible; {token}/{version}; +{contact}) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/142.0.7444.60 Mobile/15E148 Safari/604.1",
-    # Firefox 145: Windows, macOS, Linux, Android, iOS
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:145.0; compatible; {token}/{version}; +{contact}) Gecko/20100101 Firefox/145.0",
-    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10.15; rv:145.0; compatible; {token}/{version}; +{contact}) Gecko/20100101 Firefox/145.0",
-    "Mozilla/5.0 (X11; Linux x86_64; rv:145.0; compatible; {token}/{version}; +{contact}) Gecko/20100101 Firefox/145.0",
-    "Mozilla/5.0 (Android 15; Mobile; rv:145.0; compatible; {token}/{version}; +{contact}) Gecko/145.0 Firefox/145.0",
-    "Mozilla/5.0 (iPhone; CPU iPhone OS 18_6 like Mac OS X; compatible; {token}/{version}; +{contact}) AppleWebKit/605.1.15 (KHTML, like Gecko) FxiOS/145.0 Mobile/15E148 Safari/605.1.15",
-    # Safari 26: macOS, iPhone, iPad (the OS version in the string is frozen)
-    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7; compatible; {token}/{version}; +{contact}) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/26.1 Safari/605.1.15",
-    "Mozilla/5.0 (iPhone; CPU iPhone OS 18_6 like Mac OS X; compatible; {token}/{version}; +{contact}) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/26.1 Mobile/15E148 Safari/604.1",
-    "Mozilla/5.0 (iPad; CPU OS 18_6 like Mac OS X; compatible; {token}/{version}; +{contact}) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/26.1 Mobile/15E148 Safari/604.1",
-    # Edge 142: Windows, macOS, Android
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64; compatible; {token}/{version}; +{contact}) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36 Edg/142.0.0.0",
-    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7; compatible; {token}/{version}; +{contact}) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Safari/537.36 Edg/142.0.0.0",
-    "Mozilla/5.0 (Linux; Android 10; K; compatible; {token}/{version}; +{contact}) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/142.0.0.0 Mobile Safari/537.36 EdgA/142.0.0.0",
-    # The bot alone
-    "Mozilla/5.0 (compatible; {token}/{version}; +{contact})",
-]
-# "per-request" draws a User-Agent for every request; "per-host" keeps one per host.
-USERAGENT_MODE = "per-request"
-# Seconds a host keeps its User-Agent in "per-host" mode.
-USERAGENT_STICKY_TTL = 3600
-# Page (http(s) URL) saying who runs this crawler and how to reach them: named in the
-# default User-Agents and in robots.txt fetches. Start-up warns while it is this
-# placeholder.
-USERAGENT_CONTACT = "https://example.com/crawler-contact"
-# "parent" (the page that linked here, as Scrapy's REFERRER_POLICY allows), "rotate"
-# (from REFERER_LIST) or "none".
-REFERER_MODE = "parent"
-# Referer headers to rotate in "rotate" mode: a list or a path to a file.
-REFERER_LIST: list[str] | str = []
-
-# --- Page store, records, WARC, analysis (crawler/pipelines/, crawler/analysis/) ----
-
-# Root of the page store: one file per page at a path mirroring its URL; empty: off.
-PAGESTORE_DIR = ".crawl/pages"
-# Where page records go: sqlite:///relative/path, sqlite:////absolute/path or
-# postgresql://user:pass@host/db; empty: off.
-RECORDS_DATABASE_URL = "sqlite:///.crawl/pages.db"
-# Records written in one transaction; while the database cannot be written, up to 100
-# batches are held, then the oldest are dropped (records/dropped).
-RECORDS_BATCH_SIZE = 100
-# Directory of WARC files of every request and response; empty: off.
-WARC_DIR = ""
-# Size (bytes) at which a WARC file is closed and the next one started.
-WARC_MAX_SIZE = 1_000_000_000
-# Queue an analysis task per stored page on a Redis Stream for `scrapy analyze`.
-ANALYSIS_ENABLED = False
-# Import path of the analyzer of pages no spider rule names; `scrapy analyze` loads
-# only from its module, crawler.analysis.analyzers and modules given with --allow.
-ANALYSIS_DEFAULT = "crawler.analysis.analyzers.TextAnalyzer"
-# Attempts of a task in total (a worker dying mid-task counts) before it is
-# dead-lettered and alerted.
-ANALYSIS_MAX_ATTEMPTS = 3
-# Seconds after which a task claimed by a worker that stopped is taken by another;
-# keep it above the longest analysis, or a slow task may be run twice.
-ANALYSIS_CLAIM_TIMEOUT = 60.0
-# Where a dead-lettered task is reported besides the ERROR log: empty, or an
-# http(s) URL that receives a JSON POST.
-ANALYSIS_ALERT = ""
-# Longest the task and dead-letter streams grow (approximate trimming), in tasks.
-ANALYSIS_STREAM_MAXLEN = 1_000_000
-
-# --- The bfs spider (crawler/spiders/bfs.py) -----------------------------------------
-
-# Which links are followed: "any" host, "seed-hosts" or "seed-domains".
-BFS_SCOPE = "any"

@@ -8,6 +8,7 @@ import pytest
 import redis as redis_py
 
 import crawler.settings as project
+from crawler import defaults
 from tests.servers import redis_for_tests, running_site
 
 if TYPE_CHECKING:
@@ -69,10 +70,12 @@ def site() -> Iterator[RunningSite]:
 
 @pytest.fixture
 def settings(redis_url: str) -> Callable[..., dict[str, Any]]:
-    """``settings(KEY=value, ...)``: the project's settings for a test crawl."""
+    """``settings(KEY=value, ...)``: the project's settings for a test crawl, with
+    every default the add-on gives spelled out (so tests can build configs from it)."""
 
     def make(**overrides: Any) -> dict[str, Any]:
-        values = {k: getattr(project, k) for k in dir(project) if k.isupper()}
+        values = {k: getattr(defaults, k) for k in dir(defaults) if k.isupper()}
+        values.update({k: getattr(project, k) for k in dir(project) if k.isupper()})
         values.update(TEST_OVERRIDES, REDIS_URL=redis_url)
         values.update(overrides)
         return values

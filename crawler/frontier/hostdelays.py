@@ -15,7 +15,6 @@ import random
 import re
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
-from weakref import WeakKeyDictionary
 
 from crawler.policy.politeness import Delay, DelayReason, PolitenessConfig
 from crawler.policy.timezones import is_known_zone
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
 
 # Hosts whose Crawl-delay (or hold) this process remembers at most.
 MAX_REMEMBERED_HOSTS = 65536
-_BY_CRAWLER: WeakKeyDictionary[Crawler, HostDelays] = WeakKeyDictionary()
 
 
 class HostDelays:
@@ -48,13 +46,10 @@ class HostDelays:
 
     @classmethod
     def of(cls, crawler: Crawler) -> HostDelays:
-        """The crawler's one instance; raises ``ValueError`` on a bad setting."""
-        if (found := _BY_CRAWLER.get(crawler)) is None:
-            config = PolitenessConfig.from_settings(
-                crawler.settings, machine_zone=machine_zone()
-            )
-            found = _BY_CRAWLER[crawler] = cls(config, crawler.stats)
-        return found
+        """The crawl's one instance (the add-on's); ``ValueError`` on a bad setting."""
+        from crawler.addon import Frontier  # noqa: PLC0415 (it imports this module)
+
+        return Frontier.of(crawler).delays
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> None:
         """What *host*'s robots.txt asks for our token (``None``: nothing).

@@ -17,7 +17,6 @@ import logging
 import math
 import time
 from typing import TYPE_CHECKING, TypeVar
-from weakref import WeakKeyDictionary
 
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
@@ -68,8 +67,6 @@ _AWAY_REPLIES = ("LOADING", "MASTERDOWN", "READONLY", "CLUSTERDOWN", "TRYAGAIN")
 REDIS_ERRORS = (RedisError, RedisClusterException, RedisUnreachableError)
 
 T = TypeVar("T")
-
-_BY_CRAWLER: WeakKeyDictionary[Crawler, RedisOutage] = WeakKeyDictionary()
 
 
 def is_outage(error: BaseException) -> bool:
@@ -170,11 +167,10 @@ class RedisOutage:
 
     @classmethod
     def of(cls, crawler: Crawler) -> RedisOutage:
-        """The crawler's one tracker, shared by every component."""
-        if (found := _BY_CRAWLER.get(crawler)) is None:
-            assert crawler.stats is not None
-            found = _BY_CRAWLER[crawler] = cls(crawler.stats)
-        return found
+        """The crawl's one tracker (the add-on's), shared by every component."""
+        from crawler.addon import Frontier  # noqa: PLC0415 (it imports this module)
+
+        return Frontier.of(crawler).outage
 
     @property
     def down(self) -> bool:

@@ -32,9 +32,12 @@ RUNTIME_SETTINGS = (
     "POLITENESS_OVERRIDES",
     "POLITENESS_TIMEZONES",
     "POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR",
-    "DOWNLOAD_DELAY",
+    "POLITENESS_MIN_DELAY",
     "DEPTH_LIMIT",
 )
+# Scrapy's names for run-time settings of ours: the add-on moves DOWNLOAD_DELAY to
+# POLITENESS_MIN_DELAY at start, so a run-time DOWNLOAD_DELAY means it too.
+ALIASES = {"DOWNLOAD_DELAY": "POLITENESS_MIN_DELAY"}
 # The control hash field that pauses every node while it holds PAUSED_VALUE.
 PAUSED_FIELD = "paused"
 PAUSED_VALUE = "1"
@@ -55,8 +58,8 @@ class Control:
 
 
 def setting_field(name: str) -> str:
-    """The control hash field of run-time setting *name*."""
-    return SETTING_PREFIX + name
+    """The control hash field of run-time setting *name* (or its Scrapy alias)."""
+    return SETTING_PREFIX + ALIASES.get(name, name)
 
 
 def read_control(fields: Mapping[bytes, bytes] | Mapping[str, str]) -> Control:
@@ -76,9 +79,10 @@ def read_control(fields: Mapping[bytes, bytes] | Mapping[str, str]) -> Control:
         elif name == PAUSED_FIELD and value == PAUSED_VALUE:
             paused = True
         elif name.startswith(SETTING_PREFIX) and (
-            name.removeprefix(SETTING_PREFIX) in RUNTIME_SETTINGS
+            (setting := _canonical(name.removeprefix(SETTING_PREFIX)))
+            in RUNTIME_SETTINGS
         ):
-            settings[name.removeprefix(SETTING_PREFIX)] = value
+            settings[setting] = value
         else:
             ignored.append(name)
     return Control(paused, dict(sorted(settings.items())), tuple(sorted(ignored)))
@@ -99,7 +103,7 @@ def with_runtime_settings(
     result = BaseSettings()
     result.update(settings)
     for name, value in overrides.items():
-        result.set(name, value, priority=RUNTIME_PRIORITY)
+        result.set(_canonical(name), value, priority=RUNTIME_PRIORITY)
     PolitenessConfig.from_settings(result, machine_zone="UTC")
     depth_limit = get_int(result, "DEPTH_LIMIT")
     if depth_limit < 0:
@@ -109,11 +113,15 @@ def with_runtime_settings(
 
 def check_runtime_name(name: str) -> None:
     """Raise a one-line ``ValueError`` unless *name* may change at run time."""
-    if name not in RUNTIME_SETTINGS:
+    if _canonical(name) not in RUNTIME_SETTINGS:
         raise ValueError(
             f"{name} cannot change while a crawl runs; these can: "
             + ", ".join(RUNTIME_SETTINGS)
         )
+
+
+def _canonical(name: str) -> str:
+    return ALIASES.get(name, name)
 
 
 def _text(raw: bytes | str) -> str | None:

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar, cast, get_args
 
-import crawler.settings as project_defaults
 from crawler import __version__
+from crawler import defaults as project_defaults
 from crawler.meta import ROBOTS_FETCH
 from crawler.policy.botname import contact_of, filled, token_of
 from crawler.policy.hosts import BadURLError, host_of

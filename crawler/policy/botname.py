@@ -25,12 +25,16 @@ _FORBIDDEN = frozenset(' \t()\\"')
 
 
 def token_of(settings: BaseSettings) -> str:
-    """``ROBOTSTXT_USER_AGENT``; raises ``ValueError`` naming it if it is not a
-    product token."""
-    token = str(settings.get("ROBOTSTXT_USER_AGENT") or "")
+    """``ROBOTSTXT_USER_AGENT``, else ``BOT_NAME``; raises ``ValueError`` naming it
+    if it is not a product token."""
+    name = "ROBOTSTXT_USER_AGENT"
+    token = str(settings.get(name) or "")
+    if not token:
+        name = "BOT_NAME (the robots.txt token while ROBOTSTXT_USER_AGENT is unset)"
+        token = str(settings.get("BOT_NAME") or "")
     if not _PRODUCT_TOKEN.fullmatch(token):
         raise ValueError(
-            "ROBOTSTXT_USER_AGENT must be the crawler's product token (letters, "
+            f"{name} must be the crawler's product token (letters, "
             f"digits, '-' and '_', e.g. 'crawler'), got {token!r}"
         )
     return token

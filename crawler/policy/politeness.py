@@ -2,7 +2,7 @@
 
 The delay in force for a host is the largest of: the day or night delay of the
 host's own local time, its robots.txt ``Crawl-delay`` (capped), a per-domain
-override, Scrapy's ``DOWNLOAD_DELAY`` as a floor, and the spacing an hourly page
+override, ``POLITENESS_MIN_DELAY`` (where the add-on puts ``DOWNLOAD_DELAY``) as a floor, and the spacing an hourly page
 cap needs. Jitter is added on top so the rhythm is not machine-regular, never below
 the delay in force.
 """
@@ -106,7 +106,7 @@ class PolitenessConfig:
             zones=ZoneResolver.from_settings(settings, machine_zone=machine_zone),
             jitter=durations["POLITENESS_JITTER"],
             overrides=_overrides(settings),
-            floor=durations["DOWNLOAD_DELAY"],
+            floor=durations["POLITENESS_MIN_DELAY"],
             max_crawl_delay=durations["ROBOTS_MAX_CRAWL_DELAY"],
             max_pages_per_hour=_hourly_cap(settings),
         )
@@ -165,6 +165,10 @@ class PolitenessConfig:
         return least
 
 
+# A bad floor may have been given as Scrapy's DOWNLOAD_DELAY (see crawler/addon.py).
+_FLOOR_SHOWN = "POLITENESS_MIN_DELAY (or the DOWNLOAD_DELAY moved there)"
+
+
 def _durations(settings: BaseSettings) -> dict[str, float]:
     """The numeric settings, each finite and >= 0.
 
@@ -174,12 +178,13 @@ def _durations(settings: BaseSettings) -> dict[str, float]:
         "POLITENESS_DAY_DELAY": get_float(settings, "POLITENESS_DAY_DELAY"),
         "POLITENESS_NIGHT_DELAY": get_float(settings, "POLITENESS_NIGHT_DELAY"),
         "POLITENESS_JITTER": get_float(settings, "POLITENESS_JITTER"),
-        "DOWNLOAD_DELAY": get_float(settings, "DOWNLOAD_DELAY"),
+        "POLITENESS_MIN_DELAY": get_float(settings, "POLITENESS_MIN_DELAY"),
         "ROBOTS_MAX_CRAWL_DELAY": get_float(settings, "ROBOTS_MAX_CRAWL_DELAY"),
     }
     for name, value in durations.items():
         if value < 0:
-            raise ValueError(f"{name} must be >= 0, got {value!r}")
+            shown = _FLOOR_SHOWN if name == "POLITENESS_MIN_DELAY" else name
+            raise ValueError(f"{shown} must be >= 0, got {value!r}")
     return durations
 
 

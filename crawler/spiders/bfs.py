@@ -11,6 +11,7 @@ from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.gz import gunzip, gzip_magic_number
 from scrapy.utils.sitemap import Sitemap
 
+from crawler import defaults
 from crawler.meta import FATE
 from crawler.middlewares.robots import robots_sitemaps
 from crawler.policy.scope import Scope, parse_seed
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
     from crawler.items import PageRecord
@@ -75,6 +77,13 @@ class BfsSpider(Spider):
         self._seeds: list[str] = []
         self._failure: StartupFailure | None = None
         self._recording: set[asyncio.Future[None]] = set()
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        """``BFS_SCOPE``'s default: the spider reads it in ``from_crawler``, which
+        Scrapy runs before add-ons install their defaults."""
+        super().update_settings(settings)
+        settings.setdefault("BFS_SCOPE", defaults.BFS_SCOPE, priority="default")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:

@@ -319,7 +319,7 @@ REQUESTS = 1500
 
 def contender_store(redis_url: str) -> FrontierStore:
     settings = Settings()
-    settings.setmodule("crawler.settings")
+    settings.setmodule("crawler.defaults")
     settings.update({"FRONTIER_SHARDS": 1, "FRONTIER_HOST_CONCURRENCY": 8})
     config = FrontierConfig.from_settings(settings, "fencing")
     return FrontierStore(redis_py.Redis.from_url(redis_url), config)

@@ -23,7 +23,7 @@ NODE = "test-node"
 
 def make_store(redis: redis_py.Redis, **overrides: Any) -> FrontierStore:
     settings = Settings()
-    settings.setmodule("crawler.settings")
+    settings.setmodule("crawler.defaults")
     settings.update({"FRONTIER_SHARDS": 1, **overrides})
     store = FrontierStore(redis, FrontierConfig.from_settings(settings, "test"))
     store.prepare(T0)

@@ -26,7 +26,7 @@ TTL = 1.0
 
 def member(redis: redis_py.Redis, node_id: str) -> Membership:
     settings = Settings()
-    settings.setmodule("crawler.settings")
+    settings.setmodule("crawler.defaults")
     settings.update(
         {
             "FRONTIER_SHARDS": SHARDS,

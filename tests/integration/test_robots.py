@@ -21,7 +21,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
-import crawler.settings as project
+import crawler.defaults as project
 from crawler import __version__
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.holds import HoldRequest

@@ -10,7 +10,7 @@ import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
-import crawler.settings as project
+import crawler.defaults as project
 from crawler import __version__
 from crawler.spiders.bfs import BfsSpider
 from tests.site import links_of, page_index, url_of

@@ -18,7 +18,6 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 from warcio.archiveiterator import ArchiveIterator
 
-import crawler.settings as project
 from crawler.middlewares.warc import WarcMiddleware
 from crawler.spiders.bfs import BfsSpider
 from crawler.startup import StartupFailure
@@ -31,8 +30,6 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.integration
 
-WARC = "crawler.middlewares.warc.WarcMiddleware"
-PRIORITY = 960
 # Small enough that the default site (about 120 pages of 2-5 KB) fills several files.
 MAX_SIZE = 40_000
 NAME = re.compile(r"^bfs-\d{14}-[A-Za-z0-9._-]+-\d+-(\d{5})\.warc\.gz$")
@@ -49,12 +46,8 @@ class WarcRecord:
 
 
 def warc_settings(settings, directory: Path, **overrides: Any) -> dict[str, Any]:
-    middlewares = {**project.DOWNLOADER_MIDDLEWARES, WARC: PRIORITY}
-    return settings(
-        WARC_DIR=str(directory),
-        DOWNLOADER_MIDDLEWARES=middlewares,
-        **overrides,
-    )
+    """The add-on installs the WARC middleware; WARC_DIR switches it on."""
+    return settings(WARC_DIR=str(directory), **overrides)
 
 
 def read_records(path: Path) -> tuple[list[WarcRecord], int]:

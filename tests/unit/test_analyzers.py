@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from scrapy.settings import Settings
 
-import crawler.settings as project
+import crawler.defaults as project
 from crawler.analysis.analysisconfig import AnalysisConfig
 from crawler.analysis.analyzers import MAX_TEXT, OutlinksAnalyzer, TextAnalyzer
 from crawler.analysis.loader import AnalyzerLoader

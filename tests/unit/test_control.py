@@ -19,7 +19,7 @@ from crawler.frontier.runcontrol import (
 
 def project_settings() -> Settings:
     settings = Settings()
-    settings.setmodule("crawler.settings", priority="project")
+    settings.setmodule("crawler.defaults", priority="project")
     return settings
 
 
@@ -67,7 +67,7 @@ def test_setting_fields_are_what_read_control_reads():
         ("POLITENESS_TIMEZONES", '{"de": "Europe/Berlin"}', {"de": "Europe/Berlin"}),
         ("POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR", "120", 120),
         ("POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR", "", ""),
-        ("DOWNLOAD_DELAY", "1.5", 1.5),
+        ("POLITENESS_MIN_DELAY", "1.5", 1.5),
         ("DEPTH_LIMIT", "0", 0),
         ("DEPTH_LIMIT", "3", 3),
     ],
@@ -102,7 +102,7 @@ def test_a_good_runtime_value_applies_as_dash_s_would(name, value, read):
         ("POLITENESS_TIMEZONES", '{"de": "Mars/Olympus_Mons"}'),
         ("POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR", "0"),
         ("POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR", "1.5"),
-        ("DOWNLOAD_DELAY", "-1"),
+        ("POLITENESS_MIN_DELAY", "-1"),
         ("DEPTH_LIMIT", "-1"),
         ("DEPTH_LIMIT", "three"),
     ],

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
-import crawler.settings as project
+import crawler.defaults as project
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.frontierconfig import FrontierConfig
 
 
 def project_settings(**values: object) -> Settings:
     settings = Settings()
-    settings.setmodule("crawler.settings", priority="project")
+    settings.setmodule("crawler.defaults", priority="project")
     settings.setdict(values, priority="cmdline")
     return settings
 

@@ -30,7 +30,7 @@ LN2 = math.log(2)
 
 def project_settings(**values: object) -> Settings:
     settings = Settings()
-    settings.setmodule("crawler.settings", priority="project")
+    settings.setmodule("crawler.defaults", priority="project")
     settings.setdict(values, priority="cmdline")
     return settings
 

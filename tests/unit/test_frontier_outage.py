@@ -78,7 +78,7 @@ def outage_records(caplog) -> list[tuple[int, str]]:
 
 def test_an_outage_is_logged_once_each_way_whoever_reports_it(caplog):
     caplog.set_level(logging.INFO)
-    crawler = get_crawler()
+    crawler = get_crawler(settings_dict={"ADDONS": {"crawler.addon.Frontier": 0}})
     outage = RedisOutage.of(crawler)
     assert RedisOutage.of(crawler) is outage  # one per crawl
     scheduler, robots = outage.gate("the scheduler"), outage.gate("robots")
@@ -100,7 +100,7 @@ def test_an_outage_is_logged_once_each_way_whoever_reports_it(caplog):
 
 def test_a_single_failed_call_is_counted_but_is_no_outage(caplog):
     caplog.set_level(logging.INFO)
-    crawler = get_crawler()
+    crawler = get_crawler(settings_dict={"ADDONS": {"crawler.addon.Frontier": 0}})
     gate = RedisOutage.of(crawler).gate("the traffic counters")
     closed = ConnectionError("Connection closed by server.")
     assert gate.failed(closed, 10.0) == 10.0  # tried again at once

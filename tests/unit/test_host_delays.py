@@ -18,7 +18,7 @@ NOON_UTC = 1_763_812_800.0  # 2025-11-22 12:00 UTC: day on a UTC machine
 
 def delays(seed: int = 0, **values: object) -> HostDelays:
     settings = Settings()
-    settings.setmodule("crawler.settings", priority="project")
+    settings.setmodule("crawler.defaults", priority="project")
     settings.setdict(
         {"POLITENESS_DAY_DELAY": 2.0, "POLITENESS_NIGHT_DELAY": 1.0, **values},
         priority="cmdline",

@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy.settings import Settings
 
-import crawler.settings as project
+import crawler.defaults as project
 from crawler.policy.politeness import Delay, PolitenessConfig, parse_day_hours
 from crawler.policy.suffixes import most_specific
 from crawler.policy.timezones import ZoneResolver
@@ -28,7 +28,7 @@ TOKYO = ZoneInfo("Asia/Tokyo")
 
 def project_settings(**values: object) -> Settings:
     settings = Settings()
-    settings.setmodule("crawler.settings", priority="project")
+    settings.setmodule("crawler.defaults", priority="project")
     settings.setdict(values, priority="cmdline")
     return settings
 
@@ -59,7 +59,7 @@ def test_project_defaults_make_the_documented_policy() -> None:
     assert policy.day_hours == (8 * 60, 22 * 60)
     assert policy.jitter == project.POLITENESS_JITTER == 0.5
     assert policy.max_crawl_delay == project.ROBOTS_MAX_CRAWL_DELAY == 60.0
-    assert policy.floor == project.DOWNLOAD_DELAY
+    assert policy.floor == project.POLITENESS_MIN_DELAY
     assert policy.overrides == {}
     assert policy.max_pages_per_hour is None
     assert policy.zones.default == "UTC"
@@ -75,7 +75,7 @@ def test_command_line_strings_are_parsed() -> None:
         POLITENESS_TIMEZONES='{"example.com": "Asia/Tokyo"}',
         POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR="120",
         ROBOTS_MAX_CRAWL_DELAY="30",
-        DOWNLOAD_DELAY="0.25",
+        POLITENESS_MIN_DELAY="0.25",
     )
     assert (policy.day_delay, policy.night_delay, policy.jitter) == (5.0, 0.5, 0.0)
     assert policy.day_hours == (7 * 60 + 30, 23 * 60)
@@ -121,7 +121,7 @@ BAD_SETTINGS = [
     ("POLITENESS_DAY_DELAY", "inf"),
     ("POLITENESS_NIGHT_DELAY", "-0.5"),
     ("POLITENESS_JITTER", -0.1),
-    ("DOWNLOAD_DELAY", -1),
+    ("POLITENESS_MIN_DELAY", -1),
     ("ROBOTS_MAX_CRAWL_DELAY", "-1"),
     *[(HOURS, text) for text in ["8-22", "08:00", "08:00-22:00-23:00", "", "8am-10pm",
                                  "25:00-06:00", "08:60-22:00", "24:00-06:00",
@@ -296,8 +296,8 @@ NESTED = {"de": 30, "example.de": 15, "slow.example.de": 2}
          Delay(40.0, "crawl-delay")),
         ({"POLITENESS_OVERRIDES": NESTED}, "example.com", NIGHT, None,
          Delay(1.0, "night")),
-        ({"DOWNLOAD_DELAY": 12}, "example.de", DAY, None, Delay(12.0, "download-delay")),
-        ({"DOWNLOAD_DELAY": 12}, "example.de", DAY, 20.0, Delay(20.0, "crawl-delay")),
+        ({"POLITENESS_MIN_DELAY": 12}, "example.de", DAY, None, Delay(12.0, "download-delay")),
+        ({"POLITENESS_MIN_DELAY": 12}, "example.de", DAY, 20.0, Delay(20.0, "crawl-delay")),
         ({CAP: 60}, "example.de", DAY, None, Delay(60.0, "hourly-cap")),
         ({CAP: 100}, "example.de", NIGHT, 30.0, Delay(36.0, "hourly-cap")),
         ({CAP: 3600}, "example.de", NIGHT, None, Delay(1.0, "night")),
@@ -335,7 +335,7 @@ def test_most_specific_suffix(host: str, value: float | None) -> None:
     [
         ({}, 1.0),
         ({"POLITENESS_NIGHT_DELAY": 20}, 10.0),
-        ({"DOWNLOAD_DELAY": 3}, 3.0),
+        ({"POLITENESS_MIN_DELAY": 3}, 3.0),
         ({CAP: 60}, 60.0),
         ({"POLITENESS_OVERRIDES": {"de": 99}}, 1.0),
     ],

@@ -46,6 +46,7 @@ BASE = "http://example.com/robots.txt"
 
 def project_settings(**overrides: object) -> Settings:
     settings = Settings()
+    settings.setmodule("crawler.defaults")
     settings.setmodule("crawler.settings")
     settings.update(overrides)
     return settings
@@ -81,8 +82,12 @@ def test_config_reads_the_fetch_timeout() -> None:
         ("ROBOTS_ERROR_RETRY_DELAY", -1, "ROBOTS_ERROR_RETRY_DELAY must be > 0"),
         ("ROBOTS_ERROR_GIVE_UP_DAYS", -2, "ROBOTS_ERROR_GIVE_UP_DAYS must be >= 0"),
         ("ROBOTS_FETCH_TIMEOUT", 0, "ROBOTS_FETCH_TIMEOUT must be > 0"),
-        ("ROBOTSTXT_USER_AGENT", "", "ROBOTSTXT_USER_AGENT must be the crawler's"),
-        ("ROBOTSTXT_USER_AGENT", None, "ROBOTSTXT_USER_AGENT must be the crawler's"),
+        (
+            "ROBOTSTXT_USER_AGENT",
+            "my bot",
+            "ROBOTSTXT_USER_AGENT must be the crawler's",
+        ),
+        ("BOT_NAME", "my bot", "while ROBOTSTXT_USER_AGENT is unset) must be"),
         ("ROBOTSTXT_USER_AGENT", "Mozilla/5.0 (X11)", "got 'Mozilla/5.0 (X11)'"),
     ],
 )

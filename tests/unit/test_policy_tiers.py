@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy.settings import Settings
 
-import crawler.settings as project
+import crawler.defaults as project
 from crawler.policy.order import TIERS_PER_DEPTH, level_of
 from crawler.policy.tiers import (
     MAX_REMEMBERED_ESCALATIONS,
@@ -39,7 +39,7 @@ SLOW = HostHealth(slow=True)
 
 def project_settings(**values: object) -> Settings:
     settings = Settings()
-    settings.setmodule("crawler.settings", priority="project")
+    settings.setmodule("crawler.defaults", priority="project")
     settings.setdict(values, priority="cmdline")
     return settings
 

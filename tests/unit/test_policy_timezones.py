@@ -29,7 +29,7 @@ DEFAULT = "America/Chicago"  # in no ccTLD of the table, so a fallback is visibl
 
 def project_settings(**values: object) -> Settings:
     settings = Settings()
-    settings.setmodule("crawler.settings", priority="project")
+    settings.setmodule("crawler.defaults", priority="project")
     settings.setdict(values, priority="cmdline")
     return settings
 

@@ -458,7 +458,7 @@ def test_every_departure_says_why() -> None:
 
 def config_with(token: str) -> RobotsConfig:
     settings = Settings()
-    settings.setmodule("crawler.settings")
+    settings.setmodule("crawler.defaults")
     settings.set("ROBOTSTXT_USER_AGENT", token)
     return RobotsConfig.from_settings(settings)
 
@@ -469,11 +469,16 @@ def test_a_valid_product_token_is_accepted(token: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "token", ["", "\u30c4", "Foobot*", " Foobot ", "Foobot/2.1", "Foobot Bar"]
+    "token", ["\u30c4", "Foobot*", " Foobot ", "Foobot/2.1", "Foobot Bar"]
 )
 def test_an_invalid_product_token_is_refused(token: str) -> None:
     with pytest.raises(ValueError, match="ROBOTSTXT_USER_AGENT"):
         config_with(token)
+
+
+def test_an_empty_token_is_the_bot_name() -> None:
+    """ROBOTSTXT_USER_AGENT unset: the project's BOT_NAME (Scrapy's own default)."""
+    assert config_with("").user_agent == "scrapybot"
 
 
 # --- GoogleOnly_LineTooLong ---------------------------------------------------------

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
-import crawler.settings as project
+import crawler.defaults as project
 from crawler.frontier.leases import HeldLeases
 from crawler.frontier.store import Lease
 from crawler.middlewares.timeouts import (
@@ -142,7 +142,8 @@ def test_a_bad_setting_stops_the_crawl_with_one_line() -> None:
 
 
 def project_settings() -> dict[str, object]:
-    return {k: getattr(project, k) for k in dir(project) if k.startswith("TIMEOUTS_")}
+    values = {k: getattr(project, k) for k in dir(project) if k.startswith("TIMEOUTS_")}
+    return {**values, "ADDONS": {"crawler.addon.Frontier": 0}}
 
 
 # --- the tier a request is fetched at --------------------------------------------------
@@ -150,6 +151,7 @@ def project_settings() -> dict[str, object]:
 
 def middleware() -> TimeoutsMiddleware:
     everything = {k: getattr(project, k) for k in dir(project) if k.isupper()}
+    everything["ADDONS"] = {"crawler.addon.Frontier": 0}
     crawler = get_crawler(BfsSpider, everything)
     crawler.spider = crawler._create_spider()
     built = TimeoutsMiddleware.from_crawler(crawler)

@@ -84,7 +84,11 @@ def test_merging_keeps_the_latest_fetch():
 
 
 def middleware() -> TrafficMiddleware:
-    return TrafficMiddleware(get_crawler(), CrawlKeys("bfs"), clock=lambda: 42.0)
+    return TrafficMiddleware(
+        get_crawler(settings_dict={"ADDONS": {"crawler.addon.Frontier": 0}}),
+        CrawlKeys("bfs"),
+        clock=lambda: 42.0,
+    )
 
 
 def test_the_middleware_counts_what_reached_the_downloader():

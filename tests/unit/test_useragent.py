@@ -13,7 +13,7 @@ from scrapy import Request
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
-import crawler.settings as project
+import crawler.defaults as project
 from crawler import __version__
 from crawler.meta import ROBOTS_FETCH
 from crawler.middlewares.useragent import (
@@ -38,6 +38,7 @@ def settings_dict(**overrides: object) -> dict[str, object]:
         for name in dir(project)
         if name.startswith(("USERAGENT_", "REFERER_", "ROBOTSTXT_"))
     }
+    values.update(BOT_NAME="crawler", ADDONS={"crawler.addon.Frontier": 0})
     values.update(overrides)
     return values
 

@@ -1,0 +1,188 @@
+"""The add-on: one line turns any Scrapy project into a polite, breadth-first crawl.
+
+``ADDONS = {"crawler.addon.Frontier": 0}`` (plus ``REDIS_URL``, or nothing for a
+private Redis server) is all a project needs. ``update_settings`` installs the
+frontier scheduler, our middlewares and pipelines, and every default of
+``crawler.defaults`` at the ``addon`` priority, so whatever the project, ``-s`` or
+scrapyd sets wins. A component mapped to ``None`` by the user stays off; the
+scheduler refuses to start without the one it cannot run without (the lease
+acknowledgement), saying so in one line.
+
+The instance is the crawl's context: the state its components share (each host's
+delays, the Redis connections, the outage tracker, whether start-up failed already).
+Components reach it with ``Frontier.of(crawler)``, through Scrapy's own
+``crawler.get_addon``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy.settings import SETTINGS_PRIORITIES
+from scrapy.utils.misc import load_object
+
+from crawler import defaults
+from crawler.frontier.hostdelays import HostDelays, machine_zone
+from crawler.frontier.outage import RedisOutage
+from crawler.policy.politeness import PolitenessConfig
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings, Settings
+
+logger = logging.getLogger(__name__)
+
+SCHEDULER = "crawler.frontier.scheduler.FrontierScheduler"
+# Ours, by setting: (class path, order). Comments say why each sits where it does.
+COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
+    "SPIDER_MIDDLEWARES": (
+        # Annotates depth and acknowledges each lease once its response is handled.
+        ("crawler.frontier.acks.FrontierDepthMiddleware", 900),
+        # Links robots.txt forbids (when their origin's rules are known) are not queued.
+        ("crawler.middlewares.robotslinks.RobotsLinkFilter", 950),
+    ),
+    "DOWNLOADER_MIDDLEWARES": (
+        # Next to the engine, after Scrapy's immediate retries: a failure that may
+        # pass is held in the frontier and tried again later; a final one gets its fate.
+        ("crawler.middlewares.retrylater.RetryLaterMiddleware", 2),
+        # Depth repair: a page fetched too deep is answered from the page store, so its
+        # links are followed again at their true depths without asking its host.
+        ("crawler.middlewares.reparse.ReparseMiddleware", 50),
+        # RFC 9309, Crawl-delay, one robots.txt fetch per origin across the cluster.
+        ("crawler.middlewares.robots.RobotsMiddleware", 100),
+        # Rotating User-Agent and Referer.
+        ("crawler.middlewares.useragent.UserAgentMiddleware", 500),
+        # Timeout tiers: a timeout goes back to the frontier one tier down, before
+        # Scrapy's RetryMiddleware (550) sees it.
+        ("crawler.middlewares.timeouts.TimeoutsMiddleware", 560),
+        # Decompression whose DOWNLOAD_MAXSIZE refusal has a fate (too_large).
+        ("crawler.middlewares.sizes.SizeLimitedCompressionMiddleware", 590),
+        # Per-host traffic counters in Redis (`scrapy frontier hosts`).
+        ("crawler.middlewares.traffic.TrafficMiddleware", 950),
+        # WARC records (WARC_DIR), nearest the downloader so bodies are still raw.
+        ("crawler.middlewares.warc.WarcMiddleware", 960),
+    ),
+    # Page store, page records, then the analysis task that reads both.
+    "ITEM_PIPELINES": (
+        ("crawler.pipelines.pagestore.PageStorePipeline", 300),
+        ("crawler.pipelines.records.RecordsPipeline", 400),
+        ("crawler.pipelines.analysis.AnalysisPipeline", 500),
+    ),
+}
+# Scrapy's built-ins that ours replace: both on would act twice.
+REPLACED: dict[str, tuple[str, ...]] = {
+    "SPIDER_MIDDLEWARES": (
+        # Drops deep links silently; the frontier enforces DEPTH_LIMIT and counts.
+        "scrapy.spidermiddlewares.depth.DepthMiddleware",
+    ),
+    "DOWNLOADER_MIDDLEWARES": (
+        "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware",
+        "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware",
+        "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware",
+    ),
+}
+ADDON_PRIORITY = SETTINGS_PRIORITIES["addon"]
+
+
+class AddonMissingError(ValueError):
+    """A component of ours runs in a crawl that did not enable the add-on."""
+
+
+class Frontier:
+    """The Scrapy add-on, and the context of one crawl."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self._crawler = crawler
+        self._delays: HostDelays | None = None
+        self._outage: RedisOutage | None = None
+        self.startup_failed = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Frontier:
+        return cls(crawler)
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> Frontier:
+        """The crawl's context; raises ``AddonMissingError`` (one line) without it."""
+        found = crawler.get_addon(cls)
+        if found is None:
+            raise AddonMissingError(
+                "the frontier runs through its add-on: set "
+                'ADDONS = {"crawler.addon.Frontier": 0} (not SCHEDULER or the '
+                "middlewares alone)"
+            )
+        return found
+
+    @classmethod
+    def update_pre_crawler_settings(cls, settings: BaseSettings) -> None:
+        """The ``bfs`` spider comes with the add-on."""
+        settings.add_to_list("SPIDER_MODULES", "crawler.spiders")
+
+    def update_settings(self, settings: Settings) -> None:
+        for name, value in default_settings().items():
+            settings.set(name, value, priority="addon")
+        if not _install_scheduler(settings):
+            return  # another scheduler: our components would wait on leases forever
+        for name, components in COMPONENTS.items():
+            for path, order in components:
+                settings.setdefault_in_component_priority_dict(
+                    name, load_object(path), order
+                )
+        for name, paths in REPLACED.items():
+            for path in paths:
+                settings.set_in_component_priority_dict(name, load_object(path), None)
+        _move_download_delay(settings)
+
+    @property
+    def delays(self) -> HostDelays:
+        """Each host's delay in force; raises ``ValueError`` on a bad setting."""
+        if self._delays is None:
+            config = PolitenessConfig.from_settings(
+                self._crawler.settings, machine_zone=machine_zone()
+            )
+            self._delays = HostDelays(config, self._crawler.stats)
+        return self._delays
+
+    @property
+    def outage(self) -> RedisOutage:
+        """Whether the crawl's Redis answers, shared by every component."""
+        if self._outage is None:
+            assert self._crawler.stats is not None
+            self._outage = RedisOutage(self._crawler.stats)
+        return self._outage
+
+
+def default_settings() -> dict[str, Any]:
+    """Every setting of ``crawler.defaults``, by name."""
+    return {name: getattr(defaults, name) for name in dir(defaults) if name.isupper()}
+
+
+def _install_scheduler(settings: Settings) -> bool:
+    """The frontier is the scheduler, unless the project chose another (warned, and
+    False is returned)."""
+    priority = settings.getpriority("SCHEDULER") or 0
+    chosen = ADDON_PRIORITY < priority <= SETTINGS_PRIORITIES["cmdline"]
+    if chosen and settings.get("SCHEDULER") != SCHEDULER:
+        logger.warning(
+            "SCHEDULER is set to %(current)s: the frontier's scheduler is not "
+            "used (remove SCHEDULER to crawl with it)",
+            {"current": settings.get("SCHEDULER")},
+        )
+    settings.set("SCHEDULER", SCHEDULER, priority="addon")
+    return bool(settings.get("SCHEDULER") == SCHEDULER)
+
+
+def _move_download_delay(settings: Settings) -> None:
+    """``DOWNLOAD_DELAY`` becomes ``POLITENESS_MIN_DELAY``, and Scrapy's is 0.
+
+    The frontier spaces each host's requests itself; the downloader's own delay
+    would make every host wait twice. A ``POLITENESS_MIN_DELAY`` set with a higher
+    priority than ``DOWNLOAD_DELAY`` wins.
+    """
+    priority = settings.getpriority("DOWNLOAD_DELAY") or 0
+    if priority > ADDON_PRIORITY and priority >= (
+        settings.getpriority("POLITENESS_MIN_DELAY") or 0
+    ):
+        settings.set("POLITENESS_MIN_DELAY", settings["DOWNLOAD_DELAY"], priority)
+    settings.set("DOWNLOAD_DELAY", 0.0, priority=max(priority, ADDON_PRIORITY))
