@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import pytest
+from scrapy import Spider
 from scrapy.settings import Settings
 
 from crawler.commands.crawltarget import CrawlNotFoundError, crawl_target, split_spider
 
 NAMES = ["alpha", "bfs"]
+# A project of two spiders of its own: this module.
+TWO = {"SPIDER_MODULES": [__name__]}
+
+
+class AlphaSpider(Spider):
+    name = "alpha"
+    custom_settings = {"FRONTIER_KEY_PREFIX": "alpha-crawl"}  # noqa: RUF012 (Scrapy's type)
+
+
+class BetaSpider(Spider):
+    name = "beta"
 
 
 @pytest.mark.parametrize(
@@ -48,8 +60,14 @@ def project(**values: object) -> Settings:
         ({"FRONTIER_KEY_PREFIX": "mine"}, "bfs", None, "mine"),
         ({"FRONTIER_KEY_PREFIX": "mine"}, None, None, "mine"),
         ({}, None, "other", "other"),
-        # no spider at all: FRONTIER_KEY_PREFIX names the crawl
-        ({"SPIDER_MODULES": [], "FRONTIER_KEY_PREFIX": "mine"}, None, None, "mine"),
+        # a project without spiders of its own: the add-on's bfs
+        ({"SPIDER_MODULES": []}, None, None, "bfs"),
+        # two of its own: a spider's custom settings count, -s wins over them
+        (TWO, "alpha", None, "alpha-crawl"),
+        (TWO, "beta", None, "beta"),
+        (TWO, "bfs", None, "bfs"),
+        ({**TWO, "FRONTIER_KEY_PREFIX": "mine"}, "alpha", None, "mine"),
+        ({**TWO, "FRONTIER_KEY_PREFIX": "mine"}, None, None, "mine"),
     ],
 )
 def test_the_crawls_keys(values, spider, prefix, keys):
@@ -60,8 +78,8 @@ def test_the_crawls_keys(values, spider, prefix, keys):
     ("values", "spider", "words"),
     [
         ({}, "nope", ["unknown spider 'nope'", "bfs"]),
-        ({"SPIDER_MODULES": []}, None, ["no spider", "--prefix"]),
-        ({"SPIDER_MODULES": []}, "bfs", ["unknown spider 'bfs'", "none"]),
+        (TWO, None, ["2 spiders (alpha, beta)", "--prefix"]),
+        (TWO, "gamma", ["unknown spider 'gamma'", "alpha, beta, bfs"]),
     ],
 )
 def test_a_crawl_that_cannot_be_told_is_one_line(values, spider, words):
@@ -69,3 +87,10 @@ def test_a_crawl_that_cannot_be_told_is_one_line(values, spider, words):
         crawl_target(project(**values), spider)
     for word in words:
         assert word in str(caught.value)
+
+
+def test_the_crawl_has_the_add_ons_defaults_below_the_projects():
+    target = crawl_target(project(FRONTIER_SHARDS=8), None)
+    assert target.settings.getint("FRONTIER_SHARDS") == 8
+    assert target.settings.get("POLITENESS_DAY_HOURS")  # a default of the add-on
+    assert target.settings.get("FRONTIER_EMBEDDED_REDIS_DIR") == ".crawl/redis"
