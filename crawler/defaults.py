@@ -60,6 +60,10 @@ FRONTIER_SHARD_BY = "host"
 # a page first found through a longer path keeps that depth. 0 is strict BFS: exact
 # depths and BFS order within every host, but hosts idle at the end of each depth.
 FRONTIER_BFS_LOOKAHEAD = -1
+# Order of requests: "bfs" (depth, then Request.priority, higher first, then FIFO) or
+# "priority" (Scrapy's order: priority, then depth, then FIFO; needs
+# FRONTIER_BFS_LOOKAHEAD=-1). Priorities beyond -512..511 are clamped to the bounds.
+FRONTIER_ORDER = "bfs"
 # With hosts running ahead (FRONTIER_BFS_LOOKAHEAD != 0), a URL found again by a
 # shorter path is queued again at the shorter depth (its deeper copy is dropped; if
 # it was fetched already, its links are followed again from the page store, without

@@ -1,6 +1,8 @@
 """Every ``Request.meta`` key one component sets and another reads, named once.
 
-A key set and read by one module only stays in that module.
+A key set and read by one module only stays in that module. Scrapy's own keys
+(``depth``, ``download_timeout``, ``dont_retry``...) keep Scrapy's spelling where
+they are used, except the one two of our components honour for the user.
 """
 
 from __future__ import annotations
@@ -15,9 +17,19 @@ HELD_TIMES = "frontier_held_times"
 HOLD_UNTIL = "frontier_hold_until"
 # The fate of a request that failed for good (crawler.policy.fates), and its error.
 FATE = "frontier_fate"
+# The timeout tier a request is sent on (crawler.policy.tiers): set by the timeouts
+# middleware, queued with the request by the frontier, kept in its page record. Its
+# spelling predates the others': queue entries and users' spiders carry it.
+TIER = "tier"
 # Marks the crawler's own robots.txt fetches (never Scrapy's dont_obey_robotstxt,
 # which a user's request may carry for its own reasons).
 ROBOTS_FETCH = "frontier_robots_fetch"
+# Scrapy's key for a user's request robots.txt does not apply to: the robots
+# middleware lets it pass, the robots link filter keeps it.
+DONT_OBEY_ROBOTSTXT = "dont_obey_robotstxt"
+# Set by a spider on a request whose temporary failures are final at once (no
+# retry-later hold).
+DONT_RETRY_LATER = "dont_retry_later"
 # A page fetched at a depth a shorter path has since beaten: its links are to be
 # followed again at their true depths (depth repair).
 REPARSE = "frontier_reparse"

@@ -8,7 +8,8 @@ have failed: then the task goes to the dead-letter stream and is alerted. An ent
 left pending by a worker that died is claimed (``XAUTOCLAIM``) by another after
 ``ANALYSIS_CLAIM_TIMEOUT``; each earlier delivery of the entry counts as a failed
 attempt. Delivery is at least once: a worker that dies between writing a result and
-acknowledging it has its task run again.
+acknowledging it has its task run again. The stream commands are
+``crawler.analysis.taskstream``; this module decides what becomes of each task.
 """
 
 from __future__ import annotations
@@ -21,19 +22,18 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import redis
 
 from crawler.analysis.alerts import alert
 from crawler.analysis.tasks import (
-    GROUP,
     AnalysisTask,
     BadTaskError,
     error_text,
     shown_fields,
 )
-from crawler.frontier.damage import delete_if_wrong_type, retyped
+from crawler.analysis.taskstream import TaskStream, text
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -44,13 +44,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# A stream entry as redis-py reads it: id and fields (None if it was trimmed).
-_Entry = tuple[bytes, "dict[bytes, bytes] | None"]
-
 # Seconds one XREADGROUP waits for a task (how soon a stop request is seen).
 READ_BLOCK = 0.5
-# Entries one XAUTOCLAIM takes over.
-CLAIM_BATCH = 10
 # Seconds between two tries to reach Redis while it does not answer.
 RETRY_DELAY = 1.0
 
@@ -66,54 +61,23 @@ class AnalysisWorker:
         loader: AnalyzerLoader,
         consumer: str,
     ) -> None:
-        self._client = client
+        self._stream = TaskStream(client, keys, config, consumer)
         self._keys = keys
         self._config = config
         self._loader = loader
-        self._consumer = consumer
-        self._claim_cursor = "0-0"
         self._claim_every = min(max(config.claim_timeout / 4, 0.1), 5.0)
         self._next_claim = 0.0
         self._group_ready = False
         self._outage = False
-        self.bad_records = 0  # stream keys of the wrong type deleted
+
+    @property
+    def bad_records(self) -> int:
+        """Stream keys of the wrong type deleted (they were not the crawler's)."""
+        return self._stream.bad_records
 
     def ensure_group(self) -> None:
         """Create the stream and the group reading it from the start, if missing."""
-        try:
-            self._client.xgroup_create(
-                self._keys.analysis_tasks, GROUP, id="0", mkstream=True
-            )
-        except redis.ResponseError as exc:
-            if "BUSYGROUP" in str(exc):
-                return
-            key = self._keys.analysis_tasks
-            if not delete_if_wrong_type(self._client, key, "stream", self._damaged):
-                raise
-            self.ensure_group()
-
-    def _add_dead(self, letter: dict[str, str]) -> Any:
-        """Add *letter* to the dead-letter stream (made again if it was not one)."""
-        key = self._keys.analysis_dead
-        return retyped(
-            self._client,
-            key,
-            "stream",
-            lambda: self._client.xadd(
-                key,
-                letter,  # type: ignore[arg-type]
-                maxlen=self._config.stream_maxlen,
-                approximate=True,
-            ),
-            self._damaged,
-        )
-
-    def _damaged(self, count: int, what: str) -> None:
-        """A stream key the crawler did not write was deleted: logged, counted."""
-        self.bad_records += count
-        logger.warning(
-            "Deleted analysis state the crawler did not write: %(what)s", {"what": what}
-        )
+        self._stream.ensure_group()
 
     def run(
         self, *, idle_exit: float | None = None, stop: Callable[[], bool] = bool
@@ -161,54 +125,18 @@ class AnalysisWorker:
 
     def read_one(self, block: float = READ_BLOCK) -> int:
         """Read and handle at most one new task; return how many were handled."""
-        try:
-            answer = self._client.xreadgroup(
-                GROUP,
-                self._consumer,
-                {self._keys.analysis_tasks: ">"},
-                count=1,
-                block=max(1, int(block * 1000)),
-            )
-        except redis.ResponseError as exc:
-            if "NOGROUP" not in str(exc):
-                raise
-            self.ensure_group()  # the stream was deleted (a reset): start again
-            return 0
-        streams = cast("list[tuple[bytes, list[_Entry]]]", answer or [])
-        entries = [
-            entry for _stream, stream_entries in streams for entry in stream_entries
-        ]
+        entries = self._stream.read(block)
         for entry_id, fields in entries:
-            self.handle(_text(entry_id), fields, deliveries=1)
+            self.handle(text(entry_id), fields, deliveries=1)
         return len(entries)
 
     def reclaim(self) -> int:
         """Take over entries pending longer than the claim timeout (their worker
         died) and handle them; return how many were handled."""
-        try:
-            answer = self._client.xautoclaim(
-                self._keys.analysis_tasks,
-                GROUP,
-                self._consumer,
-                min_idle_time=int(self._config.claim_timeout * 1000),
-                start_id=self._claim_cursor,
-                count=CLAIM_BATCH,
-            )
-        except redis.ResponseError as exc:
-            if "NOGROUP" not in str(exc):
-                raise
-            return 0
-        self._claim_cursor = _text(answer[0])
-        claimed = [(entry_id, fields) for entry_id, fields in answer[1] if entry_id]
-        for entry_id, fields in claimed:
-            self.handle(_text(entry_id), fields, deliveries=self._deliveries(entry_id))
+        claimed = self._stream.claim()
+        for (entry_id, fields), deliveries in claimed:
+            self.handle(text(entry_id), fields, deliveries=deliveries)
         return len(claimed)
-
-    def _deliveries(self, entry_id: bytes) -> int:
-        pending = self._client.xpending_range(
-            self._keys.analysis_tasks, GROUP, min=entry_id, max=entry_id, count=1
-        )
-        return int(pending[0]["times_delivered"]) if pending else 1
 
     def handle(
         self, entry_id: str, raw: dict[bytes, bytes] | None, *, deliveries: int
@@ -236,7 +164,7 @@ class AnalysisWorker:
         except Exception as exc:  # noqa: BLE001 (an analyzer may raise anything)
             self._failed(entry_id, task, error_text(exc), tried + 1)
         else:
-            self._client.xack(self._keys.analysis_tasks, GROUP, entry_id)
+            self._stream.ack(entry_id)
             logger.debug("Analyzed %(url)s", {"url": task.url})
 
     def _run(self, task: AnalysisTask) -> dict[str, Any]:
@@ -289,22 +217,14 @@ class AnalysisWorker:
             {"url": task.url, "tried": tried, "max": self._config.max_attempts,
              "error": error},
         )  # fmt: skip
-        retry = replace(task, attempts=tried, error=error)
-        pipe = self._client.pipeline(transaction=False)
-        pipe.xadd(
-            self._keys.analysis_tasks,
-            retry.to_fields(),  # type: ignore[arg-type]
-            maxlen=self._config.stream_maxlen,
-            approximate=True,
+        self._stream.replace(
+            entry_id, replace(task, attempts=tried, error=error).to_fields()
         )
-        pipe.xack(self._keys.analysis_tasks, GROUP, entry_id)
-        pipe.execute()
 
     def _dead_letter(
         self, entry_id: str, fields: dict[str, str], error: str, attempts: int
     ) -> None:
-        """Move the entry to the dead-letter stream (added before the original is
-        acknowledged: never lost, at worst twice) and alert."""
+        """Move the entry to the dead-letter stream and alert."""
         failed_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         letter = {
             **fields,
@@ -312,17 +232,16 @@ class AnalysisWorker:
             "error": error,
             "attempts": str(attempts),
             "failed_at": failed_at,
-            "consumer": self._consumer,
+            "consumer": self._stream.consumer,
         }
-        dead_id = self._add_dead(letter)
-        self._client.xack(self._keys.analysis_tasks, GROUP, entry_id)
+        dead_id = self._stream.bury(entry_id, letter)
         alert(
             self._config.alert_url,
             {
                 "event": "analysis_dead_letter",
                 "crawl": self._keys.prefix,
                 "task_id": entry_id,
-                "dead_id": _text(dead_id),
+                "dead_id": dead_id,
                 "url": fields.get("url", "?"),
                 "analyzer": fields.get("analyzer", "?"),
                 "attempts": attempts,
@@ -330,10 +249,6 @@ class AnalysisWorker:
                 "failed_at": failed_at,
             },
         )
-
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def consumer_name() -> str:

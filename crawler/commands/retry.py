@@ -14,6 +14,7 @@ from typing import IO, TYPE_CHECKING
 from crawler.commands.steering import ControlError
 from crawler.frontier.frontierconfig import FrontierConfig
 from crawler.frontier.store import FrontierStore
+from crawler.policy.order import ORDERS
 
 if TYPE_CHECKING:
     import argparse
@@ -44,7 +45,12 @@ def retry(
         config = FrontierConfig.from_settings(opts.settings, keys.prefix)
     except ValueError as exc:
         raise ControlError(str(exc)) from None
-    store = FrontierStore(client, replace(config, prefix=keys.prefix))
+    # Queued again as the crawl ranks its queues, whatever this command's settings.
+    stored = client.hget(keys.meta, "frontier_order")
+    order = stored.decode(errors="replace") if isinstance(stored, bytes) else ""
+    if order not in ORDERS:
+        order = config.order
+    store = FrontierStore(client, replace(config, prefix=keys.prefix, order=order))
     host = opts.host.lower() if opts.host else None
     failed = store.failed(host)
     count = store.retry_failed(failed, time.time())

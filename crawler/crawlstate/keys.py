@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
-SCHEMA_VERSION = "3"
+# 4: queues, leases, held and failed entries keep a queue class (level and
+# priority band, crawler.policy.order) where 3 kept a level.
+SCHEMA_VERSION = "4"
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,12 +212,14 @@ class Keys:
         return self.tag + "damaged"
 
     def queue(self, host: str, level: int) -> str:
-        """LIST of one host's requests of one BFS level (scripts build the same
+        """LIST of one host's requests of one queue class, *level* (a BFS level and
+        priority band, crawler.policy.order), oldest first (scripts build the same
         name)."""
         return f"{self.tag}q:{host}:{level}"
 
     def levels(self, host: str) -> str:
-        """ZSET of the levels that have requests queued for *host*."""
+        """ZSET of the queue classes that have requests queued for *host*, scored
+        by their rank in FRONTIER_ORDER."""
         return f"{self.tag}lv:{host}"
 
     def bloom(self, index: int) -> str:

@@ -83,7 +83,17 @@ class Admission:
             return None
         level = level_of(depth, tier_of(request))
         hold_until = float(hold) if isinstance(hold, int | float) else None
-        return Pending(shard, host, level, dedup, entry, hold_until, revive, depth_key)
+        return Pending(
+            shard,
+            host,
+            level,
+            dedup,
+            entry,
+            hold_until,
+            revive,
+            depth_key,
+            request.priority,
+        )
 
     def _refuse(
         self,

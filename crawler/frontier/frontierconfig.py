@@ -9,6 +9,7 @@ from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.nodeid import check_node_name
 from crawler.policy.hosts import SHARD_BY_CHOICES, ShardBy
+from crawler.policy.order import check_order
 from crawler.policy.sharding import check_shards
 from crawler.policy.typedsettings import get_float, get_int
 
@@ -37,6 +38,7 @@ class FrontierConfig:
     depth_repair: bool
     reparse_from_store: bool
     node_name: str = ""
+    order: str = "bfs"
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> FrontierConfig:
@@ -70,6 +72,10 @@ class FrontierConfig:
             ),
             reparse_from_store=bool(settings.get("PAGESTORE_DIR")),
             node_name=check_node_name(settings.get("FRONTIER_NODE_NAME") or ""),
+            order=check_order(
+                settings.get("FRONTIER_ORDER", "bfs"),
+                get_int(settings, "FRONTIER_BFS_LOOKAHEAD"),
+            ),
         )
         config._check(settings)
         return config

@@ -1,25 +1,31 @@
 """The frontier's queue scripts: push, pop, ack, requeue, promote and retry.
 
-Queue entries are ``<seq>|<json>``: the sequence number gives FIFO order within a
-level. A host's score in ``ready`` is ``level * weight + seq`` of its head entry.
-A lease keeps ``<level> <ready_at> <len(host)> <host><entry>`` so an expired lease can
-be put back at the head of its queue, and a lease whose request never reached its
-host (robots.txt forbade it) can give the host back its previous ready time. A held
-request (retry-later) is ``<level> <len(host)> <host><entry>`` in ``held``, scored
+Queue entries are ``<seq>|<json>``, in a list per host and queue class (a request's
+level and priority band, ranked by FRONTIER_ORDER: ``crawler.policy.order``), so
+requests of one class go out FIFO. A host's score in ``ready`` is ``rank *
+SEQUENCE_LIMIT + seq`` of its head entry. A lease keeps ``<class> <ready_at>
+<len(host)> <host><entry>`` so an expired lease can be put back at the head of its
+queue, and a lease whose request never reached its host (robots.txt forbade it) can
+give the host back its previous ready time. A held
+request (retry-later) is ``<class> <len(host)> <host><entry>`` in ``held``, scored
 by when it may go again; a request that failed for good is
-``<fate> <level> <len(host)> <host><json>`` in ``failed``, by fingerprint. Each runs
+``<fate> <class> <len(host)> <host><json>`` in ``failed``, by fingerprint. Each runs
 after ``crawler.frontier.scripthelpers`` (KEYS order and helpers there).
 """
 
 from __future__ import annotations
 
-PUSH = """
+from crawler.frontier.scripthelpers import BLOOM_ADD
+
+PUSH = (
+    BLOOM_ADD
+    + """
 -- KEYS: the shard's keys (see above); KEYS[9] is the seen filter
--- ARGV: tag, weight, now, host_concurrency, dedup mode ('bloom'|'exact'), the
+-- ARGV: tag, order, now, host_concurrency, dedup mode ('bloom'|'exact'), the
 --       crawl's lowest depth with requests queued or leased, the deepest depth a
 --       provisional request may have (DEPTH_LIMIT), levels per depth, '1' if a
 --       page fetched too deep is reparsed (the node has a page store), then groups
---       of 7: host, level, dedup ('' = do not filter; exact: fingerprint;
+--       of 7: host, queue class, dedup ('' = do not filter; exact: fingerprint;
 --       bloom: 32-bit big-endian hashes, bit j of a filter is hash j % bits, see
 --       crawler/frontier/dedup.py), entry json, hold until (ms; '' = queue now),
 --       revive ('' or the fingerprint (hex) of a seed whose failure is forgotten),
@@ -40,41 +46,6 @@ PUSH = """
 local concurrency, mode = tonumber(ARGV[4]), ARGV[5]
 local floor, deepest, per_depth = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local reparse = ARGV[9] == '1'
-
-local function bloom_add(hashes)
-  local seen = KEYS[9]
-  local filters = tonumber(redis.call('HGET', seen, 'filters') or '0')
-  if filters == 0 then return redis.error_reply('frontier: no Bloom layout') end
-  for i = 0, filters - 1 do
-    local layout = redis.call('HMGET', seen, 'bits:' .. i, 'hashes:' .. i)
-    local bits, found = tonumber(layout[1]), true
-    for j = 0, tonumber(layout[2]) - 1 do
-      local hash = struct.unpack('>I4', hashes, 4 * j + 1)
-      if redis.call('GETBIT', seen .. ':' .. i, hash % bits) == 0 then
-        found = false
-        break
-      end
-    end
-    if found then return false end
-  end
-  local last = filters - 1
-  local layout = redis.call('HMGET', seen, 'bits:' .. last, 'hashes:' .. last, 'cap:' .. last)
-  local bits, key = tonumber(layout[1]), seen .. ':' .. last
-  if not (bits and bits > 0 and 4 * (tonumber(layout[2]) or 0) <= #hashes) then
-    return redis.error_reply('frontier: damaged Bloom layout')  -- before any write
-  end
-  -- Created at full length at once: grown bit by bit, Redis would keep up to
-  -- twice the memory.
-  if redis.call('EXISTS', key) == 0 then redis.call('SETBIT', key, bits - 1, 0) end
-  for j = 0, tonumber(layout[2]) - 1 do
-    redis.call('SETBIT', key, struct.unpack('>I4', hashes, 4 * j + 1) % bits, 1)
-  end
-  local count = redis.call('HINCRBY', seen, 'count:' .. last, 1)
-  if count >= tonumber(layout[3]) and redis.call('HEXISTS', seen, 'bits:' .. filters) == 1 then
-    redis.call('HSET', seen, 'filters', filters + 1)
-  end
-  return true
-end
 
 local function is_new(dedup)
   if dedup == '' then return true end
@@ -102,8 +73,8 @@ end
 
 local flags = {}
 for i = 10, #ARGV, 7 do
-  local host, level, hold, key = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 4]), ARGV[i + 6]
-  local depth = math.floor(tonumber(level) / per_depth)
+  local host, class, hold, key = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 4]), ARGV[i + 6]
+  local depth = math.floor(level_of(class) / per_depth)
   local new = is_new(ARGV[i + 2])
   if type(new) == 'table' then return new end
   if not new and ARGV[i + 5] ~= '' then new = revive(ARGV[i + 5]) end
@@ -124,10 +95,10 @@ for i = 10, #ARGV, 7 do
       host = REPARSE_HOST
     end
     if hold and hold > now then
-      redis.call('ZADD', KEYS[13], hold, level .. ' ' .. #host .. ' ' .. host .. entry)
+      redis.call('ZADD', KEYS[13], hold, class .. ' ' .. #host .. ' ' .. host .. entry)
       redis.call('HINCRBY', KEYS[8], 'held', 1)
     else
-      push_entry(host, level, entry)
+      push_entry(host, class, entry)
       redis.call('HINCRBY', KEYS[8], 'queued', 1)
       touch(host, concurrency)
     end
@@ -136,10 +107,11 @@ for i = 10, #ARGV, 7 do
 end
 return {table.concat(flags), unpack(summary())}
 """
+)
 
 POP = """
 -- KEYS: the shard's keys (see above)
--- ARGV: tag, weight, now, host_concurrency, lease expiry time, default delay,
+-- ARGV: tag, order, now, host_concurrency, lease expiry time, default delay,
 --       most waiting hosts to promote, highest score allowed (the BFS barrier),
 --       the popping node's id (it must own the shard: fencing), levels per depth
 -- returns: {lease id, entry json, 1 if its links are to be reparsed (depth
@@ -155,7 +127,7 @@ release_held(tonumber(ARGV[7]), concurrency)
 -- The head request of the best ready host. A host with nothing usable queued is
 -- set aside; a request superseded by a shallower copy of itself (depth repair) is
 -- dropped on the way.
-local host, level, entry, reparse
+local host, class, entry, reparse
 local per_depth = tonumber(ARGV[10])
 for _ = 1, 1000 do
   local hosts = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[8], 'LIMIT', 0, 1)
@@ -166,13 +138,13 @@ for _ = 1, 1000 do
     set_aside(false)
   else
     local levels_key = tag .. 'lv:' .. host
-    level = redis.call('ZRANGE', levels_key, 0, 0)[1]
-    local queue = tag .. 'q:' .. host .. ':' .. level
+    class = redis.call('ZRANGE', levels_key, 0, 0)[1]
+    local queue = tag .. 'q:' .. host .. ':' .. class
     entry = redis.call('LPOP', queue)
-    if redis.call('LLEN', queue) == 0 then redis.call('ZREM', levels_key, level) end
+    if redis.call('LLEN', queue) == 0 then redis.call('ZREM', levels_key, class) end
     local seq = string.match(entry, '^(%d+)|')
     if not (seq and redis.call('SREM', KEYS[15], seq) == 1) then
-      local depth = math.floor(tonumber(level) / per_depth)
+      local depth = math.floor(level_of(class) / per_depth)
       local key = seq and redis.call('HGET', tag .. 'provseq:' .. depth, seq)
       if key then  -- fetched now: a shorter path found later reparses it
         redis.call('HDEL', tag .. 'provseq:' .. depth, seq)
@@ -183,6 +155,7 @@ for _ = 1, 1000 do
     end
     redis.call('HINCRBY', KEYS[8], 'queued', -1)
     redis.call('HINCRBY', KEYS[8], 'superseded', 1)
+    local level = level_of(class)
     if redis.call('HINCRBY', KEYS[11], level, -1) <= 0 then redis.call('HDEL', KEYS[11], level) end
     redis.call('ZREM', KEYS[1], host)
     touch(host, concurrency)
@@ -192,7 +165,7 @@ end
 if not entry then return {false, false, 0, unpack(summary())} end
 local id = redis.call('INCR', KEYS[7])
 local prior = redis.call('HGET', KEYS[3], host) or '0'
-redis.call('HSET', KEYS[6], id, level .. ' ' .. prior .. ' ' .. #host .. ' ' .. host .. entry)
+redis.call('HSET', KEYS[6], id, class .. ' ' .. prior .. ' ' .. #host .. ' ' .. host .. entry)
 redis.call('ZADD', KEYS[5], expiry, id)
 redis.call('HINCRBY', KEYS[4], host, 1)
 redis.call('HINCRBY', KEYS[8], 'queued', -1)
@@ -205,15 +178,16 @@ return {id, string.match(entry, '^%d+|(.*)$'), reparse and 1 or 0, unpack(summar
 
 ACK = """
 -- KEYS: the shard's keys (see above)
--- ARGV: tag, weight, now, host_concurrency, the host's delay, lease id, fate ('' if
+-- ARGV: tag, order, now, host_concurrency, the host's delay, lease id, fate ('' if
 --       none: the request was replaced by a retry), fingerprint (hex; '' unless it
 --       failed for good: then it is kept in failed), untouched ('1' if nothing was
 --       sent to the host, e.g. robots.txt forbade it: the delay is not spent)
 -- returns: {1 if the lease was held (0 if it had expired or was acked), best, wake}
 local concurrency, delay, id = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local fate, fingerprint = ARGV[7], ARGV[8]
-local level, host, entry, prior = release(id)
-if not level then return {0, unpack(summary())} end
+local class, host, entry, prior = release(id)
+if not class then return {0, unpack(summary())} end
+local level = level_of(class)
 if redis.call('HINCRBY', KEYS[11], level, -1) <= 0 then redis.call('HDEL', KEYS[11], level) end
 local at
 if ARGV[9] == '1' and not redis.call('HGET', KEYS[4], host) then
@@ -234,14 +208,14 @@ if fingerprint ~= '' and json then
   local previous = redis.call('HGET', KEYS[14], fingerprint)
   local old_fate = previous and string.match(previous, '^(%S+) ')
   if old_fate then redis.call('HINCRBY', KEYS[8], 'fate:' .. old_fate, -1) end
-  redis.call('HSET', KEYS[14], fingerprint, fate .. ' ' .. level .. ' ' .. #host .. ' ' .. host .. json)
+  redis.call('HSET', KEYS[14], fingerprint, fate .. ' ' .. class .. ' ' .. #host .. ' ' .. host .. json)
 end
 return {1, unpack(summary())}
 """
 
 REQUEUE = """
 -- KEYS: the shard's keys (see above)
--- ARGV: tag, weight, now, host_concurrency, most leases to requeue, then lease ids;
+-- ARGV: tag, order, now, host_concurrency, most leases to requeue, then lease ids;
 --       without ids, the leases whose expiry time is <= now
 -- returns: {leases put back at the head of their queues, best, wake}
 local concurrency, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -252,11 +226,11 @@ if #ids == 0 then
 end
 local count = 0
 for _, id in ipairs(ids) do
-  local level, host, entry = release(id)
-  if level then
-    local queue = tag .. 'q:' .. host .. ':' .. level
+  local class, host, entry = release(id)
+  if class then
+    local queue = tag .. 'q:' .. host .. ':' .. class
     redis.call('LPUSH', queue, entry)
-    redis.call('ZADD', tag .. 'lv:' .. host, level, level)
+    redis.call('ZADD', tag .. 'lv:' .. host, rank_of(class), class)
     redis.call('HINCRBY', KEYS[8], 'queued', 1)
     touch(host, concurrency)
     count = count + 1
@@ -267,7 +241,7 @@ return {count, unpack(summary())}
 
 PROMOTE = """
 -- KEYS: the shard's keys (see above)
--- ARGV: tag, weight, now, most waiting hosts (and held entries) to promote,
+-- ARGV: tag, order, now, most waiting hosts (and held entries) to promote,
 --       host_concurrency, the crawl's lowest depth with requests queued or leased
 --       ('' if unknown): provisional depths it has passed are forgotten
 -- returns: {best score, wake time}
@@ -284,17 +258,17 @@ return summary()
 
 RETRY = """
 -- KEYS: the shard's keys (see above)
--- ARGV: tag, weight, now, host_concurrency, then fingerprints (hex) of failed requests
+-- ARGV: tag, order, now, host_concurrency, then fingerprints (hex) of failed requests
 -- returns: {requests queued again, best, wake}
 local concurrency, count = tonumber(ARGV[4]), 0
 for i = 5, #ARGV do
   local payload = redis.call('HGET', KEYS[14], ARGV[i])
   local fate, rest = string.match(payload or '', '^(%S+) (.*)$')
-  local level, host, json = unpack_entry(rest or '')
+  local class, host, json = unpack_entry(rest or '')
   redis.call('HDEL', KEYS[14], ARGV[i])
   if fate then redis.call('HINCRBY', KEYS[8], 'fate:' .. fate, -1) end
   if host and host ~= '' then
-    push_entry(host, level, redis.call('INCR', KEYS[7]) .. '|' .. json)
+    push_entry(host, class, redis.call('INCR', KEYS[7]) .. '|' .. json)
     redis.call('HINCRBY', KEYS[8], 'queued', 1)
     touch(host, concurrency)
     count = count + 1

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.frontier.dedup import most_hashes, shard_layouts
 from crawler.frontier.scripts import Call
-from crawler.policy.order import LEVEL_WEIGHT
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -56,7 +55,7 @@ class ShardRepair:
         seen_type = "hash" if self._config.dedup.mode == "bloom" else "set"
         layouts = shard_layouts(self._config.dedup, self._config.shards)
         args: list[str | int | float | bytes] = [
-            LEVEL_WEIGHT,
+            self._config.order,
             round(now * 1000),
             self._config.host_concurrency,
             seen_type,
@@ -83,7 +82,11 @@ class ShardRepair:
     ) -> tuple[int, list[Any]]:
         self._scanned_at[shard] = now
         keys = self._keys[shard]
-        base = [LEVEL_WEIGHT, round(now * 1000), self._config.host_concurrency]
+        base: list[str | int] = [
+            self._config.order,
+            round(now * 1000),
+            self._config.host_concurrency,
+        ]
         scheduled, damage, counts = 0, 0, dict[bytes, int]()
         for start in range(0, len(hosts), HOSTS_PER_CALL):
             batch = hosts[start : start + HOSTS_PER_CALL]

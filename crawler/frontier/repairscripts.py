@@ -9,7 +9,7 @@ from __future__ import annotations
 
 REPAIR = """
 -- KEYS: the shard's keys (see crawler.frontier.scripthelpers)
--- ARGV: tag, weight, now, host_concurrency, the seen filter's type ('hash': Bloom
+-- ARGV: tag, order, now, host_concurrency, the seen filter's type ('hash': Bloom
 --       layout, 'set': exact fingerprints), most hashes a URL comes with (Bloom)
 -- Deletes fixed keys of the wrong type and hash fields that are not numbers, drops
 -- leases without a payload and ready or waiting hosts without a usable queue,
@@ -123,22 +123,24 @@ return {wrong, unpack(summary())}
 
 REPAIR_HOSTS = """
 -- KEYS: the shard's keys (see crawler.frontier.scripthelpers)
--- ARGV: tag, weight, now, host_concurrency, then hosts that have a levels key
+-- ARGV: tag, order, now, host_concurrency, then hosts that have a levels key
 -- Sets damaged levels and queues aside and schedules each host that has requests
 -- queued but is neither ready, nor waiting, nor busy (a stranded host).
--- returns: {hosts scheduled, {level, requests queued, ...}, summary...}
+-- returns: {hosts scheduled, {level (of the queue classes), requests queued, ...},
+--          summary...}
 local concurrency = tonumber(ARGV[4])
 local scheduled, counts = 0, {}
 for i = 5, #ARGV do
   local host = ARGV[i]
   if head_score(host) then
     local lv = tag .. 'lv:' .. host
-    for _, level in ipairs(redis.call('ZRANGE', lv, 0, -1)) do
-      local length = tonumber(level) and read('LLEN', tag .. 'q:' .. host .. ':' .. level)
+    for _, class in ipairs(redis.call('ZRANGE', lv, 0, -1)) do
+      local length = class_of(class) and read('LLEN', tag .. 'q:' .. host .. ':' .. class)
       if not length or length == 0 then
-        redis.call('ZREM', lv, level)
+        redis.call('ZREM', lv, class)
         set_aside(false)
       else
+        local level = tostring(level_of(class))
         counts[level] = (counts[level] or 0) + length
       end
     end
@@ -159,7 +161,7 @@ return {scheduled, flat, unpack(summary())}
 
 REPAIR_COUNTS = """
 -- KEYS: the shard's keys (see crawler.frontier.scripthelpers)
--- ARGV: tag, weight, now, then pairs: level, requests of that level found queued
+-- ARGV: tag, order, now, then pairs: level, requests of that level found queued
 -- Sets the BFS barrier's counts and the queued count to what a scan of every host
 -- found, if nothing is leased (leased requests count too, and are not in queues).
 -- returns: {1 if set, summary...}

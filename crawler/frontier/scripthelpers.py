@@ -2,13 +2,16 @@
 
 Every script works on the keys of one shard (one Redis Cluster slot): fixed keys come
 in KEYS, in the order below; per-host keys are built from the shard's hash-tagged
-prefix in ARGV[1]. Every script ends by returning the shard's *summary*: the BFS
-score of its best ready host, the time its first waiting host (or held entry) becomes
+prefix in ARGV[1]; ARGV[2] is the crawl's FRONTIER_ORDER and ARGV[3] the time (ms).
+Every script ends by returning the shard's *summary*: the score of its best ready
+host (rank, then sequence: ``crawler.policy.order``), the time its first waiting host (or held entry) becomes
 ready, the lowest level with requests queued or leased, and how many damaged values
 it set aside, so the scheduler can pick a shard without asking again.
 """
 
 from __future__ import annotations
+
+from crawler.policy.order import LEVELS, PRIORITY_BANDS, SEQUENCE_LIMIT
 
 # KEYS of every script, in this order (the helpers index them):
 # 1 ready, 2 waiting, 3 ready_at, 4 inflight, 5 leases, 6 leased, 7 seq, 8 counters,
@@ -16,8 +19,33 @@ from __future__ import annotations
 # 13 held, 14 failed, 15 superseded (queue entries replaced by a shallower copy),
 # 16 reparse (queue entries of pages fetched too deep, whose links go again)
 
-HELPERS = """
-local tag, weight, now = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+# The order's constants, from crawler.policy.order (one source for Python and Lua).
+CONSTANTS = f"""
+local SEQUENCE_LIMIT, BANDS, LEVELS = {SEQUENCE_LIMIT}, {PRIORITY_BANDS}, {LEVELS}
+"""
+
+HELPERS = (
+    CONSTANTS
+    + """
+local tag, order, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
+
+-- A request's queue class (its level and priority band, see crawler.policy.order):
+-- the class of a stored value this crawler wrote, or nil; its level; its rank in
+-- FRONTIER_ORDER ('bfs': level, then priority; 'priority': the other way round).
+local function class_of(text)
+  local class = string.match(text or '', '^%d+$') and tonumber(text)
+  if class and class < LEVELS * BANDS then return class end
+  return nil
+end
+local function level_of(class)
+  return math.floor(tonumber(class) / BANDS)
+end
+local function rank_of(class)
+  class = tonumber(class)
+  if order == 'priority' then return (class % BANDS) * LEVELS + level_of(class) end
+  return class
+end
+
 -- Values this call found damaged (not written by the crawler) and set aside.
 local damaged = 0
 
@@ -43,9 +71,10 @@ local function read(command, key, ...)
 end
 
 -- Take a queue's damaged head entry out of the crawl's counts, then out of the way.
-local function drop_head(queue, lv, level, entry)
+local function drop_head(queue, lv, class, entry)
   redis.call('LPOP', queue)
-  if redis.call('LLEN', queue) == 0 then redis.call('ZREM', lv, level) end
+  if redis.call('LLEN', queue) == 0 then redis.call('ZREM', lv, class) end
+  local level = level_of(class)
   if (tonumber(redis.pcall('HINCRBY', KEYS[11], level, -1)) or 0) <= 0 then
     redis.pcall('HDEL', KEYS[11], level)
   end
@@ -53,22 +82,25 @@ local function drop_head(queue, lv, level, entry)
   set_aside(entry)
 end
 
--- The BFS score of the host's head request; nil if nothing usable is queued.
--- Damaged levels, queues and entries met on the way are set aside (bounded).
+-- The score of the host's head request (rank, then seq, clamped: see
+-- crawler.policy.order); nil if nothing usable is queued. Damaged classes, queues
+-- and entries met on the way are set aside (bounded).
 local function head_score(host)
   local lv = tag .. 'lv:' .. host
   for _ = 1, 1000 do
-    local levels = read('ZRANGE', lv, 0, 0)
-    if not levels or #levels == 0 then return nil end
-    local level, queue = tonumber(levels[1]), tag .. 'q:' .. host .. ':' .. levels[1]
-    local entry = level and read('LINDEX', queue, 0)
+    local classes = read('ZRANGE', lv, 0, 0)
+    if not classes or #classes == 0 then return nil end
+    local class, queue = class_of(classes[1]), tag .. 'q:' .. host .. ':' .. classes[1]
+    local entry = class and read('LINDEX', queue, 0)
     if not entry then
-      redis.call('ZREM', lv, levels[1])
-      if not level then set_aside(false) end
+      redis.call('ZREM', lv, classes[1])
+      if not class then set_aside(false) end
     else
       local seq = tonumber(string.match(entry, '^(%d+)|'))
-      if seq and seq < weight then return level * weight + seq end
-      drop_head(queue, lv, levels[1], entry)
+      if seq then
+        return rank_of(class) * SEQUENCE_LIMIT + math.min(seq, SEQUENCE_LIMIT - 1)
+      end
+      drop_head(queue, lv, classes[1], entry)
     end
   end
   return nil
@@ -139,48 +171,50 @@ end
 -- The queue of pages reparsed from the page store (never a real host name).
 local REPARSE_HOST = '~'
 
-local function push_entry(host, level, entry)
-  local queue = tag .. 'q:' .. host .. ':' .. level
+-- Queue *entry* at the tail of its class's list; the class ranks in the host's
+-- levels key, and the BFS barrier counts it at its level.
+local function push_entry(host, class, entry)
+  local queue = tag .. 'q:' .. host .. ':' .. class
   if redis.call('RPUSH', queue, entry) == 1 then
-    redis.call('ZADD', tag .. 'lv:' .. host, level, level)
+    redis.call('ZADD', tag .. 'lv:' .. host, rank_of(class), class)
   end
-  redis.call('HINCRBY', KEYS[11], level, 1)
+  redis.call('HINCRBY', KEYS[11], level_of(class), 1)
 end
 
--- '<level> <len(host)> <host><rest>' -> level, host, rest (nil if malformed)
+-- '<class> <len(host)> <host><rest>' -> class, host, rest (nil if malformed)
 local function unpack_entry(payload)
-  local level, length, rest = string.match(payload, '^(%d+) (%d+) (.*)$')
+  local class, length, rest = string.match(payload, '^(%d+) (%d+) (.*)$')
   length = tonumber(length)
-  if not level or length > #rest then return nil end
-  return level, string.sub(rest, 1, length), string.sub(rest, length + 1)
+  if not class_of(class) or length > #rest then return nil end
+  return class, string.sub(rest, 1, length), string.sub(rest, length + 1)
 end
 
--- A lease's level, host, entry and its host's ready time before the pop; nil if the
+-- A lease's class, host, entry and its host's ready time before the pop; nil if the
 -- payload is not one this crawler wrote.
 local function unpack_lease(payload)
-  local level, prior, rest = string.match(payload, '^(%d+) (%S+) (.*)$')
-  if not level then return nil end
-  local _, host, entry = unpack_entry(level .. ' ' .. rest)
+  local class, prior, rest = string.match(payload, '^(%d+) (%S+) (.*)$')
+  if not class then return nil end
+  local _, host, entry = unpack_entry(class .. ' ' .. rest)
   if not host then return nil end
-  return level, host, entry, tonumber(prior) or 0
+  return class, host, entry, tonumber(prior) or 0
 end
 
--- Forget a lease; its level, host, entry and prior ready time if it was held (a
+-- Forget a lease; its class, host, entry and prior ready time if it was held (a
 -- damaged one is set aside and forgotten).
 local function release(id)
   local payload = redis.call('HGET', KEYS[6], id)
   redis.call('ZREM', KEYS[5], id)
   if not payload then return nil end
   redis.call('HDEL', KEYS[6], id)
-  local level, host, entry, prior = unpack_lease(payload)
-  if not level then
+  local class, host, entry, prior = unpack_lease(payload)
+  if not class then
     set_aside(payload)
     return nil
   end
   if redis.call('HINCRBY', KEYS[4], host, -1) <= 0 then
     redis.call('HDEL', KEYS[4], host)
   end
-  return level, host, entry, prior
+  return class, host, entry, prior
 end
 
 -- Held entries whose time has come go back to the tail of their queues.
@@ -189,10 +223,10 @@ local function release_held(limit, concurrency)
   for _, member in ipairs(due) do
     redis.call('ZREM', KEYS[13], member)
     redis.call('HINCRBY', KEYS[8], 'held', -1)
-    local level, host, entry = unpack_entry(member)
+    local class, host, entry = unpack_entry(member)
     local json = entry and string.match(entry, '^%d+|(.*)$')
     if json then
-      push_entry(host, level, redis.call('INCR', KEYS[7]) .. '|' .. json)
+      push_entry(host, class, redis.call('INCR', KEYS[7]) .. '|' .. json)
       redis.call('HINCRBY', KEYS[8], 'queued', 1)
       touch(host, concurrency)
     end
@@ -206,6 +240,48 @@ local function revive(fingerprint)
   redis.call('HDEL', KEYS[14], fingerprint)
   local fate = string.match(payload, '^(%S+) ')
   if fate then redis.call('HINCRBY', KEYS[8], 'fate:' .. fate, -1) end
+  return true
+end
+"""
+)
+
+# The push script's Bloom filter check-and-add (the layout: crawler/frontier/dedup.py).
+BLOOM_ADD = """
+-- Add a URL's hashes to the last filter of the seen filter (KEYS[9]) unless a
+-- filter has every bit set already: whether it was new (an error reply if the
+-- layout is damaged, before any write).
+local function bloom_add(hashes)
+  local seen = KEYS[9]
+  local filters = tonumber(redis.call('HGET', seen, 'filters') or '0')
+  if filters == 0 then return redis.error_reply('frontier: no Bloom layout') end
+  for i = 0, filters - 1 do
+    local layout = redis.call('HMGET', seen, 'bits:' .. i, 'hashes:' .. i)
+    local bits, found = tonumber(layout[1]), true
+    for j = 0, tonumber(layout[2]) - 1 do
+      local hash = struct.unpack('>I4', hashes, 4 * j + 1)
+      if redis.call('GETBIT', seen .. ':' .. i, hash % bits) == 0 then
+        found = false
+        break
+      end
+    end
+    if found then return false end
+  end
+  local last = filters - 1
+  local layout = redis.call('HMGET', seen, 'bits:' .. last, 'hashes:' .. last, 'cap:' .. last)
+  local bits, key = tonumber(layout[1]), seen .. ':' .. last
+  if not (bits and bits > 0 and 4 * (tonumber(layout[2]) or 0) <= #hashes) then
+    return redis.error_reply('frontier: damaged Bloom layout')  -- before any write
+  end
+  -- Created at full length at once: grown bit by bit, Redis would keep up to
+  -- twice the memory.
+  if redis.call('EXISTS', key) == 0 then redis.call('SETBIT', key, bits - 1, 0) end
+  for j = 0, tonumber(layout[2]) - 1 do
+    redis.call('SETBIT', key, struct.unpack('>I4', hashes, 4 * j + 1) % bits, 1)
+  end
+  local count = redis.call('HINCRBY', seen, 'count:' .. last, 1)
+  if count >= tonumber(layout[3]) and redis.call('HEXISTS', seen, 'bits:' .. filters) == 1 then
+    redis.call('HSET', seen, 'filters', filters + 1)
+  end
   return true
 end
 """

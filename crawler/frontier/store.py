@@ -18,7 +18,13 @@ from crawler.crawlstate.keys import SCHEMA_VERSION, CrawlKeys
 from crawler.frontier.dedup import shard_layouts
 from crawler.frontier.repair import ShardRepair
 from crawler.frontier.scripts import Call, script_runner
-from crawler.policy.order import LEVEL_WEIGHT, TIERS_PER_DEPTH
+from crawler.policy.order import (
+    TIERS_PER_DEPTH,
+    level_of_score,
+    may_be_stranded,
+    queue_class,
+    score_limit,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Sequence
@@ -57,7 +63,7 @@ class Pending:
     until *hold_until* (epoch seconds) when it is to be tried again later. *revive*
     is the fingerprint (hex) of a seed that is queued again if it failed for good.
     *depth_key* names it while a shorter path to it may still be found (depth
-    repair, see the push script)."""
+    repair, see the push script). *priority* is its ``Request.priority``."""
 
     shard: int
     host: str
@@ -67,6 +73,7 @@ class Pending:
     hold_until: float | None = None
     revive: str = ""
     depth_key: str = ""
+    priority: int = 0
 
 
 class Ack(NamedTuple):
@@ -172,6 +179,15 @@ class FrontierStore:
                 f"this crawler writes {SCHEMA_VERSION}: use another "
                 "FRONTIER_KEY_PREFIX or start afresh with -s FRONTIER_RESET=1"
             )
+        self.client.hsetnx(meta, "frontier_order", self.config.order)
+        stored = self.client.hget(meta, "frontier_order")
+        order = stored.decode(errors="replace") if isinstance(stored, bytes) else ""
+        if order != self.config.order:  # queued classes rank by the order
+            raise SchemaMismatchError(
+                f"crawl {self.config.prefix!r} in Redis was queued with "
+                f"FRONTIER_ORDER={order[:20]}, not {self.config.order}: set it back, "
+                "or start afresh with -s FRONTIER_RESET=1"
+            )
 
     def flush(
         self,
@@ -212,7 +228,7 @@ class FrontierStore:
 
     def _push_call(self, shard: int, items: list[Pending], now: float) -> Call:
         args: list[str | int | float | bytes] = [
-            LEVEL_WEIGHT,
+            self.config.order,
             _ms(now),
             self.config.host_concurrency,
             self.config.dedup.mode,
@@ -223,7 +239,8 @@ class FrontierStore:
         ]
         for item in items:
             hold = "" if item.hold_until is None else _ms(item.hold_until)
-            args += [item.host, item.level, item.dedup, item.entry, hold, item.revive]
+            args += [item.host, queue_class(item.level, item.priority), item.dedup]
+            args += [item.entry, hold, item.revive]
             args.append(item.depth_key)
         return Call("push", self.keys[shard], args)
 
@@ -231,7 +248,7 @@ class FrontierStore:
         done_at = ack.lease.done_at
         since = now if done_at is None else min(now, done_at)
         args: list[str | int | float | bytes] = [
-            LEVEL_WEIGHT,
+            self.config.order,
             _ms(since),
             self.config.host_concurrency,
             _ms(ack.delay),
@@ -244,13 +261,13 @@ class FrontierStore:
 
     def _pop_call(self, order: PopOrder, now: float) -> Call:
         args: list[str | int | float | bytes] = [
-            LEVEL_WEIGHT,
+            self.config.order,
             _ms(now),
             self.config.host_concurrency,
             _ms(now + self.config.lease_timeout),
             _ms(order.default_delay),
             PROMOTE_LIMIT,
-            _score_limit(order.deepest_level),
+            score_limit(order.deepest_level),
             order.node_id,
             TIERS_PER_DEPTH,
         ]
@@ -274,7 +291,12 @@ class FrontierStore:
         for lease in leases:
             ids.setdefault(lease.shard, []).append(lease.lease_id)
         shards = list(ids) if ids else list(range(self.config.shards))
-        base = [LEVEL_WEIGHT, _ms(now), self.config.host_concurrency, REQUEUE_LIMIT]
+        base: list[str | int] = [
+            self.config.order,
+            _ms(now),
+            self.config.host_concurrency,
+            REQUEUE_LIMIT,
+        ]
         calls = [
             Call("requeue", self.keys[s], [*base, *ids.get(s, [])]) for s in shards
         ]
@@ -299,7 +321,11 @@ class FrontierStore:
 
     def retry_failed(self, failed: dict[int, list[tuple[str, str]]], now: float) -> int:
         """Queue the *failed* requests again (as ``failed`` lists them); how many."""
-        base = [LEVEL_WEIGHT, _ms(now), self.config.host_concurrency]
+        base: list[str | int] = [
+            self.config.order,
+            _ms(now),
+            self.config.host_concurrency,
+        ]
         shards = [shard for shard, entries in failed.items() if entries]
         calls = [
             Call("retry", self.keys[s], [*base, *(fp for fp, _ in failed[s])])
@@ -328,8 +354,8 @@ class FrontierStore:
         """Move hosts whose delay ended to ready, and refresh the shards' summaries."""
         shards = list(shards)
         floor = self.lowest_depth()
-        args = [
-            LEVEL_WEIGHT,
+        args: list[str | int] = [
+            self.config.order,
             _ms(now),
             PROMOTE_LIMIT,
             self.config.host_concurrency,
@@ -379,7 +405,7 @@ class FrontierStore:
         return (
             low is not None
             and summary.wake is None
-            and (summary.best is None or summary.best // LEVEL_WEIGHT > low)
+            and may_be_stranded(summary.best, low, self.config.order)
         )
 
     def _repair_shard(self, call: Call) -> None:
@@ -413,7 +439,10 @@ class FrontierStore:
             for i, s in enumerate(self.summaries)
             if s.best is not None
             and i in among
-            and (deepest_level is None or s.best // LEVEL_WEIGHT <= deepest_level)
+            and (
+                deepest_level is None
+                or level_of_score(s.best, self.config.order) <= deepest_level
+            )
         ]
         return min(scored)[1] if scored else None
 
@@ -565,13 +594,6 @@ def _failed_fate_and_host(payload: bytes) -> tuple[str, str]:
         return fate, rest[: int(length)]
     except (UnicodeDecodeError, ValueError):
         return "", ""
-
-
-def _score_limit(deepest_level: int | None) -> int | str:
-    """The highest ready-set score of a request at *deepest_level* or above."""
-    if deepest_level is None:
-        return "+inf"
-    return (deepest_level + 1) * LEVEL_WEIGHT - 1
 
 
 def _integer(value: bytes | None) -> int:

@@ -90,7 +90,7 @@ class RetryLaterMiddleware:
     ) -> Request | None:
         """The held copy of *request*, or None when its fate is final (then marked)."""
         request.meta[meta.FATE] = fate
-        if not may_pass(fate, status) or request.meta.get("dont_retry_later"):
+        if not may_pass(fate, status) or request.meta.get(meta.DONT_RETRY_LATER):
             return None
         held_times = request.meta.get(meta.HELD_TIMES, 0)
         if not isinstance(held_times, int):

@@ -3,8 +3,9 @@
 Closest to the downloader, so every download is seen, robots.txt fetches included:
 requests sent, response bytes (the body as downloaded, before decompression),
 responses by status class, download errors, the last fetch time, and the delay in
-force for the host with its reason. Counts are buffered in memory and written every
-``FLUSH_INTERVAL`` seconds with one pipeline, never one round trip per response.
+force for the host with its reason. Counts are buffered in memory
+(``crawler.middlewares.trafficbuffer``) and written every ``FLUSH_INTERVAL`` seconds
+with one pipeline, never one round trip per response.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import Counter
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from weakref import WeakSet
 
@@ -29,6 +28,7 @@ from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.hostdelays import HostDelays
 from crawler.frontier.outage import RedisOutage, is_outage
+from crawler.middlewares.trafficbuffer import HostTraffic, TrafficBuffer
 from crawler.policy.hosts import BadURLError, host_of
 
 if TYPE_CHECKING:
@@ -45,9 +45,6 @@ logger = logging.getLogger(__name__)
 
 # Seconds between two writes of the buffered counts to Redis.
 FLUSH_INTERVAL = 1.0
-# Hash fields of a host's counters, in table order; statuses are counted by class.
-STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx")
-COUNTERS = ("requests", "bytes", *STATUS_CLASSES, "other", "errors")
 # Counters kept in a ZSET each (host -> value), so a top-N table is cheap.
 RANK_METRICS = ("requests", "bytes", "errors")
 # Errors a flush may meet: its counts are kept for the next one.
@@ -58,63 +55,6 @@ _UNREACHABLE = (
     OSError,
     EmbeddedRedisError,
 )
-
-
-def status_class(status: int) -> str:
-    """``"2xx"``... ``"5xx"`` for an HTTP status, ``"other"`` for anything else."""
-    if 200 <= status < 600:
-        return f"{status // 100}xx"
-    return "other"
-
-
-@dataclass(slots=True)
-class HostTraffic:
-    """What one host's downloads added since the last flush."""
-
-    counts: Counter[str] = field(default_factory=Counter)
-    last_fetch: float | None = None
-
-    def merge(self, other: HostTraffic) -> None:
-        self.counts.update(other.counts)
-        if other.last_fetch is not None:
-            self.last_fetch = max(self.last_fetch or 0.0, other.last_fetch)
-
-
-class TrafficBuffer:
-    """Counts by host, taken whole by each flush (and put back if it failed)."""
-
-    def __init__(self) -> None:
-        self._hosts: dict[str, HostTraffic] = {}
-
-    def __bool__(self) -> bool:
-        return bool(self._hosts)
-
-    def _host(self, host: str) -> HostTraffic:
-        if (found := self._hosts.get(host)) is None:
-            found = self._hosts[host] = HostTraffic()
-        return found
-
-    def request(self, host: str) -> None:
-        self._host(host).counts["requests"] += 1
-
-    def response(self, host: str, *, status: int, size: int, now: float) -> None:
-        traffic = self._host(host)
-        traffic.counts["bytes"] += size
-        traffic.counts[status_class(status)] += 1
-        traffic.last_fetch = now
-
-    def error(self, host: str, *, now: float) -> None:
-        traffic = self._host(host)
-        traffic.counts["errors"] += 1
-        traffic.last_fetch = now
-
-    def take(self) -> dict[str, HostTraffic]:
-        taken, self._hosts = self._hosts, {}
-        return taken
-
-    def put_back(self, taken: dict[str, HostTraffic]) -> None:
-        for host, traffic in taken.items():
-            self._host(host).merge(traffic)
 
 
 class TrafficMiddleware:

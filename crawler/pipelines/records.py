@@ -25,7 +25,8 @@ from scrapy.exceptions import NotConfigured
 
 from crawler.items import PageRecord
 from crawler.policy.typedsettings import get_int
-from crawler.recordsdb import RecordsDatabase, RecordsDatabaseError, Row, row_of
+from crawler.recordsdb import RecordsDatabase, RecordsDatabaseError
+from crawler.recordsschema import Row, row_of
 from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
 
 from crawler.items import PageRecord
-from crawler.meta import FATE, NODE
+from crawler.meta import FATE, NODE, TIER
 from crawler.policy.fates import (
     FAILED_FATES,
     FATES,
@@ -78,7 +78,7 @@ def page_record(
         host=host_or_empty(response.url),
         last_modified=last_modified.decode("latin-1") if last_modified else None,
         content_hash=hashlib.sha256(response.body).hexdigest(),
-        tier=response.meta.get("tier", 0),
+        tier=response.meta.get(TIER, 0),
         node=response.meta.get(NODE, ""),
         body=response.body if keep_body else b"",
         fate=fate,
@@ -106,7 +106,7 @@ def redirect_records(meta: Mapping[str, Any], final_url: str) -> list[PageRecord
                 links=0,
                 fetched_at=now(),
                 host=host_or_empty(url),
-                tier=meta.get("tier", 0),
+                tier=meta.get(TIER, 0),
                 node=meta.get(NODE, ""),
                 fate="redirected",
                 location=urls[index + 1] if index + 1 < len(urls) else final_url,
@@ -133,7 +133,7 @@ def failure_record(failure: Failure) -> PageRecord:
         links=0,
         fetched_at=now(),
         host=host_or_empty(request.url),
-        tier=request.meta.get("tier", 0),
+        tier=request.meta.get(TIER, 0),
         node=request.meta.get(NODE, ""),
         error=error,
         fate=fate,

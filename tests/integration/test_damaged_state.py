@@ -171,6 +171,13 @@ async def test_robots_traffic_and_analysis_keys_not_ours(
     assert Counter(fetched(site)) == Counter(list(expected))
     assert crawler.stats.get_value("finish_reason") == "finished"
     assert crawler.stats.get_value("robots/bad_records") >= site.spec.hosts
+    robots_lines = [
+        r
+        for r in caplog.records
+        if r.name.startswith("crawler.middlewares.robots")
+        and "did not write" in r.message
+    ]
+    assert len(robots_lines) == 1  # three kinds of damage, one line: then counted
     assert crawler.stats.get_value("analysis/bad_records") == 1
     assert crawler.stats.get_value("analysis/queued") == len(expected)
     assert redis.type(CrawlKeys(PREFIX).analysis_tasks) == b"stream"

@@ -10,7 +10,7 @@ from scrapy.settings import Settings
 from crawler.frontier.dedup import bloom_hashes
 from crawler.frontier.frontierconfig import FrontierConfig
 from crawler.frontier.store import FrontierStore, Lease, Pending, PopOrder
-from crawler.policy.order import level_of
+from crawler.policy.order import level_of, queue_class
 
 if TYPE_CHECKING:
     import redis as redis_py
@@ -205,7 +205,7 @@ def test_a_node_that_does_not_own_the_shard_cannot_pop_from_it(redis):
 
 
 def queue_key(store: FrontierStore, host: str, depth: int) -> str:
-    return store.keys[0].queue(host, level_of(depth))
+    return store.keys[0].queue(host, queue_class(level_of(depth)))
 
 
 def test_an_entry_without_a_sequence_prefix_is_set_aside(redis):

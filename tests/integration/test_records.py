@@ -20,7 +20,8 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from crawler.pipelines.records import RecordsPipeline
-from crawler.recordsdb import RecordsDatabase, row_of
+from crawler.recordsdb import RecordsDatabase
+from crawler.recordsschema import row_of
 from crawler.spiders.bfs import BfsSpider
 from crawler.startup import STARTUP_FAILED
 from tests.servers import ROOT, running_site

@@ -18,8 +18,8 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from crawler.crawlstate.keys import CrawlKeys
+from crawler.middlewares.hosthealth import HostRecords
 from crawler.middlewares.robots import RobotsMiddleware
-from crawler.middlewares.timeouts import HostRecords
 from crawler.policy.robotsfetch import Fetch, RobotsConfig, record_after
 from crawler.policy.tiers import HostHealth
 from crawler.spiders.bfs import BfsSpider

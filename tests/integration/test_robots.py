@@ -16,7 +16,7 @@ from collections import Counter, deque
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
@@ -391,6 +391,11 @@ def built(values: dict[str, Any], kind: type[Any]) -> Any:
     return middleware
 
 
+async def closed(middleware: Any) -> None:
+    """What the spider's end does: the middleware closes its Redis client."""
+    await middleware._crawler.signals.send_catch_log_async(signals.spider_closed)
+
+
 @deferred_f_from_coro_f
 async def test_a_users_dont_obey_robotstxt_request_is_not_checked(settings, redis):
     """Scrapy's meaning of the key is kept for the user's requests."""
@@ -398,9 +403,12 @@ async def test_a_users_dont_obey_robotstxt_request_is_not_checked(settings, redi
     plant(redis, "http://a.example:80", "User-agent: *\nDisallow: /\n")
     middleware = built(values, RobotsMiddleware)
     mine = Request("http://a.example/page", meta={"dont_obey_robotstxt": True})
-    assert await middleware.process_request(mine) is None
-    with pytest.raises(IgnoreRequest, match=r"Forbidden by robots\.txt"):
-        await middleware.process_request(Request("http://a.example/page"))
+    try:
+        assert await middleware.process_request(mine) is None
+        with pytest.raises(IgnoreRequest, match=r"Forbidden by robots\.txt"):
+            await middleware.process_request(Request("http://a.example/page"))
+    finally:
+        await closed(middleware)
 
 
 def test_a_users_dont_obey_robotstxt_request_keeps_its_timeout_tier(settings):
@@ -424,11 +432,14 @@ async def test_an_unreachable_robots_txt_holds_requests_until_the_next_attempt(
     record = RobotsRecord("deny", now, now + 600, 503, None, now)
     redis.set(KEYS.robots("http://a.example:80"), record.to_json(), ex=3600)
     middleware = built(obeying(settings), RobotsMiddleware)
-    for page in range(3):
-        with pytest.raises(HoldRequest) as held:
-            await middleware.process_request(Request(f"http://a.example/{page}"))
-        assert held.value.until == record.expires_at
-        assert held.value.fate == "robots_unreachable"
+    try:
+        for page in range(3):
+            with pytest.raises(HoldRequest) as held:
+                await middleware.process_request(Request(f"http://a.example/{page}"))
+            assert held.value.until == record.expires_at
+            assert held.value.fate == "robots_unreachable"
+    finally:
+        await closed(middleware)
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     held_lines = [w for w in warnings if "robots.txt of http://a.example:80" in w]
     assert len(held_lines) == 1  # once, then counted

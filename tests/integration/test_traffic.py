@@ -22,6 +22,7 @@ from crawler.crawlstate.embedded import EmbeddedRedis
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.middlewares.traffic import TrafficMiddleware
 from crawler.policy.tiers import HostHealth
+from crawler.settings import ADDONS
 from crawler.spiders.bfs import BfsSpider
 from tests.servers import ROOT
 
@@ -220,7 +221,9 @@ async def test_counters_are_written_while_the_crawl_runs(site, settings, redis):
 
 @deferred_f_from_coro_f
 async def test_counts_are_kept_while_redis_is_unreachable(caplog):
-    crawler = get_crawler(BfsSpider, {"REDIS_URL": "redis://127.0.0.1:9/0"})
+    crawler = get_crawler(
+        BfsSpider, {"ADDONS": ADDONS, "REDIS_URL": "redis://127.0.0.1:9/0"}
+    )
     middleware = TrafficMiddleware.from_crawler(crawler)
     middleware.process_request(Request("http://a.example/"))
     for _ in range(3):

@@ -172,3 +172,35 @@ def test_integer_setting_that_is_no_integer_is_rejected(
 ) -> None:
     with pytest.raises(ValueError, match=name):
         FrontierConfig.from_settings(project_settings(**{name: value}), "bfs")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "order"),
+    [
+        ({}, "bfs"),
+        ({"FRONTIER_ORDER": "bfs", "FRONTIER_BFS_LOOKAHEAD": 0}, "bfs"),
+        ({"FRONTIER_ORDER": "priority"}, "priority"),
+    ],
+)
+def test_frontier_order(overrides: dict[str, object], order: str) -> None:
+    config = FrontierConfig.from_settings(project_settings(**overrides), "bfs")
+    assert config.order == order
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"FRONTIER_ORDER": "depth"}, "FRONTIER_ORDER must be one of bfs, priority"),
+        ({"FRONTIER_ORDER": ""}, "FRONTIER_ORDER must be one of bfs, priority"),
+        (
+            {"FRONTIER_ORDER": "priority", "FRONTIER_BFS_LOOKAHEAD": 0},
+            "FRONTIER_ORDER=priority needs FRONTIER_BFS_LOOKAHEAD=-1",
+        ),
+    ],
+)
+def test_bad_frontier_order_is_one_line(
+    overrides: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message) as error:
+        FrontierConfig.from_settings(project_settings(**overrides), "bfs")
+    assert "\n" not in str(error.value)

@@ -1,5 +1,6 @@
-"""The page-record database (crawler/recordsdb.py) on a real SQLite file, and on a
-real PostgreSQL when TEST_POSTGRES_URL is set: URLs, schema, upsert, queries."""
+"""The page-record database (crawler/recordsdb.py, recordsconnection.py,
+recordsschema.py, recordsquery.py) on a real SQLite file, and on a real PostgreSQL
+when TEST_POSTGRES_URL is set: URLs, schema, upsert, queries."""
 
 from __future__ import annotations
 
@@ -14,13 +15,9 @@ import pytest
 
 from crawler.items import PageRecord
 from crawler.policy.fates import FAILED_FATES
-from crawler.recordsdb import (
-    COLUMNS,
-    DatabaseURL,
-    RecordsDatabase,
-    RecordsDatabaseError,
-    row_of,
-)
+from crawler.recordsconnection import DatabaseURL, RecordsDatabaseError
+from crawler.recordsdb import RecordsDatabase
+from crawler.recordsschema import COLUMNS, row_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

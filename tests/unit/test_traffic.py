@@ -10,12 +10,8 @@ from scrapy.utils.test import get_crawler
 
 from crawler.commands.hosts import CELL_WIDTH, cell, host_table, utc_time
 from crawler.crawlstate.keys import CrawlKeys
-from crawler.middlewares.traffic import (
-    HostTraffic,
-    TrafficBuffer,
-    TrafficMiddleware,
-    status_class,
-)
+from crawler.middlewares.traffic import TrafficMiddleware
+from crawler.middlewares.trafficbuffer import HostTraffic, TrafficBuffer, status_class
 
 
 @pytest.mark.parametrize(
