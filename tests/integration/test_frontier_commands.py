@@ -412,7 +412,8 @@ def test_set_refuses_unknown_settings_and_bad_values(redis, redis_url, args):
 
 
 def test_set_unset_drops_a_value(redis, redis_url):
-    redis.hset(KEYS.control, mapping={"set:DOWNLOAD_DELAY": "2", "paused": "1"})
+    # DOWNLOAD_DELAY is Scrapy's name of POLITENESS_MIN_DELAY (the add-on moves it)
+    redis.hset(KEYS.control, mapping={"set:POLITENESS_MIN_DELAY": "2", "paused": "1"})
     result = frontier(redis_url, "set", "DOWNLOAD_DELAY", "--unset")
     assert result.returncode == 0, result.stderr
     assert redis.hgetall(KEYS.control) == {b"paused": b"1"}
