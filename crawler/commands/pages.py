@@ -22,6 +22,7 @@ from typing import IO, TYPE_CHECKING, Any
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from crawler.commands.crawltarget import crawl_settings
 from crawler.commands.hosts import cell
 from crawler.policy.fates import FAILED_FATES, FATES
 from crawler.recordsdb import COLUMNS, RecordsDatabase, RecordsDatabaseError
@@ -83,7 +84,8 @@ class Command(ScrapyCommand):
             raise UsageError(f"scrapy pages takes no arguments, got {args!r}")
         if opts.limit is not None and opts.limit < 0:
             raise UsageError(f"--limit must be >= 0, got {opts.limit}")
-        url = self.settings.get("RECORDS_DATABASE_URL") or ""
+        # The add-on's default (a database under .crawl/) below the project's.
+        url = crawl_settings(self.settings).get("RECORDS_DATABASE_URL") or ""
         try:
             if not url:
                 raise RecordsDatabaseError(

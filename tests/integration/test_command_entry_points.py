@@ -115,3 +115,20 @@ def test_which_spider_is_meant_must_be_said_when_there_are_two(
     )
     assert result.stderr.splitlines() == [expected]
     assert not redis.keys("*")
+
+
+def test_the_commands_read_the_add_ons_defaults(tmp_path, redis, redis_url):
+    project = make_project(tmp_path, commands_module=False)
+    # The project sets no RECORDS_DATABASE_URL: the add-on's default is looked for.
+    pages = scrapy(project, redis_url, "pages")
+    assert pages.returncode == 1
+    expected = (
+        "scrapy pages: no records database at '.crawl/pages.db' "
+        "(RECORDS_DATABASE_URL): has a crawl written one?"
+    )
+    assert pages.stderr.splitlines() == [expected]
+    # ...and FRONTIER_SHARDS (64) for the status of a crawl.
+    redis.hset("beta:meta", "schema_version", "3")
+    status = scrapy(project, redis_url, "frontier", "status", "beta")
+    assert status.returncode == 0, status.stderr
+    assert "Crawl 'beta': finished, 64 shards" in status.stdout
