@@ -1,4 +1,5 @@
-"""The crawl's Redis named as scrapy-redis users name it: REDIS_HOST and REDIS_PORT."""
+"""The crawl's Redis: named as scrapy-redis users name it (REDIS_HOST, REDIS_PORT), or
+the private server, started on first use."""
 
 from __future__ import annotations
 
@@ -6,9 +7,13 @@ import logging
 from urllib.parse import urlsplit
 
 import pytest
+import redis as redis_py
+from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
+from crawler.crawlstate.connection import CrawlRedis
+from crawler.crawlstate.embedded import running_url
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.spiders.bfs import BfsSpider
 
@@ -63,3 +68,26 @@ async def test_a_crawl_naming_two_servers_stops_with_one_line(
     assert "\n" not in errors[0]
     assert not redis.keys("*")
     assert site.pages() == []
+
+
+def test_the_private_server_starts_on_first_use_and_stops_on_close(tmp_path):
+    settings = Settings({"FRONTIER_EMBEDDED_REDIS_DIR": str(tmp_path / "redis")})
+    crawl = CrawlRedis.from_settings(settings)
+    assert not (tmp_path / "redis").exists()  # nothing started by making it
+    client = crawl.sync_client()
+    try:
+        assert client.ping()
+        assert crawl.cluster is False
+        # A command joins the running server, and leaves it running when done.
+        command = CrawlRedis.from_settings(settings, join=True)
+        assert command.url == crawl.url
+        command.close()
+        assert client.ping()
+    finally:
+        client.close()
+        crawl.close()
+    assert running_url(tmp_path / "redis") is None
+    probe = redis_py.Redis.from_url(crawl.url, socket_connect_timeout=1)
+    with pytest.raises(redis_py.ConnectionError):
+        probe.ping()
+    probe.close()
