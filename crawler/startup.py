@@ -45,7 +45,11 @@ class StartupFailure:
             return
         _FAILED.add(crawler)
         logger.error("%(message)s", {"message": message})
-        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
+        # Held by the signal (not weakly): a component that stood this in and then
+        # went (NotConfigured) still has the spider closed.
+        crawler.signals.connect(
+            self._spider_opened, signal=signals.spider_opened, weak=False
+        )
 
     def _spider_opened(self) -> None:
         # Connected now, after every component's own handler, so it runs last.

@@ -16,6 +16,7 @@ from crawler.crawlstate.connection import CrawlRedis
 from crawler.crawlstate.embedded import running_url
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.spiders.bfs import BfsSpider
+from tests.integration.test_honest_exits import assert_one_line_stop, scrapy_crawl
 
 pytestmark = pytest.mark.integration
 
@@ -91,3 +92,20 @@ def test_the_private_server_starts_on_first_use_and_stops_on_close(tmp_path):
     with pytest.raises(redis_py.ConnectionError):
         probe.ping()
     probe.close()
+
+
+@pytest.mark.parametrize("analysis", ["False", "True"])
+def test_scrapy_crawl_naming_two_servers_exits_1_with_one_line(tmp_path, analysis):
+    """Scrapy's own `scrapy crawl`, whichever component meets the settings first."""
+    result = scrapy_crawl(
+        tmp_path,
+        "-a",
+        "seeds=http://127.0.0.2:9/",
+        "-s",
+        "REDIS_HOST=127.0.0.9",
+        "-s",
+        f"ANALYSIS_ENABLED={analysis}",
+        redis_url="redis://127.0.0.1:9/0",
+    )
+    assert_one_line_stop(result, "REDIS_URL and REDIS_HOST/REDIS_PORT")
+    assert "'finish_reason': 'startup_failed'" in result.stderr
