@@ -1,9 +1,10 @@
-"""The three crawls: their command lines, environments and settings.
+"""The four crawls: their command lines, environments and settings.
 
 Every crawl gets the same ``COMMON`` settings on its command line; each adds only
 what selects its scheduler. The frontier crawl runs the project's ``bfs`` spider under
-``crawler.settings`` (found through ``scrapy.cfg``); the other two run
-``bench/spiders.py`` under ``bench.settings``.
+``crawler.settings`` (found through ``scrapy.cfg``); the add-on crawl runs the same
+spider in a project of its own that only enables the add-on (``bench.addonsettings``);
+the other two run ``bench/spiders.py`` under ``bench.settings``.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
-CRAWLERS = ("frontier", "plain", "scrapy-redis")
+CRAWLERS = ("frontier", "addon", "plain", "scrapy-redis")
 FRONTIER_PREFIX = "bfs"
 SCRAPY_REDIS_SPIDER = "bench_bfs"
 
-# The same for all three crawls.
+# The same for all the crawls.
 COMMON: dict[str, Any] = {
     "CONCURRENT_REQUESTS": 32,
     "CONCURRENT_REQUESTS_PER_DOMAIN": 4,
@@ -76,6 +77,9 @@ def command(name: str, spec: CrawlSpec) -> Command:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
     if name == "frontier":
         scrapy_args = ["crawl", "bfs"]
+    elif name == "addon":
+        env["SCRAPY_SETTINGS_MODULE"] = "bench.addonsettings"
+        scrapy_args = ["crawl", "bfs"]
     else:
         env["SCRAPY_SETTINGS_MODULE"] = "bench.settings"
         scrapy_args = ["runspider", str(BENCH / "spiders.py")]
@@ -89,7 +93,7 @@ def command(name: str, spec: CrawlSpec) -> Command:
 
 
 def _own_settings(name: str, spec: CrawlSpec) -> dict[str, Any]:
-    if name == "frontier":
+    if name in ("frontier", "addon"):
         return {
             "REDIS_URL": spec.redis_url,
             "FRONTIER_HOST_CONCURRENCY": 4,

@@ -19,13 +19,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from scrapy import signals
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
 
 from crawler import defaults
+from crawler.crawlstate.connection import CrawlRedis
 from crawler.frontier.hostdelays import HostDelays, machine_zone
 from crawler.frontier.outage import RedisOutage
-from crawler.policy.politeness import PolitenessConfig
+from crawler.frontier.runsettings import RunSettings, RunSettingsHolder
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -96,6 +98,7 @@ class Frontier:
         self._crawler = crawler
         self._delays: HostDelays | None = None
         self._outage: RedisOutage | None = None
+        self._redis: CrawlRedis | None = None
         self.startup_failed = False
 
     @classmethod
@@ -116,12 +119,14 @@ class Frontier:
 
     @classmethod
     def update_pre_crawler_settings(cls, settings: BaseSettings) -> None:
-        """The ``bfs`` spider comes with the add-on."""
+        """The ``bfs`` spider, and every default, before any spider is built (Scrapy
+        builds spiders before it runs ``update_settings``) and for our commands
+        (``crawler.commands.crawltarget`` applies the same defaults)."""
         settings.add_to_list("SPIDER_MODULES", "crawler.spiders")
+        _install_defaults(settings)
 
     def update_settings(self, settings: Settings) -> None:
-        for name, value in default_settings().items():
-            settings.set(name, value, priority="addon")
+        _install_defaults(settings)  # again: a crawler may be made without a runner
         if not _install_scheduler(settings):
             return  # another scheduler: our components would wait on leases forever
         for name, components in COMPONENTS.items():
@@ -138,11 +143,20 @@ class Frontier:
     def delays(self) -> HostDelays:
         """Each host's delay in force; raises ``ValueError`` on a bad setting."""
         if self._delays is None:
-            config = PolitenessConfig.from_settings(
-                self._crawler.settings, machine_zone=machine_zone()
-            )
-            self._delays = HostDelays(config, self._crawler.stats)
+            run = RunSettings.from_settings(self._crawler.settings, machine_zone())
+            self._delays = HostDelays(RunSettingsHolder(run), self._crawler.stats)
         return self._delays
+
+    @property
+    def redis(self) -> CrawlRedis:
+        """The crawl's Redis server and its clients (the private server is started
+        on first use, stopped with the engine); ``RedisSettingsError`` on bad
+        settings, at every call."""
+        if self._redis is None:
+            self._redis = CrawlRedis.from_settings(self._crawler.settings)
+            signal = signals.engine_stopped
+            self._crawler.signals.connect(self._redis.close, signal=signal)
+        return self._redis
 
     @property
     def outage(self) -> RedisOutage:
@@ -156,6 +170,11 @@ class Frontier:
 def default_settings() -> dict[str, Any]:
     """Every setting of ``crawler.defaults``, by name."""
     return {name: getattr(defaults, name) for name in dir(defaults) if name.isupper()}
+
+
+def _install_defaults(settings: BaseSettings) -> None:
+    for name, value in default_settings().items():
+        settings.set(name, value, priority="addon")
 
 
 def _install_scheduler(settings: Settings) -> bool:

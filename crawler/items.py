@@ -1,13 +1,13 @@
 """PageRecord: what the spider yields for every URL it was given: its one fate.
 
 The pipelines add to it (``store_path``) and read it; ``body`` travels to the page
-store but is never exported (``FEED_EXPORT_FIELDS`` in crawler/settings.py lists every
-other field).
+store but is never exported (``EXPORTED``, the bfs spider's ``FEED_EXPORT_FIELDS``,
+lists every other field).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -35,3 +35,7 @@ class PageRecord:
     # What became of the URL (crawler.policy.fates): every URL gets one record.
     fate: Fate = "fetched"
     location: str | None = None  # where a redirect led (fate "redirected")
+
+
+# The fields feeds get, in this order: all but the body.
+EXPORTED = tuple(f.name for f in fields(PageRecord) if f.name != "body")

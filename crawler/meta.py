@@ -39,5 +39,8 @@ REPARSED = "frontier_reparsed"
 # How many times the request was sent back to the frontier unchanged, to be queued
 # under its own host (a reparse whose page the page store lacks).
 REQUEUED = "frontier_requeued"
+# A start request (Scrapy makes them dont_filter) that went through the seen filter
+# once, since every node yields it: its later copies (retries) are not filtered.
+STARTED = "frontier_started"
 # A seed: enqueued again even when the seen filter knows it, if it failed for good.
 REVIVE = "frontier_revive"

@@ -22,24 +22,3 @@ COMMANDS_MODULE = "crawler.commands"
 ADDONS = {"crawler.addon.Frontier": 0}
 # Feeds are written as UTF-8 text, not with JSON's \u escapes.
 FEED_EXPORT_ENCODING = "utf-8"
-# Every PageRecord field but the page body (which the page store keeps): the `bfs`
-# spider's records, in this order, in `-O pages.jsonl` and the like.
-FEED_EXPORT_FIELDS = [
-    "url",
-    "status",
-    "depth",
-    "title",
-    "content_type",
-    "length",
-    "links",
-    "fetched_at",
-    "host",
-    "last_modified",
-    "content_hash",
-    "tier",
-    "node",
-    "error",
-    "store_path",
-    "fate",
-    "location",
-]

@@ -9,9 +9,9 @@ A Redis Cluster gets redis-py's cluster clients (``crawler.crawlstate.clients``)
 ``REDIS_CLUSTER=True``, or when the named server says it is a Cluster node
 (``INFO cluster``; asked once per crawl).
 
-Components reach the crawl's instance with ``crawl_redis(crawler)`` (or the
-``redis_url``, ``sync_client`` and ``async_client`` shortcuts); commands, which have
-no crawler, make one with ``CrawlRedis.from_settings(settings, join=True)``.
+Components reach the crawl's instance through the add-on
+(``Frontier.of(crawler).redis``); commands, which have no crawler, make one with
+``CrawlRedis.from_settings(settings, join=True)``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from scrapy import signals
 
 from crawler.crawlstate.clients import (
     CLIENT_OPTIONS,
@@ -37,7 +35,6 @@ from crawler.crawlstate.redissettings import RedisSettings
 if TYPE_CHECKING:
     import redis
     import redis.asyncio
-    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
 __all__ = [
@@ -45,20 +42,13 @@ __all__ = [
     "CrawlRedis",
     "RedisSettingsError",
     "RedisUnreachableError",
-    "async_client",
     "check_reachable",
     "connect",
-    "crawl_redis",
     "is_cluster_node",
     "masked",
-    "redis_url",
-    "sync_client",
 ]
 
 logger = logging.getLogger(__name__)
-
-# The attribute of a crawler that holds its CrawlRedis (until the add-on owns it).
-_ATTRIBUTE = "_crawl_redis"
 
 
 class RedisSettingsError(RedisUnreachableError):
@@ -146,29 +136,3 @@ class CrawlRedis:
             )
         self._embedded = EmbeddedRedis(directory).start()
         return self._embedded.url
-
-
-def crawl_redis(crawler: Crawler) -> CrawlRedis:
-    """The crawl's ``CrawlRedis``, made on first call and closed when the engine
-    stops. Raises ``RedisSettingsError`` for bad settings (on every call)."""
-    found: CrawlRedis | None = getattr(crawler, _ATTRIBUTE, None)
-    if found is None:
-        found = CrawlRedis.from_settings(crawler.settings)
-        setattr(crawler, _ATTRIBUTE, found)
-        crawler.signals.connect(found.close, signal=signals.engine_stopped)
-    return found
-
-
-def redis_url(crawler: Crawler) -> str:
-    """The URL of the crawl's server (its private server is started on first use)."""
-    return crawl_redis(crawler).url
-
-
-def sync_client(crawler: Crawler) -> redis.Redis:
-    """A blocking client of the crawl's server."""
-    return crawl_redis(crawler).sync_client()
-
-
-def async_client(crawler: Crawler) -> redis.asyncio.Redis:
-    """An asyncio client of the crawl's server."""
-    return crawl_redis(crawler).async_client()

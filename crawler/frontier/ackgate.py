@@ -3,9 +3,10 @@
 A request is done when Scrapy's engine is through with it: its download, its
 callback or errback, and every item it produced through every pipeline (the records
 pipeline returns only once the page's row is committed). Scrapy's engine keeps a
-request in ``engine._slot.inprogress`` exactly that long, whether the download
-succeeded, failed in the handler, or raised in a downloader middleware's
-``process_response`` (a redirect to ``mailto:``, which no ``process_exception`` sees).
+request among those in progress (``enginehooks.requests_in_progress``) exactly that
+long, whether the download succeeded, failed in the handler, or raised in a
+downloader middleware's ``process_response`` (a redirect to ``mailto:``, which no
+``process_exception`` sees).
 So the gate tracks each request the scheduler hands out and acknowledges it once
 the engine no longer holds it: a node killed before then loses nothing (the lease
 expires and the page is fetched again); every request, however it ends, is released.
@@ -29,6 +30,8 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
+
+from crawler.frontier.enginehooks import requests_in_progress
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -73,13 +76,12 @@ class AckGate:
 
     def sweep(self) -> None:
         """Report every tracked request the engine no longer holds."""
-        engine = self._crawler.engine
-        # No public view of the engine's requests; the module docstring says why
-        # this set is the right one.
-        slot = engine._slot if engine is not None else None
-        if slot is None or not self._tracked:
+        if not self._tracked:
             return
-        in_progress = slot.inprogress
+        # The module docstring says why this set is the right one.
+        in_progress = requests_in_progress(self._crawler)
+        if in_progress is None:
+            return
         done = [r for r in self._tracked.values() if r not in in_progress]
         for request in done:
             del self._tracked[id(request)]

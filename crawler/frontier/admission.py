@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from crawler.frontier import codec
 from crawler.frontier.dedup import bloom_hashes, most_hashes, shard_layouts
+from crawler.frontier.roundtrip import Pending
 from crawler.frontier.seencache import SeenCache
-from crawler.frontier.store import Pending
-from crawler.meta import HOLD_UNTIL, REVIVE
+from crawler.meta import HOLD_UNTIL, REVIVE, STARTED, TIER
 from crawler.policy.hosts import BadURLError, host_of, shard_key
 from crawler.policy.order import TIERS_PER_DEPTH, depth_allowed, level_of
 from crawler.policy.sharding import shard_of
@@ -25,23 +25,33 @@ from crawler.policy.sharding import shard_of
 DEPTH_KEY_BYTES = 8
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
 
     from crawler.frontier.frontierconfig import FrontierConfig
+    from crawler.frontier.runsettings import RunSettingsHolder
 
 logger = logging.getLogger(__name__)
 
 
 class Admission:
     def __init__(
-        self, crawler: Crawler, spider: Spider, config: FrontierConfig
+        self,
+        crawler: Crawler,
+        spider: Spider,
+        config: FrontierConfig,
+        run: RunSettingsHolder,
+        on_duplicate: Callable[[Request], None] = lambda request: None,
     ) -> None:
         assert crawler.stats is not None
         self._stats = crawler.stats
         self._fingerprinter = crawler.request_fingerprinter
         self._spider = spider
-        self.config = config
+        self._config = config
+        self._run = run  # DEPTH_LIMIT may change while the crawl runs
+        self._on_duplicate = on_duplicate
         self._seen = SeenCache(config.local_seen_cache)
         self._duplicates = 0
         # (callback, part, type) of the refusals already logged: the rest are counted.
@@ -52,29 +62,32 @@ class Admission:
     def admit(self, request: Request) -> Pending | None:
         """The request ready to push, or None (counted) if it must not be queued."""
         depth = request.meta.get("depth", 0)
-        if not depth_allowed(depth, self.config.depth_limit):
+        if not depth_allowed(depth, self._run.current.depth_limit):
             self._stats.inc_value("frontier/depth_limited")
             return None
         dedup: str | bytes = ""
         revive = depth_key = ""
         fingerprint = None
-        if not request.dont_filter:
+        if not request.dont_filter or _first_start(request):
+            if request.meta.get("is_start_request"):  # its later copies (retries)
+                request.meta[STARTED] = True  # are dont_filter: they pass
             fingerprint = self._fingerprinter.fingerprint(request)
             if is_seed(request):  # Redis decides: it may have failed for good
                 self._seen.add(fingerprint, depth)
                 revive = fingerprint.hex()
             elif not self._seen.add(fingerprint, depth):
                 self._duplicates += 1  # most links: counted in bulk, at the next flush
+                self._on_duplicate(request)
                 return None
             dedup = self._dedup_argument(fingerprint)
-            if self.config.depth_repair:
+            if self._config.depth_repair:
                 depth_key = fingerprint[:DEPTH_KEY_BYTES].hex()
         try:
             host = host_of(request.url)
         except BadURLError:
             self._stats.inc_value("frontier/bad_urls")
             return None
-        shard = shard_of(shard_key(host, self.config.shard_by), self.config.shards)
+        shard = shard_of(shard_key(host, self._config.shard_by), self._config.shards)
         hold = request.meta.pop(HOLD_UNTIL, None)
         try:
             entry = codec.encode(request, self._spider)
@@ -92,7 +105,8 @@ class Admission:
             hold_until,
             revive,
             depth_key,
-            request.priority,
+            priority=request.priority,
+            request=request,
         )
 
     def _refuse(
@@ -139,9 +153,16 @@ class Admission:
 
     def _dedup_argument(self, fingerprint: bytes) -> str | bytes:
         """What the push script's seen check takes: the fingerprint, or its hashes."""
-        if self.config.dedup.mode == "exact":
+        if self._config.dedup.mode == "exact":
             return fingerprint
         return bloom_hashes(fingerprint, self._hashes)
+
+
+def _first_start(request: Request) -> bool:
+    """A start request on its way in: Scrapy makes them ``dont_filter``, yet every
+    node of the crawl yields them, so they are filtered (one fetch in the crawl).
+    Its later copies (Scrapy's retries, tried again later) are not."""
+    return bool(request.meta.get("is_start_request")) and STARTED not in request.meta
 
 
 def is_seed(request: Request) -> bool:
@@ -158,8 +179,8 @@ def callback_name(request: Request) -> str:
 
 
 def tier_of(request: Request) -> int:
-    """The timeout tier a request is queued at (``meta["tier"]``, set on timeouts)."""
-    tier = request.meta.get("tier", 0)
+    """The timeout tier a request is queued at (``meta[TIER]``, set on timeouts)."""
+    tier = request.meta.get(TIER, 0)
     if not isinstance(tier, int) or isinstance(tier, bool):
         return 0
     return min(max(tier, 0), TIERS_PER_DEPTH - 1)

@@ -29,13 +29,14 @@ class DrainWatch:
         self._checked: tuple[float, bool] = (0.0, False)
         self._seen_work = False
 
-    def drained(self, now: float) -> bool:
-        """Whether no request is queued or leased anywhere (as of CHECK_INTERVAL)."""
+    def drained(self, now: float, own_leases: int = 0) -> bool:
+        """Whether no request is queued, nor leased but the *own_leases* this node's
+        engine still works on (as of CHECK_INTERVAL)."""
         checked_at, drained = self._checked
         if now - checked_at >= CHECK_INTERVAL:
             queued, leased = self._store.totals()
-            drained = queued <= 0 and leased == 0
-            self._seen_work = self._seen_work or not drained
+            drained = queued <= 0 and leased <= own_leases
+            self._seen_work = self._seen_work or queued > 0 or leased > 0
             if drained and self._waiting_for_seeds(now):
                 drained = False
             self._checked = (now, drained)

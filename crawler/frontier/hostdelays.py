@@ -16,14 +16,16 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from crawler.policy.politeness import Delay, DelayReason, PolitenessConfig
+from crawler.policy.politeness import Delay, DelayReason
 from crawler.policy.timezones import is_known_zone
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
-    from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
+
+    from crawler.frontier.runsettings import RunSettingsHolder
+    from crawler.policy.politeness import PolitenessConfig
 
 # Hosts whose Crawl-delay (or hold) this process remembers at most.
 MAX_REMEMBERED_HOSTS = 65536
@@ -34,22 +36,20 @@ class HostDelays:
 
     def __init__(
         self,
-        config: PolitenessConfig,
+        run: RunSettingsHolder,
         stats: StatsCollector | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        self.config = config
+        self.run_settings = run  # read each time: the runtime replaces what it holds
         self._stats = stats
         self._rng = rng or random.Random()  # noqa: S311 (jitter, not secrets)
         self._crawl_delays: dict[str, float] = {}
         self._holds: dict[str, tuple[float, DelayReason]] = {}  # host -> until, why
 
-    @classmethod
-    def of(cls, crawler: Crawler) -> HostDelays:
-        """The crawl's one instance (the add-on's); ``ValueError`` on a bad setting."""
-        from crawler.addon import Frontier  # noqa: PLC0415 (it imports this module)
-
-        return Frontier.of(crawler).delays
+    @property
+    def config(self) -> PolitenessConfig:
+        """The politeness policy in force now."""
+        return self.run_settings.current.politeness
 
     def set_crawl_delay(self, host: str, seconds: float | None) -> None:
         """What *host*'s robots.txt asks for our token (``None``: nothing).

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from crawler.meta import HELD_TIMES, LEASE, REQUEUED
+from crawler.meta import HELD_TIMES, LEASE, REQUEUED, TIER
 from crawler.policy.hosts import host_of
 
 if TYPE_CHECKING:
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     from scrapy import Request
 
-    from crawler.frontier.store import Lease
+    from crawler.frontier.roundtrip import Lease
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ class Held:
     @property
     def tier(self) -> Any:
         """The timeout tier the leased request was fetched at."""
-        return self.meta.get("tier", 0)
+        return self.meta.get(TIER, 0)
 
 
 class HeldLeases:
@@ -82,7 +82,7 @@ class HeldLeases:
         reasons = {
             "redirect": request.meta.get("redirect_times", 0) > held.redirect_times,
             "retry": request.meta.get("retry_times", 0) > held.retry_times,
-            "escalation": request.meta.get("tier", 0) > held.tier,
+            "escalation": request.meta.get(TIER, 0) > held.tier,
             "hold": request.meta.get(HELD_TIMES, 0) > held.held_times,
             "requeue": request.meta.get(REQUEUED, 0) > held.meta.get(REQUEUED, 0),
         }

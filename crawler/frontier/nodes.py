@@ -16,11 +16,11 @@ import math
 import os
 import socket
 from dataclasses import dataclass, field
-from importlib import metadata
 from typing import TYPE_CHECKING
 
 from redis.exceptions import ResponseError
 
+from crawler import __version__
 from crawler.crawlstate.readers import registry_entry
 from crawler.frontier.damage import delete_if_wrong_type, retyped
 from crawler.frontier.nodeid import NodeIdentity, node_identity
@@ -245,7 +245,7 @@ class Membership:
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "started": self.started,
-            "version": _version(),
+            "version": __version__,
             "heartbeat": now,
             "shards": sorted(self.owned),
             "pages": pages,
@@ -267,13 +267,6 @@ def _age(entries: dict[bytes, bytes], node: bytes, now: float) -> float:
     try:
         age = now - float(entry["heartbeat"]) if entry is not None else math.inf
         node.decode("utf-8")
-    except (KeyError, ValueError, TypeError):
+    except (KeyError, ValueError, TypeError, RecursionError):
         return math.inf
     return math.inf if math.isnan(age) else age
-
-
-def _version() -> str:
-    try:
-        return metadata.version("crawler")
-    except metadata.PackageNotFoundError:
-        return "unknown"

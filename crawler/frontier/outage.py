@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     import redis
-    from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
@@ -164,13 +163,6 @@ class RedisOutage:
         self._stats = stats
         self.down_since: float | None = None
         self._errors = 0
-
-    @classmethod
-    def of(cls, crawler: Crawler) -> RedisOutage:
-        """The crawl's one tracker (the add-on's), shared by every component."""
-        from crawler.addon import Frontier  # noqa: PLC0415 (it imports this module)
-
-        return Frontier.of(crawler).outage
 
     @property
     def down(self) -> bool:

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.settings import BaseSettings
 
-from crawler.policy.politeness import PolitenessConfig
-from crawler.policy.typedsettings import get_int
+from crawler.frontier.runsettings import RunSettings
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -104,10 +103,7 @@ def with_runtime_settings(
     result.update(settings)
     for name, value in overrides.items():
         result.set(_canonical(name), value, priority=RUNTIME_PRIORITY)
-    PolitenessConfig.from_settings(result, machine_zone="UTC")
-    depth_limit = get_int(result, "DEPTH_LIMIT")
-    if depth_limit < 0:
-        raise ValueError(f"DEPTH_LIMIT must be >= 0 (0: no limit), got {depth_limit}")
+    RunSettings.from_settings(result, machine_zone="UTC")
     return result
 
 
@@ -137,14 +133,6 @@ def _shown(raw: bytes | str) -> str:
     return raw if isinstance(raw, str) else raw.decode("utf-8", "backslashreplace")
 
 
-@dataclass(frozen=True, slots=True)
-class RunTimeConfigs:
-    """What run-time settings change in a running node."""
-
-    politeness: PolitenessConfig
-    depth_limit: int
-
-
 class ControlFollower:
     """A node's side of the control hash: the state it follows, read every heartbeat.
 
@@ -164,9 +152,9 @@ class ControlFollower:
 
     def follow(
         self, fields: Mapping[bytes, bytes] | Mapping[str, str]
-    ) -> tuple[bool, RunTimeConfigs | None]:
+    ) -> tuple[bool, RunSettings | None]:
         """Take the control hash's *fields*: whether the crawl was just resumed, and
-        the new run-time configs if the settings changed (and are good)."""
+        the new run-time settings if they changed (and are good)."""
         previous, self.state = self.state, read_control(fields)
         if self.state.paused != previous.paused:
             logger.info(
@@ -181,15 +169,10 @@ class ControlFollower:
             return resumed, None
         return resumed, self._configs(self.state.settings)
 
-    def _configs(self, overrides: dict[str, str]) -> RunTimeConfigs | None:
+    def _configs(self, overrides: dict[str, str]) -> RunSettings | None:
         try:
             settings = with_runtime_settings(self._settings, overrides)
-            configs = RunTimeConfigs(
-                PolitenessConfig.from_settings(
-                    settings, machine_zone=self._machine_zone
-                ),
-                get_int(settings, "DEPTH_LIMIT"),
-            )
+            configs = RunSettings.from_settings(settings, self._machine_zone)
         except ValueError as exc:
             logger.error(
                 "Ignored run-time settings %(overrides)r: %(error)s",

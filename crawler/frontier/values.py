@@ -86,6 +86,8 @@ def to_json(value: Any, classes: Classes, depth: int = 0) -> Any:
     kind = type(value)
     if kind is str or kind is bool or value is None:
         return value
+    if kind.__name__ == "_ElementUnicodeResult" and kind.__module__ == "lxml.etree":
+        return str(value)  # an XPath text (CrawlSpider's link_text): only its text
     if (kind is int and -_LONGEST < value < _LONGEST) or (
         kind is float and math.isfinite(value)
     ):

@@ -12,12 +12,11 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from crawler.crawlstate.connection import sync_client
+from crawler.addon import Frontier
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.damage import retyped
 from crawler.frontier.outage import (
     REDIS_ERRORS,
-    RedisOutage,
     is_outage,
     use_reactor_retry,
 )
@@ -49,7 +48,7 @@ class HostRecords:
         self._client: redis.Redis | None = None
         self._cache: OrderedDict[str, tuple[HostHealth, float]] = OrderedDict()
         self._unwritten: dict[str, HostHealth] = {}
-        self._gate = RedisOutage.of(crawler).gate("the timeouts middleware")
+        self._gate = Frontier.of(crawler).outage.gate("the timeouts middleware")
         self._bad_logged = False
 
     def get(self, host: str) -> HostHealth:
@@ -137,6 +136,6 @@ class HostRecords:
 
     def _redis(self) -> redis.Redis:
         if self._client is None:
-            self._client = sync_client(self._crawler)
+            self._client = Frontier.of(self._crawler).redis.sync_client()
             use_reactor_retry(self._client)  # a longer wait is self._gate's
         return self._client

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, NoReturn
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from crawler.addon import Frontier
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.holds import ForbiddenByRobots, HoldRequest
-from crawler.frontier.hostdelays import HostDelays
 from crawler.meta import DONT_OBEY_ROBOTSTXT, ROBOTS_FETCH
 from crawler.middlewares.robotscache import RobotsEntry, RulesCache
 from crawler.middlewares.robotsdownload import RobotsDownloader
@@ -67,7 +67,9 @@ class RobotsMiddleware:
         assert crawler.spider is not None
         try:
             config = RobotsConfig.from_settings(crawler.settings)
-            HostDelays.of(crawler)  # Crawl-delays go there: its settings must be good
+            _ = Frontier.of(
+                crawler
+            ).delays  # Crawl-delays go there: settings must be good
         except ValueError as exc:
             return StartupFailure(crawler, f"Bad setting: {exc}")
         return cls(crawler, config, CrawlKeys.of(crawler.settings, crawler.spider.name))
@@ -105,7 +107,7 @@ class RobotsMiddleware:
             )
             raise ForbiddenByRobots("Forbidden by robots.txt")
         if fetched:  # the site has just seen a request of this host: keep its delay
-            delays = HostDelays.of(self._crawler)
+            delays = Frontier.of(self._crawler).delays
             await asyncio.sleep(delays.delay_for(host_of(origin), now=time.time()))
 
     async def _entry(self, origin: str, request: Request) -> tuple[RobotsEntry, bool]:
@@ -139,7 +141,7 @@ class RobotsMiddleware:
             self._stats.inc_value("robots/gave_up")
         delay = rules.crawl_delay if rules is not None else None
         host = host_of(origin)
-        HostDelays.of(self._crawler).set_crawl_delay(host, delay)
+        Frontier.of(self._crawler).delays.set_crawl_delay(host, delay)
         if delay:
             self._stats.inc_value("robots/crawl_delay_hosts")
         if fetched and rules is not None and rules.sitemaps:

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from redis.exceptions import LockError, ResponseError
 
-from crawler.crawlstate.connection import async_client
-from crawler.frontier.outage import REDIS_ERRORS, RedisOutage, is_outage, patiently
+from crawler.addon import Frontier
+from crawler.frontier.outage import REDIS_ERRORS, is_outage, patiently
 from crawler.policy.robotsfetch import (
     BadRecordError,
     Fetch,
@@ -66,7 +66,7 @@ class RobotsRecords:
         self._download = download
         self._lock_timeout = config.fetch_budget + LOCK_MARGIN
         self._redis: redis.asyncio.Redis | None = None
-        self._gate = RedisOutage.of(crawler).gate("the robots middleware")
+        self._gate = Frontier.of(crawler).outage.gate("the robots middleware")
         self._bad_logged = False
 
     async def load(self, origin: str) -> tuple[RobotsRecord, bool]:
@@ -191,5 +191,5 @@ class RobotsRecords:
 
     def _client(self) -> redis.asyncio.Redis:
         if self._redis is None:  # made on first use: no I/O at start-up
-            self._redis = async_client(self._crawler)
+            self._redis = Frontier.of(self._crawler).redis.async_client()
         return self._redis

@@ -19,8 +19,8 @@ from scrapy.utils.misc import load_object
 from twisted.internet.error import TCPTimedOutError
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
+from crawler.addon import Frontier
 from crawler.frontier.admission import tier_of
-from crawler.frontier.hostdelays import HostDelays
 from crawler.meta import ROBOTS_FETCH, TIER
 from crawler.middlewares.hosthealth import HostRecords
 from crawler.policy.hosts import BadURLError, host_of
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+
+    from crawler.frontier.hostdelays import HostDelays
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +75,7 @@ class TimeoutsMiddleware:
         try:
             config = TiersConfig.from_settings(crawler.settings)
             far = far_hosts(crawler.settings.get("TIMEOUTS_FAR_HOSTS"))
-            delays = HostDelays.of(crawler)
+            delays = Frontier.of(crawler).delays
         except ValueError as exc:
             return StartupFailure(crawler, f"Bad setting: {exc}")
         return cls(crawler, config, far, delays)

@@ -23,11 +23,11 @@ from redis.exceptions import RedisClusterException
 from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
 
-from crawler.crawlstate.connection import async_client
+from crawler.addon import Frontier
 from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.crawlstate.keys import CrawlKeys
-from crawler.frontier.hostdelays import HostDelays
-from crawler.frontier.outage import RedisOutage, is_outage
+from crawler.frontier.enginehooks import engine_closing
+from crawler.frontier.outage import is_outage
 from crawler.middlewares.trafficbuffer import HostTraffic, TrafficBuffer
 from crawler.policy.hosts import BadURLError, host_of
 
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from scrapy.http import Response
     from scrapy.utils.asyncio import AsyncioLoopingCall
     from twisted.internet.task import LoopingCall
+
+    from crawler.frontier.hostdelays import HostDelays
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +84,7 @@ class TrafficMiddleware:
         self._flushing: asyncio.Task[None] | None = None
         self._in_flight: list[str] = []  # hosts of the last flush (see _forget)
         self._failure_logged = False
-        self._gate = RedisOutage.of(crawler).gate("the traffic counters")
+        self._gate = Frontier.of(crawler).outage.gate("the traffic counters")
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -139,9 +141,7 @@ class TrafficMiddleware:
             )
 
     def _closing(self) -> bool:
-        engine = self._crawler.engine
-        slot = engine._slot if engine is not None else None  # no public way to ask
-        return slot is None or slot.closing is not None
+        return engine_closing(self._crawler)
 
     async def flush(self) -> None:
         """Write the buffered counts in one pipeline; if Redis cannot be reached
@@ -175,7 +175,7 @@ class TrafficMiddleware:
         """The client, made on first use: the crawl's Redis may be a private server
         the scheduler starts when it opens."""
         if self._client is None:
-            self._client = async_client(self._crawler)
+            self._client = Frontier.of(self._crawler).redis.async_client()
         return self._client
 
     def _queue_host(
@@ -206,7 +206,7 @@ class TrafficMiddleware:
         has said so and is closing the spider)."""
         if self._delays is None:
             try:
-                self._delays = HostDelays.of(self._crawler)
+                self._delays = Frontier.of(self._crawler).delays
             except ValueError:
                 return None
         return self._delays

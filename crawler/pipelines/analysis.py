@@ -19,12 +19,13 @@ from redis.exceptions import ResponseError
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from crawler.addon import Frontier
 from crawler.analysis.analysisconfig import AnalysisConfig
 from crawler.analysis.tasks import AnalysisTask
-from crawler.crawlstate.connection import RedisUnreachableError, async_client
+from crawler.crawlstate.connection import RedisUnreachableError
 from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.crawlstate.keys import CrawlKeys
-from crawler.frontier.outage import RedisOutage, patiently
+from crawler.frontier.outage import patiently
 from crawler.items import PageRecord
 from crawler.startup import StartupFailure
 
@@ -51,7 +52,7 @@ class AnalysisPipeline:
         self._keys = keys
         self._bad_logged = False
         self._rules: list[tuple[re.Pattern[str], str]] = []
-        self._gate = RedisOutage.of(crawler).gate("the analysis pipeline")
+        self._gate = Frontier.of(crawler).outage.gate("the analysis pipeline")
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
@@ -61,7 +62,7 @@ class AnalysisPipeline:
         config = AnalysisConfig.from_settings(crawler.settings)
         keys = CrawlKeys.of(crawler.settings, crawler.spidercls.name)
         try:
-            client = async_client(crawler)
+            client = Frontier.of(crawler).redis.async_client()
         except (RedisUnreachableError, EmbeddedRedisError) as exc:
             # Bad Redis settings, or a private server that cannot start: one line.
             StartupFailure(crawler, str(exc))

@@ -11,7 +11,7 @@ from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.gz import gunzip, gzip_magic_number
 from scrapy.utils.sitemap import Sitemap
 
-from crawler import defaults
+from crawler.items import EXPORTED
 from crawler.meta import FATE
 from crawler.middlewares.robots import robots_sitemaps
 from crawler.policy.scope import Scope, parse_seed
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
     from crawler.items import PageRecord
@@ -55,6 +54,12 @@ class BfsSpider(Spider):
     """
 
     name = "bfs"
+    # Depth repair may hand it a page again from the page store (its records say
+    # reparsed pages apart); a spider without this attribute never gets one.
+    reparses_from_page_store = True
+    # Every PageRecord field but the body (which the page store keeps), in this order,
+    # in `-O pages.jsonl` and the like, in any project.
+    custom_settings = {"FEED_EXPORT_FIELDS": list(EXPORTED)}  # noqa: RUF012 (Spider's type)
 
     def __init__(
         self,
@@ -77,13 +82,6 @@ class BfsSpider(Spider):
         self._seeds: list[str] = []
         self._failure: StartupFailure | None = None
         self._recording: set[asyncio.Future[None]] = set()
-
-    @classmethod
-    def update_settings(cls, settings: BaseSettings) -> None:
-        """``BFS_SCOPE``'s default: the spider reads it in ``from_crawler``, which
-        Scrapy runs before add-ons install their defaults."""
-        super().update_settings(settings)
-        settings.setdefault("BFS_SCOPE", defaults.BFS_SCOPE, priority="default")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:

@@ -183,7 +183,7 @@ async def test_a_crawl_that_waits_takes_seeds_pushed_to_redis(site, settings, re
     await done
     assert fetched(site)[0] == (2, 0)
     assert len(set(fetched(site))) == expected
-    assert crawler.stats.get_value("frontier/bad_urls") == len(hostile)
+    assert crawler.stats.get_value("frontier/bad_seeds") == len(hostile)
 
 
 def links_from_root(site: RunningSite, host: int) -> set[tuple[int, int]]:

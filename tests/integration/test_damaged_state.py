@@ -81,7 +81,7 @@ def assert_crawled_everything(site: RunningSite, crawler, caplog) -> None:
     assert crawler.stats.get_value("finish_reason") == "finished"
     assert crawler.stats.get_value("frontier/bad_entries", 0) > 0
     warnings = Counter(r.name for r in caplog.records if "did not write" in r.message)
-    assert warnings["crawler.frontier.store"] == 1
+    assert warnings["crawler.frontier.crawlshards"] == 1
     assert set(warnings.values()) == {1}, warnings  # once per component
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
 
@@ -181,7 +181,7 @@ async def test_robots_traffic_and_analysis_keys_not_ours(
     assert crawler.stats.get_value("analysis/bad_records") == 1
     assert crawler.stats.get_value("analysis/queued") == len(expected)
     assert redis.type(CrawlKeys(PREFIX).analysis_tasks) == b"stream"
-    assert crawler.stats.get_value("frontier/bad_urls") >= 3
+    assert crawler.stats.get_value("frontier/bad_seeds") >= 3
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
 
 

@@ -153,25 +153,25 @@ def test_a_retried_failure_keeps_its_priority(redis, order):
 def test_the_barrier_counts_levels_whatever_the_priorities(redis):
     store = make_store(redis)
     push(store, request("a", 1, "a1-high", 400), request("b", 0, "b0-low", -400))
-    assert store.lowest_level() == level_of(0)
+    assert store.summaries.lowest_level() == level_of(0)
     barrier = PopOrder(0, NODE, 0.0, deepest_level=level_of(0))
     lease, entry = store.pop(barrier, T0)
     assert b"b0-low" in entry
     assert store.pop(barrier, T0) is None  # depth 1 waits for depth 0
     store.flush([], [(lease, 0.0)], T0)
-    assert store.lowest_level() == level_of(1)
+    assert store.summaries.lowest_level() == level_of(1)
 
 
 def test_priority_order_counts_levels_while_deep_requests_go_first(redis):
     store = make_store(redis, **PRIORITY)
     push(store, request("a", 0, "a0", 0), request("b", 2, "b2", 5))
-    assert store.lowest_level() == level_of(0)
+    assert store.summaries.lowest_level() == level_of(0)
     lease, entry = store.pop(POP, T0)
     assert b"b2" in entry
     store.flush([], [(lease, 0.0)], T0)
-    assert store.lowest_level() == level_of(0)
+    assert store.summaries.lowest_level() == level_of(0)
     assert drain(store, T0) == ["a0"]
-    assert store.lowest_level() is None
+    assert store.summaries.lowest_level() is None
 
 
 @pytest.mark.parametrize("order", [{}, PRIORITY])
@@ -198,7 +198,7 @@ def test_depth_repair_drops_the_deeper_copy_whatever_its_priority(redis, order):
     assert found.shortened == 1
     assert drain(store, T0) == ["seed", "x-deep"]  # the depth 1 copy: same entry
     assert store.totals() == (0, 0)
-    assert store.lowest_level() is None
+    assert store.summaries.lowest_level() is None
 
 
 def test_a_crawl_queued_in_one_order_refuses_the_other(redis):
@@ -225,6 +225,7 @@ def test_the_retry_command_queues_as_the_crawl_ranks(redis):
     store.flush([], [Ack(lease, 0.0, "http_error", "e" * 32)], T0)
     push(store, request("a", 2, "deep-urgent", 50))
     settings = Settings()
+    settings.setmodule("crawler.defaults")
     settings.setmodule("crawler.settings")
     settings.set("FRONTIER_SHARDS", 1)  # FRONTIER_ORDER: the default, bfs
     opts = argparse.Namespace(failed=True, host=None, settings=settings)

@@ -218,7 +218,7 @@ def test_an_entry_without_a_sequence_prefix_is_set_aside(redis):
     assert store.bad_entries == 2
     assert redis.hget(store.keys[0].counters, "bad_entries") == b"2"
     assert store.totals() == (0, 0)
-    assert store.lowest_level() is None  # the barrier does not wait for them
+    assert store.summaries.lowest_level() is None  # the barrier does not wait for them
 
 
 def test_a_ready_host_without_a_queue_is_dropped_and_others_go(redis):
@@ -248,9 +248,9 @@ def test_stale_counts_left_without_entries_are_set_from_the_queues(redis):
     redis.hincrby(store.keys[0].outstanding, str(level_of(0)), 5)  # no such requests
     redis.hincrby(store.keys[0].counters, "queued", 5)
     store.promote([0], T0)
-    assert store.lowest_level() == level_of(0)
+    assert store.summaries.lowest_level() == level_of(0)
     assert store.repair_stuck({0}, T0) == 0  # host a is ready: nothing to schedule
-    assert store.lowest_level() == level_of(1)
+    assert store.summaries.lowest_level() == level_of(1)
     assert store.totals() == (1, 0)
     assert drain(store, T0) == ["a1"]
 

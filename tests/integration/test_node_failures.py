@@ -175,3 +175,42 @@ def test_the_private_redis_dies_with_a_killed_crawler(tmp_path):
         os.kill(crawler.pid, signal.SIGKILL)
         crawler.wait(10)
         assert wait_for(lambda: not embedded_servers(directory), timeout=15)
+
+
+def test_without_the_depth_middleware_start_up_stops_with_one_line(
+    redis_url, site, redis
+):
+    middlewares = '{"crawler.frontier.acks.FrontierDepthMiddleware": null}'
+    result = run(
+        scrapy_crawl(
+            f"REDIS_URL={redis_url}",
+            f"SPIDER_MIDDLEWARES={middlewares}",
+            seeds=site.seeds[0],
+        )
+    )
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1, result.stderr[-3000:]
+    assert "crawler.frontier.acks.FrontierDepthMiddleware is not enabled" in errors[0]
+    assert "to SPIDER_MIDDLEWARES" in errors[0]
+    assert "Traceback" not in result.stderr
+    assert site.pages() == []  # nothing fetched
+    assert redis.keys("bfs:*") == []  # nothing written
+
+
+def test_a_project_dict_of_spider_middlewares_keeps_the_depth_middleware(
+    redis_url, site
+):
+    """-s SPIDER_MIDDLEWARES={} replaces the project's dict: the add-on puts the
+    frontier's middleware back, and the crawl runs to its end."""
+    result = run(
+        scrapy_crawl(
+            f"REDIS_URL={redis_url}",
+            "SPIDER_MIDDLEWARES={}",
+            "DEPTH_LIMIT=1",
+            seeds=site.seeds[0],
+        )
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "crawler.frontier.acks.FrontierDepthMiddleware" in result.stderr
+    assert site.pages()  # it crawled

@@ -22,8 +22,9 @@ from redis.exceptions import (
 )
 from scrapy.utils.test import get_crawler
 
+from crawler.addon import Frontier
 from crawler.crawlstate.connection import RedisUnreachableError
-from crawler.frontier.outage import Backoff, RedisOutage, is_outage
+from crawler.frontier.outage import Backoff, is_outage
 
 
 @pytest.mark.parametrize(
@@ -79,8 +80,8 @@ def outage_records(caplog) -> list[tuple[int, str]]:
 def test_an_outage_is_logged_once_each_way_whoever_reports_it(caplog):
     caplog.set_level(logging.INFO)
     crawler = get_crawler(settings_dict={"ADDONS": {"crawler.addon.Frontier": 0}})
-    outage = RedisOutage.of(crawler)
-    assert RedisOutage.of(crawler) is outage  # one per crawl
+    outage = Frontier.of(crawler).outage
+    assert Frontier.of(crawler).outage is outage  # one per crawl
     scheduler, robots = outage.gate("the scheduler"), outage.gate("robots")
     refused = ConnectionError("Connection refused")
     for now in (1.0, 2.0, 3.0):
@@ -101,7 +102,7 @@ def test_an_outage_is_logged_once_each_way_whoever_reports_it(caplog):
 def test_a_single_failed_call_is_counted_but_is_no_outage(caplog):
     caplog.set_level(logging.INFO)
     crawler = get_crawler(settings_dict={"ADDONS": {"crawler.addon.Frontier": 0}})
-    gate = RedisOutage.of(crawler).gate("the traffic counters")
+    gate = Frontier.of(crawler).outage.gate("the traffic counters")
     closed = ConnectionError("Connection closed by server.")
     assert gate.failed(closed, 10.0) == 10.0  # tried again at once
     gate.succeeded()

@@ -10,7 +10,7 @@ from scrapy.settings import Settings
 
 from crawler.frontier import hostdelays
 from crawler.frontier.hostdelays import HostDelays
-from crawler.policy.politeness import PolitenessConfig
+from crawler.frontier.runsettings import RunSettings, RunSettingsHolder
 from tests.unit.properties import PROPERTY
 
 NOON_UTC = 1_763_812_800.0  # 2025-11-22 12:00 UTC: day on a UTC machine
@@ -23,8 +23,20 @@ def delays(seed: int = 0, **values: object) -> HostDelays:
         {"POLITENESS_DAY_DELAY": 2.0, "POLITENESS_NIGHT_DELAY": 1.0, **values},
         priority="cmdline",
     )
-    config = PolitenessConfig.from_settings(settings, machine_zone="UTC")
-    return HostDelays(config, rng=random.Random(seed))
+    run = RunSettingsHolder(RunSettings.from_settings(settings, machine_zone="UTC"))
+    return HostDelays(run, rng=random.Random(seed))
+
+
+def test_a_replaced_run_setting_is_the_delay_of_the_next_fetch():
+    host_delays = delays(POLITENESS_JITTER=0)
+    assert host_delays.delay_for("a.example", now=NOON_UTC) == 2.0
+    settings = Settings({"POLITENESS_DAY_DELAY": 7.0, "POLITENESS_JITTER": 0})
+    settings.setmodule("crawler.defaults", priority="default")
+    host_delays.run_settings.replace(
+        RunSettings.from_settings(settings, machine_zone="UTC")
+    )
+    assert host_delays.delay_for("a.example", now=NOON_UTC) == 7.0
+    assert host_delays.config.day_delay == 7.0
 
 
 def test_crawl_delay_raises_the_delay_and_none_forgets_it():
