@@ -19,10 +19,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from scrapy import signals
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
 
 from crawler import defaults
+from crawler.crawlstate.connection import CrawlRedis
 from crawler.frontier.hostdelays import HostDelays, machine_zone
 from crawler.frontier.outage import RedisOutage
 from crawler.frontier.runsettings import RunSettings, RunSettingsHolder
@@ -96,6 +98,7 @@ class Frontier:
         self._crawler = crawler
         self._delays: HostDelays | None = None
         self._outage: RedisOutage | None = None
+        self._redis: CrawlRedis | None = None
         self.startup_failed = False
 
     @classmethod
@@ -118,7 +121,7 @@ class Frontier:
     def update_pre_crawler_settings(cls, settings: BaseSettings) -> None:
         """The ``bfs`` spider, and every default, before any spider is built (Scrapy
         builds spiders before it runs ``update_settings``) and for our commands
-        (which call ``AddonManager.load_pre_crawler_settings`` themselves)."""
+        (``crawler.commands.crawltarget`` applies the same defaults)."""
         settings.add_to_list("SPIDER_MODULES", "crawler.spiders")
         _install_defaults(settings)
 
@@ -143,6 +146,17 @@ class Frontier:
             run = RunSettings.from_settings(self._crawler.settings, machine_zone())
             self._delays = HostDelays(RunSettingsHolder(run), self._crawler.stats)
         return self._delays
+
+    @property
+    def redis(self) -> CrawlRedis:
+        """The crawl's Redis server and its clients (the private server is started
+        on first use, stopped with the engine); ``RedisSettingsError`` on bad
+        settings, at every call."""
+        if self._redis is None:
+            self._redis = CrawlRedis.from_settings(self._crawler.settings)
+            signal = signals.engine_stopped
+            self._crawler.signals.connect(self._redis.close, signal=signal)
+        return self._redis
 
     @property
     def outage(self) -> RedisOutage:

@@ -39,6 +39,12 @@ DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
 REDIS_URL = ""
 # True: REDIS_URL is a Redis Cluster node; False: the server is asked (INFO cluster).
 REDIS_CLUSTER = False
+# scrapy-redis' way to name the server (redis://HOST:PORT); empty/None: REDIS_URL's.
+REDIS_HOST = ""
+# Port of REDIS_HOST (None: 6379); refused if REDIS_URL names another server.
+REDIS_PORT = None
+# redis-py client keyword arguments (a dict, or JSON with -s), e.g. {"password": "..."}.
+REDIS_PARAMS: dict[str, object] = {}
 
 # --- The frontier (crawler/frontier/) ------------------------------------------------
 

@@ -3,7 +3,9 @@
 Scrapy prints tracebacks for exceptions raised while the engine opens; a bad setting
 or an unreachable Redis is not a bug, so the failure is logged once at ERROR and the
 spider is closed cleanly with ``finish_reason = "startup_failed"`` as soon as
-it is open (``scrapy crawl`` then exits with status 1, see ``crawler.commands``).
+it is open. Scrapy's own ``scrapy crawl`` (in any project) then exits with status 1:
+a crawler that ends without a spider is, to Scrapy's crawler process, one whose
+bootstrap failed, so once the spider is closed the crawler lets go of it.
 """
 
 from __future__ import annotations
@@ -43,10 +45,21 @@ class StartupFailure:
             return
         _FAILED.add(crawler)
         logger.error("%(message)s", {"message": message})
-        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
+        # Held by the signal (not weakly): a component that stood this in and then
+        # went (NotConfigured) still has the spider closed.
+        crawler.signals.connect(
+            self._spider_opened, signal=signals.spider_opened, weak=False
+        )
 
     def _spider_opened(self) -> None:
+        # Connected now, after every component's own handler, so it runs last.
+        self._crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
         raise CloseSpider(STARTUP_FAILED)
+
+    def _spider_closed(self) -> None:
+        """Mark the crawl as failed at bootstrap (``bootstrap_failed`` of Scrapy's
+        crawler process, which ``scrapy crawl`` turns into exit status 1)."""
+        self._crawler.spider = None
 
 
 class FailedScheduler(BaseScheduler):

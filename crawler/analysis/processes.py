@@ -8,7 +8,7 @@ import logging
 import multiprocessing
 import signal
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.log import configure_logging
@@ -43,13 +43,15 @@ class WorkerSpec:
     allowed: tuple[str, ...]
     idle_exit: float | None
     log_settings: dict[str, Any]
+    # Client keyword arguments (REDIS_PARAMS).
+    params: dict[str, Any] = field(default_factory=dict)
 
 
 def run_worker(spec: WorkerSpec) -> int:
     """Run one worker in this process until stopped or idle; return its exit code."""
     stop = threading.Event()
     _on_stop_signals(stop)
-    client = connect(spec.url, cluster=spec.cluster)
+    client = connect(spec.url, cluster=spec.cluster, **spec.params)
     try:
         check_reachable(client, spec.url)
         worker = AnalysisWorker(

@@ -1,1 +1,6 @@
-"""Project commands for ``scrapy`` (COMMANDS_MODULE)."""
+"""Our ``scrapy`` commands: ``frontier``, ``pages`` and ``analyze``.
+
+Scrapy finds them through the package's ``scrapy.commands`` entry points in any
+project, and through ``COMMANDS_MODULE`` in this repository (every module here with a
+``Command`` class is one; the others are their parts).
+"""

@@ -1,8 +1,8 @@
-"""``scrapy analyze``: run the analysis tasks of a crawl (see docs/analysis.md).
+"""``scrapy analyze [SPIDER]``: run the analysis tasks of a crawl (docs/analysis.md).
 
-The crawl is ``--prefix`` (default ``FRONTIER_KEY_PREFIX``, else the ``bfs`` spider's
-name) in ``REDIS_URL``; with no ``REDIS_URL`` the private Redis of
-``FRONTIER_EMBEDDED_REDIS_DIR`` is used, as ``scrapy frontier`` does.
+The crawl is found as ``scrapy frontier`` finds it (``crawler.commands.crawltarget``:
+the SPIDER's, the project's only spider's, or ``--prefix``), in the Redis its
+settings name, else the private Redis of ``FRONTIER_EMBEDDED_REDIS_DIR``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import contextlib
 import sys
 from typing import TYPE_CHECKING
 
-from scrapy.addons import AddonManager
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 from scrapy.utils.log import configure_logging
@@ -19,13 +18,9 @@ from scrapy.utils.log import configure_logging
 from crawler.analysis.analysisconfig import AnalysisConfig
 from crawler.analysis.loader import module_of
 from crawler.analysis.processes import LOG_SETTINGS, WorkerSpec, run_worker, run_workers
-from crawler.commands.frontier import (
-    DEFAULT_SPIDER,
-    REDIS_COMMAND_ERRORS,
-    private_server,
-)
-from crawler.crawlstate.connection import cluster_mode
-from crawler.crawlstate.keys import CrawlKeys
+from crawler.commands.crawltarget import crawl_target
+from crawler.commands.frontier import REDIS_COMMAND_ERRORS
+from crawler.crawlstate.connection import CrawlRedis
 
 if TYPE_CHECKING:
     import argparse
@@ -36,7 +31,9 @@ class Command(ScrapyCommand):
     requires_crawler_process = False
 
     def syntax(self) -> str:
-        return "[--workers N] [--idle-exit SECONDS | --once] [--allow MODULE ...]"
+        return (
+            "[SPIDER] [--workers N] [--idle-exit SECONDS | --once] [--allow MODULE ...]"
+        )
 
     def short_desc(self) -> str:
         return "Run the analysis tasks of a crawl (ANALYSIS_ENABLED queues them)"
@@ -55,8 +52,8 @@ class Command(ScrapyCommand):
         )
         parser.add_argument(
             "--prefix",
-            help="the crawl's key prefix (default: FRONTIER_KEY_PREFIX, else "
-            f"{DEFAULT_SPIDER!r})",
+            help="the crawl's key prefix (default: the SPIDER's FRONTIER_KEY_PREFIX, "
+            "else its name)",
         )
         parser.add_argument(
             "--allow",
@@ -69,41 +66,38 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
-        # The add-on's defaults (no crawler process runs them for this command).
-        AddonManager.load_pre_crawler_settings(self.settings)
-        if args:
-            raise UsageError(f"no arguments expected, got {args!r}")
+        if len(args) > 1:
+            raise UsageError(f"at most one argument (SPIDER) expected, got {args!r}")
+        if args and opts.prefix:
+            raise UsageError(f"give SPIDER or --prefix, not both; got {args[0]!r}")
         if opts.workers < 1:
             raise UsageError(f"--workers must be >= 1, got {opts.workers}")
         if opts.idle_exit is not None and opts.idle_exit < 0:
             raise UsageError(f"--idle-exit must be >= 0, got {opts.idle_exit}")
         configure_logging(self.settings)
         try:
-            self.exitcode = self._run(opts)
+            self.exitcode = self._run(args[0] if args else None, opts)
         except (*REDIS_COMMAND_ERRORS, ValueError) as exc:
             print(f"scrapy analyze: {exc}", file=sys.stderr)
             self.exitcode = 1
 
-    def _run(self, opts: argparse.Namespace) -> int:
+    def _run(self, spider: str | None, opts: argparse.Namespace) -> int:
         assert self.settings is not None
-        config = AnalysisConfig.from_settings(self.settings)
-        keys = (
-            CrawlKeys(opts.prefix)
-            if opts.prefix
-            else CrawlKeys.of(self.settings, DEFAULT_SPIDER)
-        )
+        target = crawl_target(self.settings, spider, opts.prefix)
+        settings, keys = target.settings, target.keys
+        config = AnalysisConfig.from_settings(settings)
         with contextlib.ExitStack() as stack:
-            url = self.settings.get("REDIS_URL") or ""
-            if not url:
-                url = stack.enter_context(private_server(self.settings))
+            server = CrawlRedis.from_settings(settings, join=True)
+            stack.callback(server.close)
             spec = WorkerSpec(
-                url=url,
-                cluster=cluster_mode(self.settings),
+                url=server.url,
+                cluster=server.cluster,
+                params=server.server.params,
                 prefix=keys.prefix,
                 config=config,
                 allowed=(module_of(config.default_analyzer), *opts.allow),
                 idle_exit=0.0 if opts.once else opts.idle_exit,
-                log_settings={name: self.settings.get(name) for name in LOG_SETTINGS},
+                log_settings={name: settings.get(name) for name in LOG_SETTINGS},
             )
             if opts.workers == 1:
                 return run_worker(spec)

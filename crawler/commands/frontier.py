@@ -1,10 +1,11 @@
-"""``scrapy frontier <subcommand>``: look into a crawl's frontier in Redis.
+"""``scrapy frontier <subcommand> [SPIDER]``: watch and steer a crawl's frontier.
 
-Subcommands live in ``SUBCOMMANDS`` (name -> function); for now ``hosts`` prints the
-per-host traffic table the traffic middleware keeps, with each host's timeout record
-(slow, paused) from the timeouts middleware. The crawl is
-``--prefix`` (default ``FRONTIER_KEY_PREFIX``, else the ``bfs`` spider's name) in
-``REDIS_URL``; with no ``REDIS_URL`` the command opens the private Redis of
+Subcommands live in ``SUBCOMMANDS`` (name -> function): ``hosts``
+(``crawler.commands.hosts``), ``status``, ``seed``, ``pause``, ``resume``, ``set``,
+``reset`` (``crawler.commands.steering``) and ``retry``. The crawl is the one the
+spider SPIDER runs (``crawler.commands.crawltarget``: ``FRONTIER_KEY_PREFIX``, else
+the spider's name; without SPIDER, the project's only spider), or ``--prefix``, in
+the Redis its settings name; with none named, the command opens the private Redis of
 ``FRONTIER_EMBEDDED_REDIS_DIR`` that ``scrapy crawl`` used (attaching to it while a
 crawl runs, starting it from its data otherwise).
 """
@@ -13,16 +14,20 @@ from __future__ import annotations
 
 import contextlib
 import sys
-import time
-from datetime import UTC, datetime
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, cast
+from typing import IO, TYPE_CHECKING
 
 import redis
-from scrapy.addons import AddonManager
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from crawler.commands.crawltarget import (
+    CrawlNotFoundError,
+    CrawlTarget,
+    crawl_target,
+    spider_names,
+    split_spider,
+)
+from crawler.commands.hosts import add_hosts_options, hosts
 from crawler.commands.retry import add_retry_options, retry
 from crawler.commands.steering import (
     CONTROL_SUBCOMMANDS,
@@ -31,60 +36,29 @@ from crawler.commands.steering import (
     bind_arguments,
 )
 from crawler.crawlstate.connection import (
+    CrawlRedis,
     RedisUnreachableError,
     check_reachable,
-    cluster_mode,
-    connect,
 )
-from crawler.crawlstate.embedded import EmbeddedRedis, EmbeddedRedisError, running_url
-from crawler.crawlstate.keys import CrawlKeys
-from crawler.middlewares.traffic import RANK_METRICS
-from crawler.policy.tiers import BadHealthRecordError, HostHealth
+from crawler.crawlstate.embedded import EmbeddedRedisError
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterator
 
     from scrapy.settings import BaseSettings
 
-# The spider whose name is the default key prefix.
-DEFAULT_SPIDER = "bfs"
-# Hosts `frontier hosts` shows unless --top says otherwise.
-DEFAULT_TOP = 20
-# Longest text a table cell shows; longer (hostile) values are cut.
-CELL_WIDTH = 40
-# (header, hash field) of each column after the host, in order.
-HOST_COLUMNS = (
-    ("requests", "requests"),
-    ("bytes", "bytes"),
-    ("2xx", "2xx"),
-    ("3xx", "3xx"),
-    ("4xx", "4xx"),
-    ("5xx", "5xx"),
-    ("errors", "errors"),
-    ("last fetch (UTC)", "last_fetch"),
-    ("delay", "delay"),
-    ("reason", "reason"),
-)
-# The column of each host's timeout record: "slow", "paused until ...", both, or
-# "?" for a record this crawler did not write.
-HEALTH_COLUMN = "slow"
-_LEFT_ALIGNED = frozenset({"host", "last fetch (UTC)", "reason", HEALTH_COLUMN})
-# A pause ending within this many seconds shows only its time of day.
-_SAME_DAY = 86400.0
-
-
-class FrontierCommandError(RuntimeError):
-    """What the operator must fix, said in one line."""
-
+    from crawler.crawlstate.keys import CrawlKeys
 
 # What a command that talks to the crawl's Redis reports in one line, exit status 1.
 REDIS_COMMAND_ERRORS = (
-    FrontierCommandError,
+    CrawlNotFoundError,
     RedisUnreachableError,
     EmbeddedRedisError,
     redis.RedisError,
 )
+# Words each subcommand takes after the spider's name (None: any number).
+_WORDS: dict[str, int | None] = {"seed": None, "set": 2}
 
 
 class Command(ScrapyCommand):
@@ -93,7 +67,7 @@ class Command(ScrapyCommand):
     default_settings = {"LOG_ENABLED": False}  # noqa: RUF012 (ScrapyCommand's type)
 
     def syntax(self) -> str:
-        return f"{{{'|'.join(SUBCOMMANDS)}}} [options]"
+        return f"{{{'|'.join(SUBCOMMANDS)}}} [SPIDER] [options]"
 
     def short_desc(self) -> str:
         return f"Watch and steer a crawl's frontier in Redis ({', '.join(SUBCOMMANDS)})"
@@ -102,63 +76,45 @@ class Command(ScrapyCommand):
         super().add_options(parser)
         parser.add_argument(
             "--prefix",
-            help="the crawl's key prefix (default: FRONTIER_KEY_PREFIX, else "
-            f"{DEFAULT_SPIDER!r})",
+            help="the crawl's key prefix (default: the SPIDER's FRONTIER_KEY_PREFIX, "
+            "else its name)",
         )
-        parser.add_argument(
-            "--top",
-            type=int,
-            default=DEFAULT_TOP,
-            help=f"hosts: how many to show (default {DEFAULT_TOP})",
-        )
-        parser.add_argument(
-            "--sort",
-            choices=RANK_METRICS,
-            default="requests",
-            help="hosts: the counter that ranks them (default requests)",
-        )
+        add_hosts_options(parser)
         add_control_options(parser)
         add_retry_options(parser)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
-        # The add-on's defaults (no crawler process runs them for this command).
-        AddonManager.load_pre_crawler_settings(self.settings)
         if not args or args[0] not in SUBCOMMANDS:
             raise UsageError(
                 f"give one subcommand of {', '.join(SUBCOMMANDS)}, got {args!r}"
             )
         if opts.top < 1:
             raise UsageError(f"--top must be >= 1, got {opts.top}")
-        bind_arguments(opts, args[0], args[1:], self.settings)
-        keys = (
-            CrawlKeys(opts.prefix)
-            if opts.prefix
-            else CrawlKeys.of(self.settings, DEFAULT_SPIDER)
-        )
         try:
-            with connected(self.settings) as client:
-                self.exitcode = SUBCOMMANDS[args[0]](client, keys, opts, sys.stdout)
+            target = self._target(args[0], args[1:], opts)
+            with connected(target.settings) as client:
+                subcommand = SUBCOMMANDS[args[0]]
+                self.exitcode = subcommand(client, target.keys, opts, sys.stdout)
         except (*REDIS_COMMAND_ERRORS, ControlError) as exc:
             print(f"scrapy frontier: {exc}", file=sys.stderr)
             self.exitcode = 1
 
-
-# --- subcommands ---------------------------------------------------------------------
-
-
-def hosts(
-    client: redis.Redis, keys: CrawlKeys, opts: argparse.Namespace, out: IO[str]
-) -> int:
-    """The busiest hosts: requests, bytes, statuses, errors, delay in force, and
-    whether they are slow or paused."""
-    rows = read_hosts(client, keys, sort=opts.sort, top=opts.top)
-    if not rows:
-        out.write(f"No {opts.sort} recorded for crawl {keys.prefix!r}\n")
-    else:
-        names = [host for host, _fields in rows]
-        out.write(host_table(rows, read_health(client, keys, names, now=time.time())))
-    return 0
+    def _target(
+        self, name: str, words: list[str], opts: argparse.Namespace
+    ) -> CrawlTarget:
+        """The crawl meant, with the subcommand's words bound to *opts*."""
+        assert self.settings is not None
+        expected = _WORDS.get(name, 0)
+        if name == "set" and opts.unset:
+            expected = 1
+        names = [] if opts.prefix else spider_names(self.settings)
+        spider, words = split_spider(words, names, expected=expected)
+        if spider is not None and opts.prefix:
+            raise UsageError(f"give SPIDER or --prefix, not both; got {spider!r}")
+        target = crawl_target(self.settings, spider, opts.prefix)
+        bind_arguments(opts, name, words, target.settings)
+        return target
 
 
 SUBCOMMANDS: dict[
@@ -166,177 +122,15 @@ SUBCOMMANDS: dict[
 ] = {"hosts": hosts, **CONTROL_SUBCOMMANDS, "retry": retry}
 
 
-def read_hosts(
-    client: redis.Redis, keys: CrawlKeys, *, sort: str, top: int
-) -> list[tuple[str, dict[str, str]]]:
-    """The *top* hosts by *sort*, with their counters: two round trips. A host
-    whose key is not a hash (hostile data) is listed without counters."""
-    rank = keys.traffic_rank(sort)
-    ranked: list[bytes] = client.zrevrange(rank, 0, top - 1)  # type: ignore[assignment]
-    names = [host.decode("utf-8", "surrogateescape") for host in ranked]
-    pipe = client.pipeline(transaction=False)
-    for name in names:
-        pipe.hgetall(keys.traffic(name))
-    return [
-        (name, {} if isinstance(fields, Exception) else _texts(fields))
-        for name, fields in zip(names, pipe.execute(raise_on_error=False), strict=True)
-    ]
-
-
-def read_health(
-    client: redis.Redis, keys: CrawlKeys, names: Sequence[str], *, now: float
-) -> dict[str, str]:
-    """What the ``slow`` column shows for each of *names*: one HMGET of the crawl's
-    host records. A record that is not ours, or a health key that is not a hash,
-    shows as ``?``."""
-    if not names:
-        return {}
-    try:
-        records = cast("list[bytes | None]", client.hmget(keys.health, names))
-    except redis.ResponseError:  # WRONGTYPE: someone else's key
-        return dict.fromkeys(names, "?")
-    return {
-        name: health_text(raw, now=now)
-        for name, raw in zip(names, records, strict=True)
-    }
-
-
-def health_text(raw: bytes | None, *, now: float) -> str:
-    """``slow``, ``paused until 12:34:56Z``, both, ``""`` (no record, or nothing to
-    say), or ``?`` for a record this crawler did not write."""
-    if raw is None:
-        return ""
-    try:
-        health = HostHealth.from_json(raw)
-    except BadHealthRecordError:
-        return "?"
-    parts = ["slow"] if health.slow else []
-    if health.paused_until > now:
-        try:
-            moment = datetime.fromtimestamp(health.paused_until, UTC)
-        except (ValueError, OverflowError, OSError):
-            return "?"
-        shape = (
-            "%H:%M:%SZ"
-            if health.paused_until - now < _SAME_DAY
-            else "%Y-%m-%dT%H:%M:%SZ"
-        )
-        parts.append(f"paused until {moment.strftime(shape)}")
-    return ", ".join(parts)
-
-
-# --- the table -----------------------------------------------------------------------
-
-
-def host_table(
-    rows: Sequence[tuple[str, dict[str, str]]],
-    health: Mapping[str, str] | None = None,
-) -> str:
-    """The aligned text table of *rows* (host, hash fields), with a ``slow`` column
-    from *health* (host -> text) when given; never raises on what Redis held:
-    values that are not numbers are shown as they are."""
-    headers = ["host", *(header for header, _field in HOST_COLUMNS)]
-    if health is not None:
-        headers.append(HEALTH_COLUMN)
-    lines = [headers]
-    for host, fields in rows:
-        line = [cell(host)]
-        line += [cell(_shown(name, fields.get(name, ""))) for _h, name in HOST_COLUMNS]
-        if health is not None:
-            line.append(cell(health.get(host, "")))
-        lines.append(line)
-    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
-    return "".join(
-        "  ".join(
-            text.ljust(width) if header in _LEFT_ALIGNED else text.rjust(width)
-            for header, text, width in zip(headers, line, widths, strict=True)
-        ).rstrip()
-        + "\n"
-        for line in lines
-    )
-
-
-def _shown(name: str, value: str) -> str:
-    if name == "last_fetch":
-        return utc_time(value)
-    if name == "delay" and value:
-        return f"{value}s" if _is_number(value) else value
-    if name in {"requests", "bytes", "2xx", "3xx", "4xx", "5xx", "errors"}:
-        return value or "0"
-    return value
-
-
-def utc_time(value: str) -> str:
-    """``1795000000.5`` -> ``2026-11-18T11:06:40Z``; anything else as it is."""
-    try:
-        moment = datetime.fromtimestamp(float(value), UTC)
-    except (ValueError, OverflowError, OSError):
-        return value
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def cell(text: str) -> str:
-    """*text* fit for a terminal: control characters escaped, cut to CELL_WIDTH."""
-    shown = "".join(
-        c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-        for c in text
-    )
-    if len(shown) > CELL_WIDTH:
-        shown = shown[: CELL_WIDTH - 1] + "…"
-    return shown
-
-
-def _texts(fields: dict[bytes, bytes]) -> dict[str, str]:
-    return {
-        key.decode("utf-8", "replace"): value.decode("utf-8", "replace")
-        for key, value in fields.items()
-    }
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-# --- reaching the crawl's Redis ------------------------------------------------------
-
-
 @contextlib.contextmanager
 def connected(settings: BaseSettings) -> Iterator[redis.Redis]:
-    """A client of the crawl's Redis (``REDIS_URL``, else its private server), a
-    Cluster's if it is one (see ``crawler.crawlstate.connection``)."""
-    url: str = settings.get("REDIS_URL") or ""
+    """A client of the crawl's Redis (see ``crawler.crawlstate.connection``): the
+    server the settings name, else the private server a crawl runs or left data of."""
+    server = CrawlRedis.from_settings(settings, join=True)
     with contextlib.ExitStack() as stack:
-        if not url:
-            url = stack.enter_context(private_server(settings))
+        stack.callback(server.close)
         # Host names are kept byte for byte, even those that are not UTF-8.
-        client = connect(
-            url, cluster=cluster_mode(settings), encoding_errors="surrogateescape"
-        )
+        client = server.sync_client(encoding_errors="surrogateescape")
         stack.callback(client.close)
-        check_reachable(client, url)
+        check_reachable(client, server.url)
         yield client
-
-
-@contextlib.contextmanager
-def private_server(settings: BaseSettings) -> Iterator[str]:
-    """The URL of the private Redis ``scrapy crawl`` used when REDIS_URL is empty:
-    the running one, or one started on its data for as long as the block runs."""
-    name = settings.get("FRONTIER_EMBEDDED_REDIS_DIR") or ""
-    directory = Path(name)
-    if not name or not directory.is_dir():
-        raise FrontierCommandError(
-            "REDIS_URL is empty and no crawl has kept its data in "
-            f"FRONTIER_EMBEDDED_REDIS_DIR={name!r}: pass -s REDIS_URL=redis://..."
-        )
-    if url := running_url(directory):
-        yield url
-        return
-    server = EmbeddedRedis(directory).start()
-    try:
-        yield server.url
-    finally:
-        server.stop()

@@ -19,11 +19,11 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from scrapy.addons import AddonManager
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.commands.frontier import cell
+from crawler.commands.crawltarget import crawl_settings
+from crawler.commands.hosts import cell
 from crawler.policy.fates import FAILED_FATES, FATES
 from crawler.recordsdb import COLUMNS, RecordsDatabase, RecordsDatabaseError
 
@@ -80,13 +80,12 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
-        # The add-on's defaults (no crawler process runs them for this command).
-        AddonManager.load_pre_crawler_settings(self.settings)
         if args:
             raise UsageError(f"scrapy pages takes no arguments, got {args!r}")
         if opts.limit is not None and opts.limit < 0:
             raise UsageError(f"--limit must be >= 0, got {opts.limit}")
-        url = self.settings.get("RECORDS_DATABASE_URL") or ""
+        # The add-on's default (a database under .crawl/) below the project's.
+        url = crawl_settings(self.settings).get("RECORDS_DATABASE_URL") or ""
         try:
             if not url:
                 raise RecordsDatabaseError(

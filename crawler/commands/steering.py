@@ -16,7 +16,14 @@ from typing import IO, TYPE_CHECKING
 
 from scrapy.exceptions import UsageError
 
-from crawler.commands.report import live_nodes, read_status, render_status
+from crawler.commands.report import render_status
+from crawler.crawlstate.readers import (
+    check_deletable,
+    crawl_key_count,
+    delete_crawl,
+    live_nodes,
+)
+from crawler.crawlstate.status import read_status
 from crawler.frontier.runcontrol import (
     PAUSED_FIELD,
     PAUSED_VALUE,
@@ -38,11 +45,8 @@ if TYPE_CHECKING:
 
     from crawler.crawlstate.keys import CrawlKeys
 
-# Seeds pushed by one RPUSH; keys a SCAN step asks for, and unlinked by one pipeline.
+# Seeds pushed by one RPUSH.
 SEED_BATCH = 1000
-SCAN_BATCH = 1000
-# Characters SCAN would read as a glob in a prefix: reset refuses such a prefix.
-_GLOB = frozenset("*?[]\\")
 _HEARTBEAT = "within one heartbeat (FRONTIER_MAINTENANCE_INTERVAL)"
 
 
@@ -81,11 +85,12 @@ def bind_arguments(
         fewest = most = 1 if opts.unset else 2
     if len(words) < fewest or (most is not None and len(words) > most):
         usage = {
-            "set": "set KEY VALUE | set KEY --unset",
-            "seed": "seed URL... | seed --file PATH",
+            "set": "set [SPIDER] KEY VALUE | set [SPIDER] KEY --unset",
+            "seed": "seed [SPIDER] URL... | seed [SPIDER] --file PATH",
         }
         raise UsageError(
-            f"usage: scrapy frontier {usage.get(name, name)}; got {[name, *words]!r}"
+            f"usage: scrapy frontier {usage.get(name, name + ' [SPIDER]')}; got "
+            f"{[name, *words]!r}"
         )
     opts.words = list(words)
     opts.settings = settings
@@ -201,17 +206,17 @@ def reset(
 ) -> int:
     """Delete every key of the crawl, after asking (unless --yes); refused while a
     node is alive (unless --force)."""
-    if _GLOB & set(keys.prefix):
-        raise ControlError(
-            f"cannot reset crawl {keys.prefix!r}: its prefix holds glob characters"
-        )
+    try:
+        check_deletable(keys)
+    except ValueError as exc:
+        raise ControlError(str(exc)) from None
     alive = live_nodes(client, keys)
     if alive and not opts.force:
         raise ControlError(
             f"{len(alive)} node(s) of crawl {keys.prefix!r} alive ({alive[0]!r}...): "
             "stop them first, or pass --force"
         )
-    count = sum(1 for _key in client.scan_iter(match=keys.pattern, count=SCAN_BATCH))
+    count = crawl_key_count(client, keys)
     if not count:
         out.write(f"Crawl {keys.prefix!r} has no keys: nothing to delete\n")
         return 0
@@ -220,7 +225,7 @@ def reset(
         out.flush()
         if sys.stdin.readline().strip().lower() not in {"y", "yes"}:
             raise ControlError("reset not confirmed: nothing deleted")
-    out.write(f"Deleted {_delete_all(client, keys)} keys of crawl {keys.prefix!r}\n")
+    out.write(f"Deleted {delete_crawl(client, keys)} keys of crawl {keys.prefix!r}\n")
     return 0
 
 
@@ -278,24 +283,3 @@ def _push(client: redis.Redis, keys: CrawlKeys, batch: list[str]) -> int:
     pushed = len(batch)
     batch.clear()
     return pushed
-
-
-def _delete_all(client: redis.Redis, keys: CrawlKeys) -> int:
-    """UNLINK every key of the crawl, one key a command (Cluster-safe); how many."""
-    deleted = 0
-    batch: list[bytes] = []
-    for key in client.scan_iter(match=keys.pattern, count=SCAN_BATCH):
-        batch.append(key)
-        if len(batch) >= SCAN_BATCH:
-            deleted += _unlink(client, batch)
-    return deleted + _unlink(client, batch)
-
-
-def _unlink(client: redis.Redis, batch: list[bytes]) -> int:
-    if not batch:
-        return 0
-    pipe = client.pipeline(transaction=False)
-    for key in batch:
-        pipe.unlink(key)
-    batch.clear()
-    return sum(pipe.execute())

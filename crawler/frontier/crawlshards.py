@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import ResponseError
 
 from crawler.crawlstate.keys import SCHEMA_VERSION, CrawlKeys
+from crawler.crawlstate.readers import add_totals, delete_crawl, queue_totals
 from crawler.frontier.dedup import shard_layouts
 from crawler.frontier.repair import ShardRepair
 from crawler.frontier.roundtrip import Lease, ms
@@ -156,22 +157,7 @@ class CrawlShards:
         count a damaged entry left too low never ends a crawl early.
         """
 
-        def read(pipe: Pipeline) -> None:
-            for keys in self.keys:
-                pipe.hget(keys.counters, "queued")
-                pipe.zcard(keys.leases)
-                pipe.zcard(keys.ready)
-                pipe.zcard(keys.waiting)
-                pipe.zcard(keys.held)
-
-        replies = self._read(read)
-        queued = leased = 0
-        for count, leases, ready, waiting, held in zip(
-            *[iter(replies)] * 5, strict=True
-        ):
-            queued += max(_integer(count), ready + waiting) + held
-            leased += leases
-        return queued, leased
+        return add_totals(self._read(lambda pipe: queue_totals(pipe, self.keys)))
 
     def hosts_ready(self) -> int:
         """Hosts that may be fetched now, over every shard."""
@@ -241,16 +227,8 @@ class CrawlShards:
         return total
 
     def delete_all(self) -> int:
-        """Delete every key of the crawl; how many."""
-        deleted = 0
-        batch: list[bytes] = []
-        for key in self.client.scan_iter(match=self.crawl_keys.pattern, count=1000):
-            batch.append(key)
-            if len(batch) >= 1000:
-                deleted += self.client.unlink(*batch)
-                batch.clear()
-        if batch:
-            deleted += self.client.unlink(*batch)
+        """Delete every key of the crawl (one key a command: Cluster-safe); how many."""
+        deleted = delete_crawl(self.client, self.crawl_keys)
         self.summaries.forget()
         return deleted
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from scrapy.utils.asyncio import call_later, create_looping_call
 
-from crawler.crawlstate.connection import check_reachable, redis_url, sync_client
+from crawler.addon import Frontier
+from crawler.crawlstate.connection import check_reachable
 from crawler.frontier.damage import retyped
 from crawler.frontier.drain import DrainWatch
 from crawler.frontier.enginehooks import wake_engine
@@ -87,10 +88,10 @@ class NodeRuntime:
 
     def open(self, now: float) -> FrontierStore:
         """Connect, prepare the crawl, join it and take back this node's leases."""
-        client = sync_client(self._crawler)
+        client = Frontier.of(self._crawler).redis.sync_client()
         use_reactor_retry(client)  # a longer wait is the gate's, off the reactor
         try:
-            check_reachable(client, redis_url(self._crawler))
+            check_reachable(client, Frontier.of(self._crawler).redis.url)
             store = FrontierStore(client, self._config)
             store.prepare(now)
             self.membership = Membership(

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from redis.exceptions import ResponseError
 
 from crawler import __version__
+from crawler.crawlstate.readers import registry_entry
 from crawler.frontier.damage import delete_if_wrong_type, retyped
 from crawler.frontier.nodeid import NodeIdentity, node_identity
 from crawler.frontier.scripts import queue_script
@@ -262,9 +263,10 @@ class Membership:
 def _age(entries: dict[bytes, bytes], node: bytes, now: float) -> float:
     """Seconds since *node*'s last heartbeat by its registry entry (inf if unreadable:
     not a node's)."""
+    entry = registry_entry(entries[node])
     try:
-        age = now - float(json.loads(entries[node])["heartbeat"])
+        age = now - float(entry["heartbeat"]) if entry is not None else math.inf
         node.decode("utf-8")
     except (KeyError, ValueError, TypeError, RecursionError):
-        return float("inf")
-    return float("inf") if math.isnan(age) else age
+        return math.inf
+    return math.inf if math.isnan(age) else age

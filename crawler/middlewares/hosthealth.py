@@ -13,7 +13,6 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from crawler.addon import Frontier
-from crawler.crawlstate.connection import sync_client
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.damage import retyped
 from crawler.frontier.outage import (
@@ -137,6 +136,6 @@ class HostRecords:
 
     def _redis(self) -> redis.Redis:
         if self._client is None:
-            self._client = sync_client(self._crawler)
+            self._client = Frontier.of(self._crawler).redis.sync_client()
             use_reactor_retry(self._client)  # a longer wait is self._gate's
         return self._client

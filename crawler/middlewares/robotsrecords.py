@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 from redis.exceptions import LockError, ResponseError
 
 from crawler.addon import Frontier
-from crawler.crawlstate.connection import async_client
 from crawler.frontier.outage import REDIS_ERRORS, is_outage, patiently
 from crawler.policy.robotsfetch import (
     BadRecordError,
@@ -192,5 +191,5 @@ class RobotsRecords:
 
     def _client(self) -> redis.asyncio.Redis:
         if self._redis is None:  # made on first use: no I/O at start-up
-            self._redis = async_client(self._crawler)
+            self._redis = Frontier.of(self._crawler).redis.async_client()
         return self._redis

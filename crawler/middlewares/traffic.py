@@ -24,7 +24,6 @@ from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
 
 from crawler.addon import Frontier
-from crawler.crawlstate.connection import async_client
 from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.enginehooks import engine_closing
@@ -176,7 +175,7 @@ class TrafficMiddleware:
         """The client, made on first use: the crawl's Redis may be a private server
         the scheduler starts when it opens."""
         if self._client is None:
-            self._client = async_client(self._crawler)
+            self._client = Frontier.of(self._crawler).redis.async_client()
         return self._client
 
     def _queue_host(

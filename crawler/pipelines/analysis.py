@@ -22,10 +22,12 @@ from scrapy.exceptions import NotConfigured
 from crawler.addon import Frontier
 from crawler.analysis.analysisconfig import AnalysisConfig
 from crawler.analysis.tasks import AnalysisTask
-from crawler.crawlstate.connection import async_client
+from crawler.crawlstate.connection import RedisUnreachableError
+from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.outage import patiently
 from crawler.items import PageRecord
+from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:
     from typing import Self
@@ -59,7 +61,13 @@ class AnalysisPipeline:
             raise NotConfigured("ANALYSIS_ENABLED is False")
         config = AnalysisConfig.from_settings(crawler.settings)
         keys = CrawlKeys.of(crawler.settings, crawler.spidercls.name)
-        return cls(crawler, async_client(crawler), config, keys)
+        try:
+            client = Frontier.of(crawler).redis.async_client()
+        except (RedisUnreachableError, EmbeddedRedisError) as exc:
+            # Bad Redis settings, or a private server that cannot start: one line.
+            StartupFailure(crawler, str(exc))
+            raise NotConfigured(str(exc)) from None
+        return cls(crawler, client, config, keys)
 
     def open_spider(self) -> None:
         self._rules = analysis_rules(

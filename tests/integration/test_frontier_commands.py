@@ -412,6 +412,7 @@ def test_set_refuses_unknown_settings_and_bad_values(redis, redis_url, args):
 
 
 def test_set_unset_drops_a_value(redis, redis_url):
+    # DOWNLOAD_DELAY is Scrapy's name of POLITENESS_MIN_DELAY (the add-on moves it)
     redis.hset(KEYS.control, mapping={"set:POLITENESS_MIN_DELAY": "2", "paused": "1"})
     result = frontier(redis_url, "set", "DOWNLOAD_DELAY", "--unset")
     assert result.returncode == 0, result.stderr
@@ -431,11 +432,44 @@ def test_set_says_when_a_value_in_force_is_bad(redis, redis_url):
         ["set", "DEPTH_LIMIT"],
         ["set", "DEPTH_LIMIT", "3", "4"],
         ["seed"],
-        ["pause", "x"],
+        ["pause", "bfs", "x"],
+        ["status", "bfs", "--prefix", "bfs"],
     ],
 )
 def test_usage_errors(redis_url, args):
     assert frontier(redis_url, *args).returncode == 2
+
+
+# --- the crawl of a spider ------------------------------------------------------------
+
+
+def test_the_crawl_is_found_by_its_spiders_name(redis, redis_url):
+    pushed = frontier(redis_url, "seed", "bfs", "https://a.example/")
+    assert pushed.returncode == 0, pushed
+    assert redis.lrange(KEYS.seeds, 0, -1) == [b"https://a.example/"]
+    assert frontier(redis_url, "set", "bfs", "DEPTH_LIMIT", "3").returncode == 0
+    assert redis.hget(KEYS.control, "set:DEPTH_LIMIT") == b"3"
+    # The project's only spider is meant when none is named.
+    assert frontier(redis_url, "pause").returncode == 0
+    assert frontier(redis_url, "resume", "bfs").returncode == 0
+    assert not redis.hexists(KEYS.control, "paused")
+
+
+def test_the_spiders_crawl_takes_its_key_prefix_from_the_settings(redis, redis_url):
+    prefix = ["-s", "FRONTIER_KEY_PREFIX=other"]
+    assert (
+        frontier(redis_url, "seed", "bfs", "https://a.example/", *prefix).returncode
+        == 0
+    )
+    assert redis.llen("other:seeds") == 1
+    assert not redis.exists(KEYS.seeds)
+
+
+def test_an_unknown_spider_is_one_line(redis, redis_url):
+    one_line_error(
+        frontier(redis_url, "status", "nope"), "unknown spider 'nope'", "bfs"
+    )
+    assert not redis.keys("*")
 
 
 # --- reset -------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
-from crawler.crawlstate.connection import RedisUnreachableError, connect, sync_client
+from crawler.addon import Frontier
+from crawler.crawlstate.connection import RedisUnreachableError, connect
 from crawler.crawlstate.embedded import redis_server_binary
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.dedup import bloom_hashes
@@ -220,12 +221,12 @@ def test_a_node_url_gets_the_cluster_client_and_a_single_server_does_not(
 ):
     for values in ({}, {"REDIS_CLUSTER": True}):  # found out, or said
         crawler = get_crawler(BfsSpider, {"REDIS_URL": redis_cluster.url, **values})
-        client = sync_client(crawler)
+        client = Frontier.of(crawler).redis.sync_client()
         assert isinstance(client, RedisCluster)
         assert len(client.get_primaries()) == NODES
         client.close()
     single = get_crawler(BfsSpider, {"REDIS_URL": redis_url_session})
-    client = sync_client(single)
+    client = Frontier.of(single).redis.sync_client()
     assert type(client) is redis_py.Redis
     client.close()
 

@@ -17,7 +17,7 @@ from scrapy import Request, signals
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
-from crawler.commands.frontier import read_health
+from crawler.commands.hosts import read_health
 from crawler.crawlstate.embedded import EmbeddedRedis
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.middlewares.traffic import TrafficMiddleware
@@ -257,7 +257,7 @@ def test_frontier_hosts_without_redis_or_crawl_data_says_so(tmp_path):
 
 @pytest.mark.parametrize(
     "args",
-    [["nope"], [], ["hosts", "extra"], ["hosts", "--top", "0"]],
+    [["nope"], [], ["hosts", "bfs", "extra"], ["hosts", "--top", "0"]],
 )
 def test_frontier_usage_errors(args):
     result = frontier(*args, "-s", "REDIS_URL=redis://127.0.0.1:9/0")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
-from crawler.commands.report import NodeStatus, age, shard_ranges
+from crawler.commands.report import age, shard_ranges
+from crawler.crawlstate.status import NodeStatus
 from crawler.frontier.runcontrol import (
     RUNTIME_SETTINGS,
     Control,

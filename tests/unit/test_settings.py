@@ -27,7 +27,9 @@ PREFIXES = (
     "WARC_",
     "BFS_",
 )
-UNPREFIXED = frozenset({"REDIS_URL", "REDIS_CLUSTER"})
+UNPREFIXED = frozenset(
+    {"REDIS_URL", "REDIS_CLUSTER", "REDIS_HOST", "REDIS_PORT", "REDIS_PARAMS"}
+)
 
 
 def _is_settings(node: ast.expr) -> bool:

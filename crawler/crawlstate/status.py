@@ -1,0 +1,184 @@
+"""The state of a crawl as ``scrapy frontier status`` shows it, read from Redis.
+
+Reading takes two pipelined round trips of single-key commands (so it works on a
+Redis Cluster): the crawl's meta hash, the registry, the control hash, the seeds list
+and each shard's counters, then one ``EXISTS`` per node heartbeat. The state is
+``no such crawl`` (no meta hash: no node ever opened it), ``paused``, ``running`` (a
+node is alive), ``finished`` (nothing queued, in flight, held or seeded, and no node
+alive) or ``stopped`` (work left, no node alive: a rerun resumes it). Nothing Redis
+holds makes it raise: a value that is not what this crawler writes counts as absent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from crawler.crawlstate.readers import (
+    alive,
+    decoded,
+    finite_number,
+    mapping,
+    registry_entry,
+    whole_count,
+    whole_number,
+)
+from crawler.frontier.runcontrol import Control, read_control
+from crawler.policy.fates import FATES
+from crawler.policy.order import TIERS_PER_DEPTH
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import redis
+
+    from crawler.crawlstate.keys import CrawlKeys
+
+# Commands per shard in the first pipeline, in the order _add_shard reads them.
+_SHARD_COMMANDS = 6
+# Commands before the shards' in the first pipeline.
+_GLOBAL_COMMANDS = 4
+# Fields of a shard's counters hash: one per final fate (``fate:<fate>``, counted
+# when a lease is acknowledged with it) and URLs held for a later try (a gauge).
+FATE_FIELD = "fate:"
+HELD_FIELD = "held"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeStatus:
+    """One entry of the node registry; None where the entry did not say."""
+
+    node_id: str
+    alive: bool
+    heartbeat: float | None = None
+    started: float | None = None
+    shards: tuple[int, ...] = ()
+    pages: int | None = None
+    pages_per_min: float | None = None
+
+    def rate(self) -> float | None:
+        """Pages a minute: the node's own figure, else its average since start."""
+        if self.pages_per_min is not None:
+            return self.pages_per_min
+        pages, heartbeat, started = self.pages, self.heartbeat, self.started
+        if pages is None or heartbeat is None or started is None:
+            return None
+        minutes = (heartbeat - started) / 60
+        return pages / minutes if minutes > 0 else None
+
+
+@dataclass(slots=True)
+class CrawlStatus:
+    """Totals over every shard, the nodes, and the controls in force."""
+
+    prefix: str
+    shards: int
+    nodes: list[NodeStatus] = field(default_factory=list)
+    control: Control = field(default_factory=Control)
+    seeds: int = 0
+    queued: int = 0
+    in_flight: int = 0
+    ready: int = 0
+    waiting: int = 0
+    by_depth: dict[int, int] = field(default_factory=dict)
+    orphans: list[int] = field(default_factory=list)
+    exists: bool = True
+    acked: int = 0
+    held: int = 0
+    fates: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def state(self) -> str:
+        """``no such crawl``, ``paused``, ``running``, ``finished`` or ``stopped``."""
+        if not self.exists:
+            return "no such crawl"
+        if self.control.paused:
+            return "paused"
+        if any(node.alive for node in self.nodes):
+            return "running"
+        if self.queued or self.in_flight or self.held or self.seeds:
+            return "stopped"
+        return "finished"
+
+
+def read_status(client: redis.Redis, keys: CrawlKeys, shards: int) -> CrawlStatus:
+    """The crawl's state: two round trips."""
+    pipe = client.pipeline(transaction=False)
+    pipe.exists(keys.meta)
+    pipe.hgetall(keys.nodes)
+    pipe.hgetall(keys.control)
+    pipe.llen(keys.seeds)
+    for shard in range(shards):
+        shard_keys = keys.shard(shard)
+        pipe.hgetall(shard_keys.counters)
+        pipe.hgetall(shard_keys.outstanding)
+        pipe.zcard(shard_keys.ready)
+        pipe.zcard(shard_keys.waiting)
+        pipe.zcard(shard_keys.leases)
+        pipe.get(shard_keys.owner)
+    replies = pipe.execute(raise_on_error=False)
+    registry = mapping(replies[1])
+    status = CrawlStatus(keys.prefix, shards, control=read_control(mapping(replies[2])))
+    status.exists = replies[0] == 1
+    status.seeds = whole_count(replies[3])
+    owners: list[str | None] = []
+    for shard in range(shards):
+        start = _GLOBAL_COMMANDS + shard * _SHARD_COMMANDS
+        owners.append(_add_shard(status, replies[start : start + _SHARD_COMMANDS]))
+    entries = {decoded(node): raw for node, raw in registry.items()}
+    living = alive(client, keys, {*entries, *(o for o in owners if o is not None)})
+    status.nodes = [
+        _node(node, entries[node], living[node]) for node in sorted(entries)
+    ]
+    status.orphans = [s for s, o in enumerate(owners) if o is None or not living[o]]
+    return status
+
+
+def _add_shard(status: CrawlStatus, replies: Sequence[Any]) -> str | None:
+    """Add one shard's counters to *status*; the shard's owner id, if any."""
+    counters, outstanding, ready, waiting, leases, owner = replies
+    _add_counters(status, mapping(counters))
+    status.ready += whole_count(ready)
+    status.waiting += whole_count(waiting)
+    status.in_flight += whole_count(leases)
+    for level, count in mapping(outstanding).items():
+        if level.isdigit():
+            depth = int(level) // TIERS_PER_DEPTH
+            status.by_depth[depth] = status.by_depth.get(depth, 0) + whole_count(count)
+    return decoded(owner) if isinstance(owner, bytes) else None
+
+
+def _add_counters(status: CrawlStatus, counters: dict[bytes, bytes]) -> None:
+    """Add one shard's ``counters`` hash: queued, acked, held and the fates."""
+    for raw_name, value in counters.items():
+        name = decoded(raw_name)
+        if name == "queued":
+            status.queued += whole_count(value)
+        elif name == "acked":
+            status.acked += whole_count(value)
+        elif name == HELD_FIELD:
+            status.held += whole_count(value)
+        elif name.startswith(FATE_FIELD) and name[len(FATE_FIELD) :] in FATES:
+            fate = name[len(FATE_FIELD) :]
+            status.fates[fate] = status.fates.get(fate, 0) + whole_count(value)
+
+
+def _node(node_id: str, raw: bytes, alive: bool) -> NodeStatus:
+    """The registry entry *raw* of *node_id*, read defensively."""
+    entry = registry_entry(raw)
+    if entry is None:
+        return NodeStatus(node_id, alive)
+    shards = entry.get("shards")
+    return NodeStatus(
+        node_id,
+        alive,
+        heartbeat=finite_number(entry.get("heartbeat")),
+        started=finite_number(entry.get("started")),
+        shards=tuple(
+            sorted({s for s in shards if isinstance(s, int) and s >= 0})
+            if isinstance(shards, list)
+            else ()
+        ),
+        pages=whole_number(entry.get("pages")),
+        pages_per_min=finite_number(entry.get("pages_per_min")),
+    )
