@@ -1,7 +1,7 @@
 """``scrapy frontier <subcommand> [SPIDER]``: watch and steer a crawl's frontier.
 
 Subcommands live in ``SUBCOMMANDS`` (name -> function): ``hosts``
-(``crawler.commands.hosts``), ``status``, ``seed``, ``pause``, ``resume``, ``set``,
+(``crawler.commands.hoststable``), ``status``, ``seed``, ``pause``, ``resume``, ``set``,
 ``reset`` (``crawler.commands.steering``) and ``retry``. The crawl is the one the
 spider SPIDER runs (``crawler.commands.crawltarget``: ``FRONTIER_KEY_PREFIX``, else
 the spider's name; without SPIDER, the project's only spider), or ``--prefix``, in
@@ -27,7 +27,7 @@ from crawler.commands.crawltarget import (
     spider_names,
     split_spider,
 )
-from crawler.commands.hosts import add_hosts_options, hosts
+from crawler.commands.hoststable import add_hosts_options, hosts
 from crawler.commands.retry import add_retry_options, retry
 from crawler.commands.steering import (
     CONTROL_SUBCOMMANDS,

@@ -23,7 +23,7 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.commands.crawltarget import crawl_settings
-from crawler.commands.hosts import cell
+from crawler.commands.hoststable import cell
 from crawler.policy.fates import FAILED_FATES, FATES
 from crawler.recordsdb import COLUMNS, RecordsDatabase, RecordsDatabaseError
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from crawler.commands.hosts import cell
+from crawler.commands.hoststable import cell
 from crawler.policy.fates import FAILED_FATES, FATES
 
 if TYPE_CHECKING:
