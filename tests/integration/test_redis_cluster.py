@@ -215,17 +215,20 @@ def nodes_holding(redis_cluster: LocalCluster, fragment: bytes) -> set[int]:
 
 # --- connecting ------------------------------------------------------------------------
 
+ADDON = {"crawler.addon.Frontier": 0}
+
 
 def test_a_node_url_gets_the_cluster_client_and_a_single_server_does_not(
     redis_cluster, redis_url_session
 ):
     for values in ({}, {"REDIS_CLUSTER": True}):  # found out, or said
-        crawler = get_crawler(BfsSpider, {"REDIS_URL": redis_cluster.url, **values})
+        settings = {"ADDONS": ADDON, "REDIS_URL": redis_cluster.url, **values}
+        crawler = get_crawler(BfsSpider, settings)
         client = Frontier.of(crawler).redis.sync_client()
         assert isinstance(client, RedisCluster)
         assert len(client.get_primaries()) == NODES
         client.close()
-    single = get_crawler(BfsSpider, {"REDIS_URL": redis_url_session})
+    single = get_crawler(BfsSpider, {"ADDONS": ADDON, "REDIS_URL": redis_url_session})
     client = Frontier.of(single).redis.sync_client()
     assert type(client) is redis_py.Redis
     client.close()
