@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 from scrapy import Request
+from scrapy.core.spidermw import SpiderMiddlewareManager
 from scrapy.utils.reactor import install_reactor
 from scrapy.utils.test import get_crawler
 
@@ -61,9 +62,11 @@ def frontier_crawler(redis_url: str, count: int, hosts: int) -> Crawler:
         "FRONTIER_DEDUP_CAPACITY": count,
     }
     crawler = get_crawler(BfsSpider, settings)
-    # The scheduler sets the downloader's delay when it opens; nothing is fetched.
+    # Nothing is fetched: the scheduler only checks, when it opens, that the
+    # spider middlewares it needs are there.
+    spidermw = SpiderMiddlewareManager.from_crawler(crawler)
     crawler.engine = SimpleNamespace(  # type: ignore[assignment]
-        downloader=SimpleNamespace(_delay=0.0), _slot=None
+        scraper=SimpleNamespace(spidermw=spidermw), _slot=None
     )
     return crawler
 
