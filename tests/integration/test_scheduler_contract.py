@@ -11,7 +11,6 @@ engine is through with it, so these put each URL on a host of its own. The
 from __future__ import annotations
 
 import logging
-from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -21,11 +20,13 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from crawler.frontier import drain
-from crawler.frontier.scheduler import FrontierScheduler
+from tests.integration.openscheduler import opened
 from tests.servers import RestartableRedis
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import Callable
+
+    from crawler.frontier.scheduler import FrontierScheduler
 
 pytestmark = pytest.mark.integration
 
@@ -36,21 +37,6 @@ MOST_CALLS = 50
 
 class ContractSpider(Spider):
     name = "spider"
-
-
-@asynccontextmanager
-async def opened(settings: dict[str, Any]) -> AsyncIterator[FrontierScheduler]:
-    """A FrontierScheduler built and opened as Scrapy's engine does, closed after."""
-    crawler = get_crawler(ContractSpider, settings)
-    crawler.spider = ContractSpider.from_crawler(crawler)
-    crawler.engine = crawler._create_engine()  # real, never started
-    scheduler = FrontierScheduler.from_crawler(crawler)
-    assert isinstance(scheduler, FrontierScheduler)
-    scheduler.open(crawler.spider)
-    try:
-        yield scheduler
-    finally:
-        scheduler.close("finished")
 
 
 @pytest.fixture
@@ -76,7 +62,7 @@ def dequeue_all(scheduler: FrontierScheduler) -> list[Request]:
 
 @deferred_f_from_coro_f
 async def test_scheduler_class(scheduler_settings):
-    async with opened(scheduler_settings()) as scheduler:
+    async with opened(ContractSpider, scheduler_settings()) as scheduler:
         assert isinstance(scheduler, BaseScheduler)
         assert issubclass(scheduler.__class__, BaseScheduler)
 
@@ -84,7 +70,7 @@ async def test_scheduler_class(scheduler_settings):
 @deferred_f_from_coro_f
 async def test_enqueue_dequeue(scheduler_settings, monkeypatch):
     monkeypatch.setattr(drain, "CHECK_INTERVAL", 0.0)  # Redis asked at every call
-    async with opened(scheduler_settings()) as scheduler:
+    async with opened(ContractSpider, scheduler_settings()) as scheduler:
         assert not scheduler.has_pending_requests()
         for url in URLS:
             assert scheduler.enqueue_request(Request(url))
@@ -121,7 +107,7 @@ async def test_crawl(site, settings, caplog):
 @deferred_f_from_coro_f
 @pytest.mark.parametrize("reopen", [False, True], ids=["in_memory", "reopened"])
 async def test_length(scheduler_settings, reopen):
-    async with opened(scheduler_settings()) as scheduler:
+    async with opened(ContractSpider, scheduler_settings()) as scheduler:
         assert not scheduler.has_pending_requests()
         assert len(scheduler) == 0
         for url in URLS:
@@ -130,7 +116,7 @@ async def test_length(scheduler_settings, reopen):
             assert scheduler.has_pending_requests()
             assert len(scheduler) == len(URLS)
     if reopen:
-        async with opened(scheduler_settings()) as scheduler:
+        async with opened(ContractSpider, scheduler_settings()) as scheduler:
             assert scheduler.has_pending_requests()
             assert len(scheduler) == len(URLS)
 
@@ -138,13 +124,13 @@ async def test_length(scheduler_settings, reopen):
 @deferred_f_from_coro_f
 @pytest.mark.parametrize("reopen", [False, True], ids=["in_memory", "reopened"])
 async def test_dequeue(scheduler_settings, reopen):
-    async with opened(scheduler_settings()) as scheduler:
+    async with opened(ContractSpider, scheduler_settings()) as scheduler:
         for url in URLS:
             scheduler.enqueue_request(Request(url))
         if not reopen:
             assert {r.url for r in dequeue_all(scheduler)} == URLS
     if reopen:
-        async with opened(scheduler_settings()) as scheduler:
+        async with opened(ContractSpider, scheduler_settings()) as scheduler:
             assert {r.url for r in dequeue_all(scheduler)} == URLS
 
 
@@ -165,9 +151,11 @@ def dropped_requests(scheduler: FrontierScheduler) -> list[Request]:
 @deferred_f_from_coro_f
 async def test_a_duplicate_redis_finds_in_the_call_is_refused(scheduler_settings):
     url = "http://127.0.0.2:9/a"
-    async with opened(scheduler_settings()) as scheduler:
+    async with opened(ContractSpider, scheduler_settings()) as scheduler:
         assert scheduler.enqueue_request(Request(url))
-    async with opened(scheduler_settings(FRONTIER_PUSH_BATCH=1)) as scheduler:
+    async with opened(
+        ContractSpider, scheduler_settings(FRONTIER_PUSH_BATCH=1)
+    ) as scheduler:
         dropped = dropped_requests(scheduler)
         assert not scheduler.enqueue_request(Request(url))  # a new local cache
         assert dropped == []  # the engine sends request_dropped for a False
@@ -177,9 +165,11 @@ async def test_a_duplicate_redis_finds_in_the_call_is_refused(scheduler_settings
 @deferred_f_from_coro_f
 async def test_a_duplicate_redis_finds_later_is_dropped_loudly(scheduler_settings):
     url = "http://127.0.0.2:9/a"
-    async with opened(scheduler_settings()) as scheduler:
+    async with opened(ContractSpider, scheduler_settings()) as scheduler:
         assert scheduler.enqueue_request(Request(url))
-    async with opened(scheduler_settings(FRONTIER_PUSH_BATCH=100)) as scheduler:
+    async with opened(
+        ContractSpider, scheduler_settings(FRONTIER_PUSH_BATCH=100)
+    ) as scheduler:
         dropped = dropped_requests(scheduler)
         request = Request(url)
         assert scheduler.enqueue_request(request)  # buffered: Redis not asked yet
@@ -194,7 +184,9 @@ async def test_a_duplicate_redis_finds_later_is_dropped_loudly(scheduler_setting
 async def test_duplicates_are_logged_as_scrapy_logs_them(
     scheduler_settings, caplog, debug
 ):
-    async with opened(scheduler_settings(DUPEFILTER_DEBUG=debug)) as scheduler:
+    async with opened(
+        ContractSpider, scheduler_settings(DUPEFILTER_DEBUG=debug)
+    ) as scheduler:
         with caplog.at_level(logging.DEBUG, logger="crawler.frontier.duplicates"):
             for url in sorted(URLS):
                 scheduler.enqueue_request(Request(url))
@@ -222,7 +214,7 @@ async def test_length_while_redis_is_away_is_the_last_known(
     server.start()
     try:
         settings = scheduler_settings(REDIS_URL=server.url, FRONTIER_PUSH_BATCH=1)
-        async with opened(settings) as scheduler:
+        async with opened(ContractSpider, settings) as scheduler:
             for url in URLS:
                 scheduler.enqueue_request(Request(url))
             assert len(scheduler) == len(URLS)  # in Redis, none buffered

@@ -17,19 +17,19 @@ is left. Depth-dependent cases (not in Scrapy's tests) pin the two orders apart.
 
 from __future__ import annotations
 
-from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from scrapy import Request, Spider
 from scrapy.utils.defer import deferred_f_from_coro_f
-from scrapy.utils.test import get_crawler
 
-from crawler.frontier.scheduler import FrontierScheduler
+from tests.integration.openscheduler import opened
 from tests.integration.test_honest_exits import assert_one_line_stop, scrapy_crawl
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Sequence
+    from collections.abc import Callable, Sequence
+
+    from crawler.frontier.scheduler import FrontierScheduler
 
 pytestmark = pytest.mark.integration
 
@@ -51,21 +51,6 @@ class PrioritySpider(Spider):
     name = "priority"
 
 
-@asynccontextmanager
-async def opened(settings: dict[str, Any]) -> AsyncIterator[FrontierScheduler]:
-    """A FrontierScheduler built and opened as Scrapy's engine does, closed after."""
-    crawler = get_crawler(PrioritySpider, settings)
-    crawler.spider = PrioritySpider.from_crawler(crawler)
-    crawler.engine = crawler._create_engine()  # real, never started
-    scheduler = FrontierScheduler.from_crawler(crawler)
-    assert isinstance(scheduler, FrontierScheduler)
-    scheduler.open(crawler.spider)
-    try:
-        yield scheduler
-    finally:
-        scheduler.close("finished")
-
-
 @pytest.fixture
 def scheduler_settings(settings) -> Callable[..., dict[str, Any]]:
     def make(**overrides: Any) -> dict[str, Any]:
@@ -83,12 +68,12 @@ async def dequeued_after(
     settings: dict[str, Any], requests: Sequence[Request], *, reopen: bool
 ) -> list[Request]:
     """Enqueue *requests*, reopen the scheduler if asked, and take them all."""
-    async with opened(settings) as scheduler:
+    async with opened(PrioritySpider, settings) as scheduler:
         for request in requests:
             assert scheduler.enqueue_request(request)
         if not reopen:
             return take_all(scheduler, len(requests))
-    async with opened(settings) as scheduler:
+    async with opened(PrioritySpider, settings) as scheduler:
         return take_all(scheduler, len(requests))
 
 
