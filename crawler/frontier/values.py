@@ -86,14 +86,14 @@ def to_json(value: Any, classes: Classes, depth: int = 0) -> Any:
     kind = type(value)
     if kind is str or kind is bool or value is None:
         return value
-    if kind.__name__ == "_ElementUnicodeResult" and kind.__module__ == "lxml.etree":
-        return str(value)  # an XPath text (CrawlSpider's link_text): only its text
     if (kind is int and -_LONGEST < value < _LONGEST) or (
         kind is float and math.isfinite(value)
     ):
         return value
     if kind in _SCALARS:
         return _scalar_to_json(value)
+    if kind.__name__ == "_ElementUnicodeResult" and kind.__module__ == "lxml.etree":
+        return str(value)  # an XPath text (CrawlSpider's link_text): only its text
     if depth >= MAX_DEPTH:
         raise UnencodableValueError(value, f"nested deeper than {MAX_DEPTH}")
     if kind is list or kind is dict or kind in _SEQUENCES:

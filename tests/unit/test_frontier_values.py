@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 from zoneinfo import TZPATH, ZoneInfo
 
+import lxml.html
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -671,3 +672,12 @@ def test_any_stored_json_gives_a_value_or_bad_value(stored: Any) -> None:
     with contextlib.suppress(BadValueError):
         from_json(stored, CLASSES)
     assert _Recorder.calls == []  # no stored class was ever constructed
+
+
+def test_an_xpath_text_is_stored_as_its_text():
+    """CrawlSpider puts lxml's XPath text (a str subclass) in meta["link_text"]."""
+    text = lxml.html.fromstring("<a href='/x'>next page</a>").xpath("string(.)")
+    assert type(text) is not str  # lxml's _ElementUnicodeResult
+    revived = round_trip(text)
+    assert revived == "next page"
+    assert type(revived) is str
