@@ -99,7 +99,6 @@ class Frontier:
         self._delays: HostDelays | None = None
         self._outage: RedisOutage | None = None
         self._redis: CrawlRedis | None = None
-        self.startup_failed = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Frontier:
@@ -123,10 +122,10 @@ class Frontier:
         builds spiders before it runs ``update_settings``) and for our commands
         (``crawler.commands.crawltarget`` applies the same defaults)."""
         settings.add_to_list("SPIDER_MODULES", "crawler.spiders")
-        _install_defaults(settings)
+        install_defaults(settings)
 
     def update_settings(self, settings: Settings) -> None:
-        _install_defaults(settings)  # again: a crawler may be made without a runner
+        install_defaults(settings)  # again: a crawler may be made without a runner
         if not _install_scheduler(settings):
             return  # another scheduler: our components would wait on leases forever
         for name, components in COMPONENTS.items():
@@ -172,7 +171,8 @@ def default_settings() -> dict[str, Any]:
     return {name: getattr(defaults, name) for name in dir(defaults) if name.isupper()}
 
 
-def _install_defaults(settings: BaseSettings) -> None:
+def install_defaults(settings: BaseSettings) -> None:
+    """Every default at the ``addon`` priority: below what a project or ``-s`` set."""
     for name, value in default_settings().items():
         settings.set(name, value, priority="addon")
 

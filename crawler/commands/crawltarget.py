@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.spiderloader import get_spider_loader
 
-from crawler.addon import Frontier, default_settings
+from crawler.addon import Frontier, install_defaults
 from crawler.crawlstate.keys import CrawlKeys
 
 if TYPE_CHECKING:
@@ -77,8 +77,7 @@ def crawl_settings(
     found = settings.copy()
     if spidercls is not None:
         spidercls.update_settings(found)
-    for name, value in default_settings().items():
-        found.set(name, value, priority="addon")
+    install_defaults(found)
     return found
 
 
