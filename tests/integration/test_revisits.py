@@ -203,3 +203,48 @@ async def test_revisits_off_fetch_each_page_once_and_end(settings, tmp_path):
             )
         }
     assert "revisits" not in tables
+
+
+def redis_text(client: Any) -> list[bytes]:
+    """Every key name and value the crawl's Redis holds, as bytes."""
+    texts: list[bytes] = []
+    for key in client.scan_iter(count=1000):
+        texts.append(key)
+        kind = client.type(key)
+        if kind == b"string":
+            texts.append(client.get(key))
+        elif kind == b"hash":
+            texts.extend(b"%s=%s" % item for item in client.hgetall(key).items())
+        elif kind == b"list":
+            texts.extend(client.lrange(key, 0, -1))
+        elif kind == b"set":
+            texts.extend(client.smembers(key))
+        elif kind == b"zset":
+            texts.extend(
+                member for member, _score in client.zrange(key, 0, -1, withscores=True)
+            )
+        elif kind == b"stream":
+            texts.extend(repr(entry).encode() for entry in client.xrange(key))
+    return texts
+
+
+@deferred_f_from_coro_f
+async def test_redis_holds_nothing_of_a_url_that_is_not_due(settings, tmp_path, redis):
+    with changing_site() as site:
+        crawler = get_crawler(
+            BfsSpider,
+            revisit_settings(
+                settings,
+                tmp_path,
+                REVISIT_INTERVAL=60.0,
+                REVISIT_MAX_INTERVAL=120.0,
+                CLOSESPIDER_TIMEOUT=3,
+            ),
+        )
+        await crawler.crawl_async(seeds=f"{site.base}/", scope="seed-hosts")
+    assert len(library(tmp_path)) == 4  # every page is in the URL library
+    texts = redis_text(redis)
+    assert texts  # the crawl's state is there: nodes, counters, the seen filter
+    for path in ("/a", "/b", "/c"):
+        url = f"{site.base}{path}".encode()
+        assert not [text for text in texts if url in text]
