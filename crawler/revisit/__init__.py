@@ -1,0 +1,1 @@
+"""Revisits: the URL library's schedule, read and written beside the page records."""
