@@ -7,13 +7,15 @@ spider SPIDER runs (``crawler.commands.crawltarget``: ``FRONTIER_KEY_PREFIX``, e
 the spider's name; without SPIDER, the project's only spider), or ``--prefix``, in
 the Redis its settings name; with none named, the command opens the private Redis of
 ``FRONTIER_EMBEDDED_REDIS_DIR`` that ``scrapy crawl`` used (attaching to it while a
-crawl runs, starting it from its data otherwise).
+crawl runs, starting it from its data otherwise). ``status`` adds a Revisits section
+when ``RECORDS_DATABASE_URL`` names a database that holds a URL library.
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
+import time
 from typing import IO, TYPE_CHECKING
 
 import redis
@@ -28,6 +30,7 @@ from crawler.commands.crawltarget import (
     split_spider,
 )
 from crawler.commands.hoststable import add_hosts_options, hosts
+from crawler.commands.report import render_revisits
 from crawler.commands.retry import add_retry_options, retry
 from crawler.commands.steering import (
     CONTROL_SUBCOMMANDS,
@@ -35,12 +38,15 @@ from crawler.commands.steering import (
     add_control_options,
     bind_arguments,
 )
+from crawler.commands.steering import status as crawl_status
 from crawler.crawlstate.connection import (
     CrawlRedis,
     RedisUnreachableError,
     check_reachable,
 )
 from crawler.crawlstate.embedded import EmbeddedRedisError
+from crawler.recordsconnection import RecordsDatabaseError, shown
+from crawler.revisit.duestatus import read_due_status
 
 if TYPE_CHECKING:
     import argparse
@@ -117,9 +123,33 @@ class Command(ScrapyCommand):
         return target
 
 
+def status(
+    client: redis.Redis, keys: CrawlKeys, opts: argparse.Namespace, out: IO[str]
+) -> int:
+    """The crawl's state (``steering.status``), then, for a crawl that exists, the
+    Revisits section of its URL library if it has one; 1 if there is no such crawl."""
+    code = crawl_status(client, keys, opts, out)
+    if code == 0:
+        url = opts.settings.get("RECORDS_DATABASE_URL") or ""
+        out.write(revisits_section(url, now=time.time()))
+    return code
+
+
+def revisits_section(url: str, *, now: float) -> str:
+    """The Revisits section of the URL library in the database *url*: empty when
+    there is none (revisits off: no table), one line when it cannot be read (the
+    crawl's own state is shown all the same)."""
+    try:
+        due = read_due_status(url, now=now)
+    except RecordsDatabaseError as exc:
+        return f"Revisits: not shown ({exc})\n"
+    return "" if due is None else render_revisits(due, where=shown(url))
+
+
+# "status" keeps its place among the subcommands (their order is the usage's).
 SUBCOMMANDS: dict[
     str, Callable[[redis.Redis, CrawlKeys, argparse.Namespace, IO[str]], int]
-] = {"hosts": hosts, **CONTROL_SUBCOMMANDS, "retry": retry}
+] = {"hosts": hosts, **CONTROL_SUBCOMMANDS, "status": status, "retry": retry}
 
 
 @contextlib.contextmanager

@@ -1,17 +1,21 @@
 """``scrapy frontier status``: the state of a crawl (``crawler.crawlstate.status``)
-rendered as text for a terminal."""
+and of its URL library (``crawler.revisit.duestatus``) rendered as text for a
+terminal."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from crawler.commands.hoststable import cell
 from crawler.policy.fates import FAILED_FATES, FATES
+from crawler.revisit.duestatus import OVERDUE_GRACE
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from crawler.crawlstate.status import CrawlStatus
+    from crawler.revisit.duestatus import DueStatus
 
 # Longest text a node id shows, and a run-time setting's value; longer (hostile)
 # values are cut.
@@ -122,11 +126,52 @@ def shard_ranges(shards: Sequence[int]) -> str:
     return ",".join(parts)
 
 
+def render_revisits(due: DueStatus, *, where: str) -> str:
+    """The Revisits section: the URL library in the database *where* (its URL,
+    password hidden), what is due in it and how late, what feeders hold, and
+    what comes next."""
+    states = ", ".join(f"{state} {count}" for state, count in due.by_state.items())
+    lines = [f"Revisits (URL library in {where}): {due.library} URLs ({states})"]
+    late = ""
+    if due.median_lateness is not None and due.max_lateness is not None:
+        late = (
+            f"; lateness median {duration(due.median_lateness)}, "
+            f"max {duration(due.max_lateness)}"
+        )
+    lines.append(
+        f"Due now {due.due}, overdue {due.overdue} "
+        f"(due for more than {duration(OVERDUE_GRACE)}){late}"
+    )
+    lines.append(
+        f"Claimed by feeders {due.claimed}; revisited in the last hour "
+        f"{due.recent_revisits}"
+    )
+    lines.append(f"Next due: {_next_due(due)}")
+    return "".join(line + "\n" for line in lines)
+
+
+def _next_due(due: DueStatus) -> str:
+    """``in 4m10s (2026-11-24 19:30:00 UTC)``, or ``none`` when no active URL
+    waits for a later visit."""
+    if due.next_due is None:
+        return "none"
+    when = datetime.fromtimestamp(due.next_due, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return f"in {duration(due.next_due - due.now)} ({when} UTC)"
+
+
 def age(seconds: float) -> str:
     """``4`` -> ``4s ago``, ``125`` -> ``2m05s ago``, ``3700`` -> ``1h01m ago``."""
+    return f"{duration(seconds)} ago"
+
+
+def duration(seconds: float) -> str:
+    """``4`` -> ``4s``, ``125`` -> ``2m05s``, ``3700`` -> ``1h01m``, ``90000`` ->
+    ``1d01h`` (rounded to the second; below 0 is 0)."""
     whole = max(0, round(seconds))
     if whole < 60:
-        return f"{whole}s ago"
+        return f"{whole}s"
     if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s ago"
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m ago"
+        return f"{whole // 60}m{whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"

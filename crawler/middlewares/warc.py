@@ -1,11 +1,13 @@
-"""WARC output: a ``request`` and a ``response`` record for every download.
+"""WARC output: a ``request`` and a ``response`` record for every download (a
+``revisit`` record instead of the response when a revisit brought nothing new).
 
 Off unless ``WARC_DIR`` names a directory. The middleware sits next to the
 downloader (priority 960), so it sees each request as the download handler gets it
 and each response as it came off the wire: redirect hops and robots.txt fetches are
 separate downloads, and the body is the raw one (Scrapy's HttpCompressionMiddleware,
 590, decodes it only later). A response this middleware did not see go out (an HTTP
-cache hit) is not traffic and is not written. What a record holds is
+cache hit) is not traffic and is not written. What a record holds, and when a
+revisit of a page is a ``revisit`` record, is
 ``crawler.middlewares.warcrecords``; how files are named, filled and closed,
 ``crawler.middlewares.warcfiles``. A failed write never stops the crawl: it is
 logged once and counted in ``warc/errors``, and the next download starts a new file.
@@ -128,5 +130,6 @@ def _warcinfo(crawler: Crawler, config: WarcConfig) -> dict[str, str]:
         "hostname": socket.gethostname(),
         "isPartOf": config.crawl,
         "robots": "obey" if settings.getbool("ROBOTSTXT_OBEY") else "ignore",
-        "description": "request and response records of every download",
+        "description": "request and response records of every download; revisit "
+        "records for revisits that found the page unchanged",
     }

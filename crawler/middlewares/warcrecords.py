@@ -5,10 +5,20 @@ The response's body is the raw one, still compressed when the server sent
 The HTTP client has already removed chunked transfer coding: a ``Transfer-Encoding``
 header is kept as ``X-Crawler-Transfer-Encoding``. Records are built in memory
 (digests are computed when they are written, by ``crawler.middlewares.warcfiles``).
+
+A revisit of a page (a request with meta ``frontier_revisit``, whose ``hash`` is the
+SHA-256 of the body last stored) that brings nothing new is a ``revisit`` record
+instead of a ``response``: its status line and headers, no payload. A 304 gets the
+profile ``server-not-modified``; a 200 whose raw body (no ``Content-Encoding``) has
+the stored hash gets ``identical-payload-digest``, with the payload's digest as a
+response record would carry it, so a reader finds the earlier capture by digest.
+Both refer to the same URL (``WARC-Refers-To-Target-URI``); the date of the earlier
+capture is not known here and is left out (it is optional).
 """
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from http import HTTPStatus
 from io import BytesIO
@@ -19,6 +29,9 @@ from urllib.parse import urlsplit
 from warcio.recordbuilder import RecordBuilder
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.timeutils import datetime_to_iso_date
+from warcio.utils import Digester
+
+from crawler.meta import REVISIT
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -32,6 +45,13 @@ PRIVATE_HEADERS = frozenset({b"proxy-authorization"})
 RENAMED_HEADERS = {"transfer-encoding": "X-Crawler-Transfer-Encoding"}
 # Builds records (no I/O): one is enough for the process.
 _BUILDER = RecordBuilder(warc_version=WARC_VERSION)
+# Revisit profiles of the WARC version the files are written in.
+NOT_MODIFIED_PROFILE = (
+    f"http://netpreserve.org/warc/{WARC_VERSION}/revisit/server-not-modified"
+)
+IDENTICAL_PAYLOAD_PROFILE = (
+    f"http://netpreserve.org/warc/{WARC_VERSION}/revisit/identical-payload-digest"
+)
 
 
 def download_records(
@@ -46,15 +66,69 @@ def download_records(
         warc_headers["WARC-IP-Address"] = str(response.ip_address)
     if "dataloss" in response.flags:
         warc_headers["WARC-Truncated"] = "disconnect"
-    response_record = _record(
-        request.url, "response", response.body, warc_headers,
-        response_headers(response, protocol),
-    )  # fmt: skip
+    http_headers = response_headers(response, protocol)
+    profile = revisit_profile(request, response)
+    if profile is None:
+        response_record = _record(
+            request.url, "response", response.body, warc_headers, http_headers
+        )
+    else:
+        response_record = _revisit_record(
+            request.url, profile, response.body, warc_headers, http_headers
+        )
     request_record = _record(
         request.url, "request", request.body, {"WARC-Date": date},
         request_headers(request, protocol),
     )  # fmt: skip
     return request_record, response_record
+
+
+def revisit_profile(request: Request, response: Response) -> str | None:
+    """The revisit profile of a response that brought nothing new, None for any
+    other (see the module docstring). A compressed or truncated body is never
+    compared: the stored hash is of a whole, decoded body."""
+    revisit = request.meta.get(REVISIT)
+    if not isinstance(revisit, dict):
+        return None
+    if response.status == 304:
+        return NOT_MODIFIED_PROFILE
+    stored = revisit.get("hash")
+    if (
+        response.status == 200
+        and isinstance(stored, str)
+        and not response.headers.get(b"Content-Encoding")
+        and "dataloss" not in response.flags
+        and hashlib.sha256(response.body).hexdigest() == stored.lower()
+    ):
+        return IDENTICAL_PAYLOAD_PROFILE
+    return None
+
+
+def _revisit_record(
+    url: str,
+    profile: str,
+    body: bytes,
+    warc_headers: dict[str, str],
+    http_headers: Any,
+) -> Any:
+    """A ``revisit`` record of *url* under *profile*: headers only."""
+    if profile == NOT_MODIFIED_PROFILE:
+        headers = {
+            **warc_headers,
+            "WARC-Profile": profile,
+            "WARC-Refers-To-Target-URI": url,
+        }
+        return _BUILDER.create_warc_record(
+            url, "revisit", warc_headers_dict=headers, http_headers=http_headers
+        )
+    digester = Digester("sha1")  # the digest warcio gives a response's payload
+    digester.update(body)
+    record = _BUILDER.create_revisit_record(
+        url, str(digester), url, None,
+        http_headers=http_headers, warc_headers_dict=dict(warc_headers),
+    )  # fmt: skip
+    record.rec_headers.remove_header("WARC-Refers-To-Date")  # not known here
+    return record
 
 
 def _protocol(response: Response) -> str:

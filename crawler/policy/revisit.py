@@ -319,8 +319,10 @@ def next_interval(
     if policy not in POLICIES:
         raise ValueError(f"unknown revisit policy {policy!r}")
     valid = math.isfinite(current) and current > 0
-    if policy in ("off", "uniform") or not valid or (
-        changed is None and history.checks <= 0
+    if (
+        policy in ("off", "uniform")
+        or not valid
+        or (changed is None and history.checks <= 0)
     ):
         return bounds.interval
     current = bounds.clamp(current)

@@ -1,1 +1,2 @@
-"""Revisits: the URL library (``library``, ``entries``) and the feeder that moves due URLs into the frontier (``feeder``)."""
+"""Revisits: the URL library (``library``, ``entries``), the feeder that moves due
+URLs into the frontier (``feeder``), and what is due (``duestatus``)."""
