@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 __all__ = ["COLUMNS", "RecordsDatabase", "RecordsDatabaseError", "RowRejectedError"]
 
 
+# Key of the PostgreSQL advisory lock under which nodes create tables and indexes one
+# at a time: two CREATE ... IF NOT EXISTS at once may both find the name free and
+# one then fails on PostgreSQL's catalog (a unique violation).
+SCHEMA_LOCK = 0x63726177
+
+
 class RowRejectedError(RecordsDatabaseError):
     """The database refused a row's values (not a connection problem)."""
 
@@ -79,9 +85,11 @@ class RecordsDatabase:
     def _create_schema(self) -> None:
         columns = ", ".join(f"{name} {kind}" for name, kind in SCHEMA)
         with self.transaction() as cursor:
+            self.lock_schema(cursor)
             cursor.execute(f"CREATE TABLE IF NOT EXISTS pages ({columns})")
         self._add_missing_columns()
         with self.transaction() as cursor:
+            self.lock_schema(cursor)
             for column in INDEXED:
                 cursor.execute(
                     f"CREATE INDEX IF NOT EXISTS pages_{column} ON pages ({column})"
@@ -98,12 +106,19 @@ class RecordsDatabase:
             exists = " IF NOT EXISTS" if self.url.dialect == "postgresql" else ""
             try:
                 with self.transaction() as cursor:
+                    self.lock_schema(cursor)
                     cursor.execute(
                         f"ALTER TABLE pages ADD COLUMN{exists} {column} {kinds[column]}"
                     )
             except DRIVER_ERRORS:
                 if column not in self._present_columns():
                     raise
+
+    def lock_schema(self, cursor: Any) -> None:
+        """In a transaction that creates tables or indexes: on PostgreSQL, wait
+        until no other node is doing so (the lock ends with the transaction)."""
+        if self.url.dialect == "postgresql":
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
 
     def _present_columns(self) -> set[str]:
         """The columns table ``pages`` has (raises if there is no such table)."""
@@ -197,6 +212,8 @@ class RecordsDatabase:
         )
 
     def error(self, doing: str, exc: Exception) -> RecordsDatabaseError:
+        """The one-line error of *doing* something with the database (password
+        hidden), for a driver error *exc*."""
         return RecordsDatabaseError(
             f"{doing} the records database {shown(self._raw_url)} "
             f"(RECORDS_DATABASE_URL): {first_line(exc)}"

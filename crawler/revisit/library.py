@@ -206,6 +206,7 @@ class URLLibrary:
     def _run_all(self, statements: Sequence[str]) -> None:
         try:
             with self._database.transaction() as cursor:
+                self._database.lock_schema(cursor)
                 for statement in statements:
                     cursor.execute(statement)
         except DRIVER_ERRORS as exc:

@@ -5,18 +5,25 @@ change, vanish and appear on a timeline the test sets."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import sqlite3
+import subprocess
 import threading
 import time
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from crawler.spiders.bfs import BfsSpider
+from tests.integration.test_many_nodes import stat_value
+from tests.integration.test_node_failures import scrapy_crawl
+from tests.servers import ROOT
+from tests.unit.test_records import POSTGRES_URL
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -248,3 +255,58 @@ async def test_redis_holds_nothing_of_a_url_that_is_not_due(settings, tmp_path, 
     for path in ("/a", "/b", "/c"):
         url = f"{site.base}{path}".encode()
         assert not [text for text in texts if url in text]
+
+
+def test_two_nodes_revisit_each_page_once_per_interval(redis_url, tmp_path):
+    """Two crawler processes, one URL library (PostgreSQL when the suite has one):
+    no page is revisited twice within its interval, whichever feeder claims it."""
+    database = POSTGRES_URL or f"sqlite:///{tmp_path}/pages.db"
+    if POSTGRES_URL:
+        database = _fresh_postgres_schema(tmp_path)
+    settings = [
+        f"REDIS_URL={redis_url}",
+        f"RECORDS_DATABASE_URL={database}",
+        "REVISIT_POLICY=uniform",
+        "REVISIT_INTERVAL=1.0",
+        "REVISIT_MIN_INTERVAL=0.5",
+        "REVISIT_MAX_INTERVAL=10",
+        "REVISIT_FEED_INTERVAL=0.1",
+        "FRONTIER_MAINTENANCE_INTERVAL=0.3",
+        "CLOSESPIDER_TIMEOUT=10",
+    ]
+    with changing_site() as site:
+        nodes = [
+            subprocess.Popen(
+                [
+                    *scrapy_crawl(*settings, seeds=f"{site.base}/"),
+                    "-a",
+                    "scope=seed-hosts",
+                ],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _node in range(2)  # the same seed: fetched once, scope on both
+        ]
+        outputs = [node.communicate(timeout=120)[1] for node in nodes]
+    errors = [line for out in outputs for line in out.splitlines() if "ERROR" in line]
+    assert [node.returncode for node in nodes] == [0, 0], errors
+    for path in ("/", "/a", "/b"):
+        times = [at for at, _status, _sent in fetches(site, path)]
+        assert len(times) >= 3, path
+        assert min(b - a for a, b in itertools.pairwise(times)) >= 0.9, (path, times)
+    claimed = sum(stat_value(output, "revisit/due") for output in outputs)
+    revisited = sum(stat_value(output, "revisit/fetched") for output in outputs)
+    assert claimed >= revisited > 0
+
+
+def _fresh_postgres_schema(tmp_path: Path) -> str:
+    import psycopg  # noqa: PLC0415 (only when PostgreSQL is tested)
+
+    schema = f"revisits_test_{tmp_path.name[-12:].lower().replace('-', '_')}"
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+        connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        connection.execute(f"CREATE SCHEMA {schema}")
+    separator = "&" if "?" in POSTGRES_URL else "?"
+    return f"{POSTGRES_URL}{separator}options={quote(f'-csearch_path={schema}')}"

@@ -131,3 +131,24 @@ def test_a_gone_library_has_nothing_scheduled(database_url: str) -> None:  # noq
         assert not library.has_scheduled()  # its first visit failed: never revisited
     finally:
         database.close()
+
+
+def test_nodes_creating_the_tables_at_once_all_open(database_url: str) -> None:  # noqa: F811
+    """Nodes started together each create the tables if missing: none fails on
+    the other's CREATE (PostgreSQL's catalog race)."""
+    errors: list[Exception] = []
+
+    def open_library() -> None:
+        try:
+            database = RecordsDatabase(database_url).open()
+            URLLibrary(database, config()).create()
+            database.close()
+        except Exception as exc:  # noqa: BLE001 (collected for the assertion)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_library) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
