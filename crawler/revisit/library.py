@@ -13,6 +13,7 @@ thread. Driver errors come out as ``RecordsDatabaseError``, as the pages table's
 
 from __future__ import annotations
 
+import time
 from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -58,10 +59,13 @@ INDEXES = (
 )
 # Rows read in one statement (SQLite allows 32,766 parameters; kept well under).
 CHUNK = 500
-# Seconds between two estimates of adaptive's multiplier, and the most entries one
-# estimate reads (a sample of a bigger library).
+# Seconds between two estimates of adaptive's multiplier (the budget's share-out moves
+# slowly), at least this many times as long as the last estimate took; and the most
+# entries one estimate reads: a random sample of a bigger library gives about the
+# same multiplier (5,000 take about 0.3 s of CPU).
 MULTIPLIER_REFRESH = 15.0
-MULTIPLIER_SAMPLE = 100_000
+MULTIPLIER_COST_FACTOR = 20.0
+MULTIPLIER_SAMPLE = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +89,7 @@ class URLLibrary:
         self._mark = "?" if database.url.dialect == "sqlite" else "%s"
         self._postgres = database.url.dialect == "postgresql"
         self._multiplier: float | None = None
-        self._multiplier_at = float("-inf")
+        self._multiplier_at = float("-inf")  # when to estimate it again
         assignments = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
         self._upsert_sql = (
             f"INSERT INTO revisits ({', '.join(COLUMNS)}) "  # noqa: S608 (names only)
@@ -147,17 +151,22 @@ class URLLibrary:
         MULTIPLIER_REFRESH seconds (the budget moves slowly)."""
         if self._config.policy != "adaptive":
             return None
-        if now - self._multiplier_at >= MULTIPLIER_REFRESH:
-            self._multiplier_at = now
-            pages = [
-                (History(checks, changes, observed), self._config.bounds_for(host))
-                for host, checks, changes, observed in self._select(
-                    "SELECT host, checks, changes, observed FROM revisits "
-                    "WHERE state = ? LIMIT ?",
-                    [ACTIVE, MULTIPLIER_SAMPLE],
-                )
-            ]
-            self._multiplier = multiplier_for(pages)
+        if now < self._multiplier_at:
+            return self._multiplier
+        started = time.monotonic()
+        pages = [
+            (History(checks, changes, observed), self._config.bounds_for(host))
+            for host, checks, changes, observed in self._select(
+                "SELECT host, checks, changes, observed FROM revisits "
+                "WHERE state = ? ORDER BY RANDOM() LIMIT ?",
+                [ACTIVE, MULTIPLIER_SAMPLE],
+            )
+        ]
+        self._multiplier = multiplier_for(pages)
+        cost = time.monotonic() - started
+        self._multiplier_at = now + max(
+            MULTIPLIER_REFRESH, MULTIPLIER_COST_FACTOR * cost
+        )
         return self._multiplier
 
     # --- the feeder's side ---------------------------------------------------------

@@ -152,3 +152,21 @@ def test_nodes_creating_the_tables_at_once_all_open(database_url: str) -> None: 
     for thread in threads:
         thread.join(timeout=60)
     assert errors == []
+
+
+def test_adaptive_revisits_a_changing_page_sooner_than_a_static_one(database_url):  # noqa: F811
+    database = RecordsDatabase(database_url).open()
+    try:
+        library = URLLibrary(database, config("adaptive"))
+        library.create()
+        now = 0.0
+        library.record([visit(1, "v0"), visit(2, "static")], now)
+        for check in range(1, 13):  # bounded: twelve revisits of both pages
+            now += INTERVAL
+            # Page 1 changes every other check, page 2 never.
+            library.record([visit(1, f"v{check // 2}"), visit(2, "static")], now)
+        due = {d.url: d.next_visit - now for d in library.claim(now + 10_000, 10)}
+    finally:
+        database.close()
+    changing, static = due["http://127.0.0.2/1"], due["http://127.0.0.2/2"]
+    assert changing < INTERVAL < static
