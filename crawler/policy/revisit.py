@@ -35,6 +35,9 @@ WINDOW = 24.0
 # estimator reads a single unchanged check as rate 0) cannot send a page to the
 # ceiling, and the interval still reaches any target within a few visits.
 STEP = 2.0
+# λμ at which the optimal interval x/λ is shortest: g(x) = x g'(x), that is
+# e^x = 1 + x + x², at x = 1.7933; g(x) = 1 - (1 + x) e^{-x} there.
+_PEAK = 0.5348469
 _OVERRIDE_KEYS = frozenset({"interval", "min_interval", "max_interval"})
 _TRUE, _FALSE = frozenset({"1", "true"}), frozenset({"0", "false"})
 
@@ -258,8 +261,10 @@ def interval_for_rate(rate: float, multiplier: float, bounds: Bounds) -> float:
     if _gain(low) >= target:
         return bounds.min_interval
     x = min(max(math.sqrt(2 * target), low), high)
-    for _ in range(60):  # safeguarded Newton: falls back to bisection
+    for _ in range(100):  # safeguarded Newton: bisects when a step leaves the bracket
         error = _gain(x) - target
+        if abs(error) <= 1e-12 * target or high - low <= 1e-12 * high:
+            break
         if error > 0:
             high = x
         else:
@@ -267,9 +272,27 @@ def interval_for_rate(rate: float, multiplier: float, bounds: Bounds) -> float:
         slope = x * math.exp(-x)
         step = x - error / slope if slope > 0 else low
         x = step if low < step < high else (low + high) / 2
-        if high - low <= 1e-12 * high or abs(error) <= 1e-12 * target:
-            break
     return bounds.clamp(x / rate)
+
+
+def target_interval(
+    history: History, multiplier: float | None, bounds: Bounds
+) -> float | None:
+    """Where adaptive takes a page: ``interval_for_rate`` of its estimated rate
+    (None without a rate or a multiplier), except for a page found changed at every
+    check of its window. Its estimate, ln(2n + 1) / mean interval, is only a lower
+    bound; once that bound passes the rate whose optimal interval is the shortest
+    (λμ = _PEAK), every rate it allows is better left at the ceiling, most of them
+    being past 1/μ (not worth chasing), so the page gets the ceiling. Without
+    this rule such a page settles where λμ = 0.9 and spends a budget share on
+    freshness it never gets."""
+    rate = history.change_rate()
+    if rate is None or multiplier is None:
+        return None
+    saturated = history.checks >= 3 and history.changes > history.checks - 0.5
+    if saturated and rate * multiplier >= _PEAK:
+        return bounds.max_interval
+    return interval_for_rate(rate, multiplier, bounds)
 
 
 def multiplier_for(pages: Sequence[tuple[History, Bounds]]) -> float | None:
@@ -278,19 +301,19 @@ def multiplier_for(pages: Sequence[tuple[History, Bounds]]) -> float | None:
     None if no page has a rate. If even every page at its floor spends less, the
     smallest μ (all fast); the result never overspends. A random sample of the
     pages gives about the same μ at a fraction of the cost."""
-    known = [(rate, b) for h, b in pages if (rate := h.change_rate()) is not None]
+    known = [(h, b) for h, b in pages if h.change_rate() is not None]
     if not known:
         return None
     budget = sum(1 / b.interval for _, b in known)
 
     def spend(mu: float) -> float:
-        return sum(1 / interval_for_rate(rate, mu, b) for rate, b in known)
+        return sum(1 / (target_interval(h, mu, b) or b.interval) for h, b in known)
 
-    moving = [(rate, b) for rate, b in known if rate > 0]
-    if not moving:
+    rates = [(rate, b) for h, b in known if (rate := h.change_rate() or 0.0) > 0]
+    if not rates:
         return 1.0  # every page static: any μ leaves them all at their ceiling
-    low = min(_gain(rate * b.min_interval) / rate for rate, b in moving) / 2
-    high = max(1 / rate for rate, _ in moving)
+    low = min(_gain(rate * b.min_interval) / rate for rate, b in rates) / 2
+    high = max(1 / rate for rate, _ in rates)
     if spend(low) <= budget:
         return low
     for _ in range(100):  # bisection on log μ; spend falls as μ grows
@@ -328,10 +351,9 @@ def next_interval(
         return current
     if policy == "halving":
         return bounds.clamp(current / 2 if changed else current * 2)
-    rate = history.change_rate()
-    if rate is None or multiplier is None:
+    target = target_interval(history, multiplier, bounds)
+    if target is None:
         return current
-    target = interval_for_rate(rate, multiplier, bounds)
     return bounds.clamp(min(max(target, current / STEP), current * STEP))
 
 
