@@ -16,6 +16,7 @@ from crawler.policy.revisit import (
     History,
     RevisitConfig,
     age,
+    decision_rate,
     freshness,
     interval_for_rate,
     multiplier_for,
@@ -67,8 +68,16 @@ def test_strings_from_the_command_line_read() -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(True, True), (False, False), (1, True), (0, False), ("1", True), ("0", False),
-     ("True", True), ("false", False)],
+    [
+        (True, True),
+        (False, False),
+        (1, True),
+        (0, False),
+        ("1", True),
+        ("0", False),
+        ("True", True),
+        ("false", False),
+    ],
 )
 def test_conditional_flag(value: object, expected: bool) -> None:
     assert config(REVISIT_CONDITIONAL=value).conditional is expected
@@ -133,8 +142,10 @@ def test_longest_suffix_wins_on_label_boundaries() -> None:
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
 BOUND_FIELDS = st.dictionaries(
@@ -149,9 +160,11 @@ BOUND_FIELDS = st.dictionaries(
 def test_any_json_override_is_a_config_or_a_value_error(value: object) -> None:
     for form in (value, json.dumps(value)):
         try:
-            built = config(REVISIT_OVERRIDES=form)
+            built: RevisitConfig | str = config(REVISIT_OVERRIDES=form)
         except ValueError as error:
-            assert "REVISIT_OVERRIDES" in str(error)
+            built = str(error)
+        if isinstance(built, str):
+            assert "REVISIT_OVERRIDES" in built
         else:
             for _, bounds in built.overrides:
                 assert bounds.min_interval <= bounds.interval <= bounds.max_interval
@@ -168,9 +181,17 @@ def test_estimator_on_a_hand_computed_history() -> None:
     assert History().change_rate() is None
 
 
+def test_a_page_with_no_change_yet_is_planned_with_half_a_change() -> None:
+    # n = 4 checks over 4 days, none changed: -ln((4 - 0.5 + 0.5) / 4.5) a day.
+    assert decision_rate(History(4, 0, 4 * DAY)) == pytest.approx(0.1177830 / DAY)
+    # With a change seen, Cho's estimate: -ln((4 - 1 + 0.5) / 4.5) a day.
+    assert decision_rate(History(4, 1, 4 * DAY)) == pytest.approx(0.2513144 / DAY)
+    assert decision_rate(History()) is None
+
+
 def test_history_counts_checks_and_fades_old_ones() -> None:
-    history = History().observe(changed=True, elapsed=100).observe(
-        changed=False, elapsed=-5
+    history = (
+        History().observe(changed=True, elapsed=100).observe(changed=False, elapsed=-5)
     )
     assert history == History(checks=2, changes=1, observed=100)
     for index in range(200):
@@ -183,7 +204,11 @@ def test_history_counts_checks_and_fades_old_ones() -> None:
 @pytest.mark.parametrize(
     ("x", "psi_per_lambda"),
     # ψ(T) = (1 - e^{-x})/λ - T e^{-x} with x = λT: λψ = 1 - (1 + x) e^{-x}.
-    [(1.0, 1 - 2 / math.e), (2.0, 1 - 3 / math.e**2), (0.01, 1 - 1.01 * math.exp(-0.01))],
+    [
+        (1.0, 1 - 2 / math.e),
+        (2.0, 1 - 3 / math.e**2),
+        (0.01, 1 - 1.01 * math.exp(-0.01)),
+    ],
 )
 def test_interval_solves_psi_at_known_points(x: float, psi_per_lambda: float) -> None:
     rate = 1 / 1000
@@ -210,7 +235,9 @@ def _brute_force_two_pages(rates: tuple[float, float], budget: float) -> float:
 
     def total(f1: float) -> float:
         f2 = budget - f1
-        return sum((1 - math.exp(-r / f)) * f / r for r, f in zip(rates, (f1, f2)))
+        return sum(
+            (1 - math.exp(-r / f)) * f / r for r, f in zip(rates, (f1, f2), strict=True)
+        )
 
     grid = [budget * i / 20000 for i in range(1, 20000)]
     return 1 / max(grid, key=total)
@@ -232,8 +259,8 @@ def test_multiplier_and_intervals_match_a_brute_force_optimum() -> None:
 def test_multiplier_without_rates_and_with_a_budget_too_large() -> None:
     bounds = Bounds(DAY, 3600, 14 * DAY)
     assert multiplier_for([(History(), bounds)]) is None
-    # Every page at its floor still spends less than a budget of one fetch an hour
-    # each, because the static page stays at its ceiling: the smallest μ.
+    # A budget of one fetch an hour a page is spent only with every page at its
+    # floor: the smallest μ, at which a changing page is at its floor.
     tight = Bounds(3600, 3600, 14 * DAY)
     pages = [(History(5, 0, 5 * 3600), tight), (History(5, 2, 5 * 3600), tight)]
     mu = multiplier_for(pages)
@@ -260,28 +287,34 @@ def test_interval_always_within_bounds(
     assert bounds.min_interval <= interval <= bounds.max_interval
 
 
+@st.composite
+def histories(draw: st.DrawFn) -> History:
+    checks = draw(st.integers(0, 40))
+    changes = draw(st.integers(0, checks))
+    return History(checks, changes, draw(st.floats(0, 1e9)))
+
+
+VISITS = st.tuples(
+    st.floats(allow_nan=True),  # the current interval
+    st.none() | st.booleans(),  # changed
+    st.none() | st.floats(0, 1e12),  # the multiplier
+)
+
+
 @PROPERTY
 @given(
     st.sampled_from(["uniform", "adaptive", "halving", "off"]),
-    st.floats(allow_nan=True),
-    st.integers(0, 40),
-    st.integers(0, 40),
-    st.floats(0, 1e9),
-    st.none() | st.booleans(),
+    histories(),
+    VISITS,
     bounds_strategy(),
-    st.none() | st.floats(0, 1e12),
 )
 def test_next_interval_always_within_bounds(
     policy: str,
-    current: float,
-    checks: int,
-    changes: int,
-    observed: float,
-    changed: bool | None,
+    history: History,
+    visit: tuple[float, bool | None, float | None],
     bounds: Bounds,
-    multiplier: float | None,
 ) -> None:
-    history = History(checks, min(changes, checks), observed)
+    current, changed, multiplier = visit
     interval = next_interval(
         policy,
         current=current,
@@ -295,35 +328,27 @@ def test_next_interval_always_within_bounds(
 
 @PROPERTY
 @given(
-    st.integers(1, 40),
+    histories(),
     st.integers(0, 40),
-    st.integers(0, 40),
-    st.floats(60, 1e7),
     st.floats(60, 1e7),
     st.floats(1, 1e6),
 )
 def test_more_changes_never_lengthen_the_adaptive_interval_below_the_peak(
-    checks: int,
-    first: int,
-    second: int,
-    observed: float,
-    current: float,
-    multiplier: float,
+    history: History, more: int, current: float, multiplier: float
 ) -> None:
-    fewer, more = sorted((min(first, checks), min(second, checks)))
     bounds = Bounds(3600, 60, 1e7)
+    more = int(history.changes) + more
     intervals = []
-    for changes in (fewer, more):
-        history = History(checks, changes, observed * checks)
-        rate = history.change_rate()
-        assert rate is not None
-        if rate * multiplier > 0.5348:  # past the peak the optimum lengthens
+    for changes in (history.changes, min(more, history.checks)):
+        page = History(history.checks, changes, max(history.observed, 60.0))
+        rate = decision_rate(page)
+        if rate is None or rate * multiplier > 0.5348:  # the optimum lengthens
             return
         intervals.append(
             next_interval(
                 "adaptive",
                 current=current,
-                history=history,
+                history=page,
                 changed=True,
                 bounds=bounds,
                 multiplier=multiplier,
@@ -386,14 +411,15 @@ def test_policies_by_hand(
 
 def test_adaptive_moves_at_most_a_doubling_toward_its_target() -> None:
     bounds = Bounds(DAY, 3600, 14 * DAY)
-    static = History(checks=1, changes=0, observed=DAY)  # rate 0: target the ceiling
+    # A rate far past 1/μ: the target is the ceiling, two weeks away.
+    history = History(checks=4, changes=2, observed=4 * DAY)
     interval = next_interval(
         "adaptive",
         current=DAY,
-        history=static,
+        history=history,
         changed=False,
         bounds=bounds,
-        multiplier=1000.0,
+        multiplier=1e9,
     )
     assert interval == 2 * DAY
 
