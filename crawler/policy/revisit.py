@@ -31,15 +31,16 @@ POLICIES = ("off", "uniform", "adaptive", "halving")
 # (a page that became static, a news page) is relearned in about WINDOW revisits,
 # while the estimator keeps enough checks to tell 0.1 from 0.3 changes a visit.
 WINDOW = 24.0
-# Most an adaptive interval moves in one visit (x or /): one noisy check (the
-# estimator reads a single unchanged check as rate 0) cannot send a page to the
-# ceiling, and the interval still reaches any target within a few visits.
+# Most an adaptive interval moves in one visit (x or /): one noisy estimate from
+# a few checks cannot throw a page to the floor or the ceiling, and the interval
+# still reaches any target within a few visits (the simulator: 2 beats 4 and no
+# limit, most of all in the first days of a crawl).
 STEP = 2.0
 # Changes a page with none seen yet is planned with (see decision_rate).
 PRIOR_CHANGES = 0.5
 # λμ at which the optimal interval x/λ is shortest: g(x) = x g'(x), that is
-# e^x = 1 + x + x², at x = 1.7933; g(x) = 1 - (1 + x) e^{-x} there.
-_PEAK = 0.5348469
+# e^x = 1 + x + x², at x = 1.79328; g(x) = 1 - (1 + x) e^{-x} there.
+_PEAK = 0.5351606
 _OVERRIDE_KEYS = frozenset({"interval", "min_interval", "max_interval"})
 _TRUE, _FALSE = frozenset({"1", "true"}), frozenset({"0", "false"})
 
@@ -185,8 +186,7 @@ def _overrides(value: object, default: Bounds) -> tuple[tuple[str, Bounds], ...]
         if not isinstance(key, str) or not suffix or suffix in found:
             raise ValueError(f"{where}: the key must be a new, non-empty domain suffix")
         found[suffix] = _override(fields, default, where)
-    ordered = sorted(found.items(), key=lambda item: (-item[0].count("."), item[0]))
-    return tuple(sorted(ordered, key=lambda item: -len(item[0])))
+    return tuple(sorted(found.items(), key=lambda item: (-len(item[0]), item[0])))
 
 
 def _override(fields: object, default: Bounds, where: str) -> Bounds:
@@ -235,11 +235,18 @@ class History:
         """Changes a second by Cho and Garcia-Molina's estimator for incomplete
         histories, -ln((n - X + 0.5) / (n + 0.5)) / (observed / n): unlike X/observed
         it does not read "changed at every check" as one change per interval. None
-        until a check covered any time."""
-        n, changes = self.checks, min(self.changes, self.checks)
-        if n <= 0 or self.observed <= 0:
-            return None
-        return -math.log((n - changes + 0.5) / (n + 0.5)) / (self.observed / n)
+        until checks covered a usable time (a finite rate)."""
+        changes = min(max(self.changes, 0.0), self.checks)
+        return _estimate(self.checks, changes, self.observed)
+
+
+def _estimate(checks: float, changes: float, observed: float) -> float | None:
+    """Cho's estimate for *changes* (0 <= changes <= checks), None if not finite."""
+    mean = observed / checks if checks > 0 else 0.0
+    if not mean > 0:
+        return None
+    rate = -math.log((checks - changes + 0.5) / (checks + 0.5)) / mean
+    return rate if math.isfinite(rate) else None
 
 
 def _gain(x: float) -> float:
@@ -290,11 +297,10 @@ def decision_rate(history: History) -> float | None:
     says the budget has better uses (its interval tends to 96 μ, the window
     capping its evidence at WINDOW checks)."""
     rate = history.change_rate()
-    n = history.checks
     if rate is None or history.changes >= PRIOR_CHANGES:
         return rate
-    remaining = max(n - PRIOR_CHANGES, 0.0) + 0.5
-    return -math.log(remaining / (n + 0.5)) / (history.observed / n)
+    prior = min(PRIOR_CHANGES, history.checks)
+    return _estimate(history.checks, prior, history.observed) or rate
 
 
 def target_interval(
@@ -335,13 +341,14 @@ def multiplier_for(pages: Sequence[tuple[History, Bounds]]) -> float | None:
     if not rates:
         return 1.0  # every page static: any μ leaves them all at their ceiling
     low = min(_gain(rate * b.min_interval) / rate for rate, b in rates) / 2
-    high = max(1 / rate for rate, _ in rates)
+    # At high, λμ >= 2 for every page: all at their ceiling, within the budget.
+    low, high = max(low, 1e-300), min(max(2 / rate for rate, _ in rates), 1e300)
     if spend(low) <= budget:
         return low
     for _ in range(100):  # bisection on log μ; spend falls as μ grows
         if math.log(high / low) < 1e-6:
             break
-        middle = math.sqrt(low * high)
+        middle = math.sqrt(low) * math.sqrt(high)  # no underflow
         if spend(middle) > budget:
             low = middle
         else:

@@ -21,6 +21,7 @@ from crawler.policy.revisit import (
     interval_for_rate,
     multiplier_for,
     next_interval,
+    target_interval,
 )
 from tests.unit.properties import PROPERTY
 
@@ -266,6 +267,38 @@ def test_multiplier_without_rates_and_with_a_budget_too_large() -> None:
     mu = multiplier_for(pages)
     assert mu is not None
     assert interval_for_rate(math.log(5.5 / 3.5) / 3600, mu, tight) == 3600
+
+
+@PROPERTY
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(0, 100),
+            st.floats(-5, 100),
+            st.floats(0, 1e12),
+            st.sampled_from([1.0, 3600.0, DAY, 14 * DAY]),
+        ),
+        max_size=8,
+    )
+)
+def test_multiplier_never_overspends_the_budget(
+    rows: list[tuple[float, float, float, float]],
+) -> None:
+    bounds = Bounds(DAY, 3600, 14 * DAY)
+    pages = [
+        (History(checks, changes, observed), Bounds(interval, 1.0, 14 * DAY))
+        for checks, changes, observed, interval in rows
+    ] + [(History(), bounds)]
+    mu = multiplier_for(pages)
+    known = [(h, b) for h, b in pages if h.change_rate() is not None]
+    if not known:
+        assert mu is None
+        return
+    assert mu is not None
+    assert 0 < mu < math.inf
+    spent = sum(1 / (target_interval(h, mu, b) or b.interval) for h, b in known)
+    budget = sum(1 / b.interval for _, b in known)
+    assert spent <= budget * (1 + 1e-9)
 
 
 RATES = st.floats(0, 1, allow_nan=False) | st.just(0.0)
