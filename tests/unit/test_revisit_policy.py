@@ -182,9 +182,9 @@ def test_estimator_on_a_hand_computed_history() -> None:
     assert History().change_rate() is None
 
 
-def test_a_page_with_no_change_yet_is_planned_with_half_a_change() -> None:
-    # n = 4 checks over 4 days, none changed: -ln((4 - 0.5 + 0.5) / 4.5) a day.
-    assert decision_rate(History(4, 0, 4 * DAY)) == pytest.approx(0.1177830 / DAY)
+def test_a_page_with_no_change_yet_is_planned_with_a_quarter_change() -> None:
+    # n = 4 checks over 4 days, none changed: -ln((4 - 0.25 + 0.5) / 4.5) a day.
+    assert decision_rate(History(4, 0, 4 * DAY)) == pytest.approx(0.0571584 / DAY)
     # With a change seen, Cho's estimate: -ln((4 - 1 + 0.5) / 4.5) a day.
     assert decision_rate(History(4, 1, 4 * DAY)) == pytest.approx(0.2513144 / DAY)
     assert decision_rate(History()) is None
