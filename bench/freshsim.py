@@ -132,8 +132,10 @@ def optimum(
     if sum(frequencies(0.0)) <= budget:
         chosen = frequencies(0.0)
     else:
-        mu_low, mu_high = 0.0, 1.0  # μ, in fresh pages per fetch a second
-        while sum(frequencies(mu_high)) > budget:
+        mu_low, mu_high = 0.0, 1.0  # μ: freshness per fetch a second (seconds)
+        for _ in range(200):  # up to 4^200: past any budget a float can state
+            if sum(frequencies(mu_high)) <= budget:
+                break
             mu_low, mu_high = mu_high, mu_high * 4
         for _ in range(40):
             middle = (mu_low + mu_high) / 2
