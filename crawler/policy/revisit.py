@@ -9,8 +9,13 @@ budget ``uniform`` would spend ("Synchronizing a database to improve freshness",
 "Effective page refresh policies"): freshness of a page of rate λ synced every T is
 F = (1 - e^{-λT}) / (λT); maximizing the sum of F subject to a fixed sum of 1/T
 gives, per page, ψ(T) = (1 - e^{-λT})/λ - T e^{-λT} = μ, with μ the one Lagrange
-multiplier of the crawl (``multiplier_for``). ``halving`` is StormCrawler's rule
-(halve on change, double otherwise), kept as a baseline. Pure: no clock, no I/O.
+multiplier of the crawl (``multiplier_for``). The floor goes to the fastest pages
+that can still be kept fresh; a page changing faster than the budget can follow
+(λμ >= 1, or found changed at every check past ``_PEAK``) is left at the ceiling,
+as in Cho's optimum: chasing it would buy little freshness with a large share of
+the budget. Pages never seen to change drift up (see ``decision_rate``).
+``halving`` is StormCrawler's rule (halve on change, double otherwise), kept as a
+baseline. Pure: no clock, no I/O.
 """
 
 from __future__ import annotations
