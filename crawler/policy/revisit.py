@@ -161,10 +161,10 @@ def _flag(settings: SupportsGet, name: str) -> bool:
     raise ValueError(f"{name} must be true or false (1 or 0), got {value!r}")
 
 
-def _check_bounds(bounds: Bounds, name: str) -> None:
+def _check_bounds(bounds: Bounds, name: str, hint: str = "") -> None:
     if not bounds.min_interval <= bounds.interval <= bounds.max_interval:
         raise ValueError(
-            f"{name}: need min_interval <= interval <= max_interval, got "
+            f"{name}: need min_interval <= interval <= max_interval{hint}, got "
             f"{bounds.min_interval!r} <= {bounds.interval!r} <= {bounds.max_interval!r}"
         )
 
@@ -210,7 +210,7 @@ def _override(fields: object, default: Bounds, where: str) -> Bounds:
         min_interval=seconds.get("min_interval", default.min_interval),
         max_interval=seconds.get("max_interval", default.max_interval),
     )
-    _check_bounds(bounds, where)
+    _check_bounds(bounds, where, " (an override keeps the default bounds it omits)")
     return bounds
 
 
