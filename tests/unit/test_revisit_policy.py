@@ -9,6 +9,7 @@ import math
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scrapy.settings import Settings
 
 from crawler.policy.revisit import (
     WINDOW,
@@ -65,6 +66,16 @@ def test_strings_from_the_command_line_read() -> None:
     assert built.bounds.interval == 7200.0
     assert (built.gone_after, built.conditional) == (5, False)
     assert built.bounds_for("x.gov").interval == 604800.0
+
+
+def test_scrapy_settings_from_the_command_line_read() -> None:
+    settings = Settings(DEFAULTS)
+    settings.set("REVISIT_OVERRIDES", '{"gov": {"max_interval": 2419200}}', "cmdline")
+    settings.set("REVISIT_CONDITIONAL", "0", "cmdline")
+    settings.set("REVISIT_FEED_BATCH", "500", "cmdline")
+    built = RevisitConfig.from_settings(settings)
+    assert built.bounds_for("a.gov").max_interval == 2419200.0
+    assert (built.conditional, built.feed_batch) == (False, 500)
 
 
 @pytest.mark.parametrize(
