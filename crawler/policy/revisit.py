@@ -111,7 +111,11 @@ class RevisitConfig:
             min_interval=_positive(settings, "REVISIT_MIN_INTERVAL"),
             max_interval=_positive(settings, "REVISIT_MAX_INTERVAL"),
         )
-        _check_bounds(bounds, "REVISIT_INTERVAL")
+        _check_bounds(
+            bounds,
+            "REVISIT_INTERVAL",
+            " (REVISIT_MIN_INTERVAL <= REVISIT_INTERVAL <= REVISIT_MAX_INTERVAL)",
+        )
         return cls(
             policy=policy,
             bounds=bounds,

@@ -107,6 +107,8 @@ def test_conditional_flag(value: object, expected: bool) -> None:
         ("REVISIT_INTERVAL", 100.0),  # below REVISIT_MIN_INTERVAL
         ("REVISIT_INTERVAL", 2e6),  # above REVISIT_MAX_INTERVAL
         ("REVISIT_MIN_INTERVAL", -1),
+        ("REVISIT_MIN_INTERVAL", 3e6),  # above REVISIT_MAX_INTERVAL
+        ("REVISIT_MAX_INTERVAL", 60.0),  # below REVISIT_MIN_INTERVAL
         ("REVISIT_MAX_INTERVAL", "two weeks"),
         ("REVISIT_GONE_AFTER", 0),
         ("REVISIT_GONE_AFTER", 2.5),
