@@ -40,7 +40,9 @@ def web_rates(n: int, rng: random.Random) -> list[float]:
     to once an hour (about a quarter of all pages change daily or faster)."""
     low, high = 1 / (365 * DAY), 1 / HOUR
     return [
-        0.0 if rng.random() < 0.3 else math.exp(rng.uniform(math.log(low), math.log(high)))
+        0.0
+        if rng.random() < 0.3
+        else math.exp(rng.uniform(math.log(low), math.log(high)))
         for _ in range(n)
     ]
 
@@ -54,7 +56,9 @@ def news_rates(n: int, rng: random.Random) -> list[float]:
         if draw < 0.1:
             rates.append(0.0)
         elif draw < 0.7:
-            rates.append(math.exp(rng.uniform(math.log(1 / (30 * DAY)), -math.log(DAY))))
+            rates.append(
+                math.exp(rng.uniform(math.log(1 / (30 * DAY)), -math.log(DAY)))
+            )
         else:
             rates.append(math.exp(rng.uniform(-math.log(DAY), -math.log(600.0))))
     return rates
@@ -69,7 +73,9 @@ def static_rates(n: int, rng: random.Random) -> list[float]:
         if draw < 0.6:
             rates.append(0.0)
         elif draw < 0.95:
-            rates.append(math.exp(rng.uniform(math.log(1 / (365 * DAY)), -math.log(7 * DAY))))
+            rates.append(
+                math.exp(rng.uniform(math.log(1 / (365 * DAY)), -math.log(7 * DAY)))
+            )
         else:
             rates.append(math.exp(rng.uniform(-math.log(DAY), -math.log(HOUR))))
     return rates
@@ -126,8 +132,10 @@ def optimum(
     if sum(frequencies(0.0)) <= budget:
         chosen = frequencies(0.0)
     else:
-        mu_low, mu_high = 0.0, 1.0  # μ, in fresh pages per fetch a second
-        while sum(frequencies(mu_high)) > budget:
+        mu_low, mu_high = 0.0, 1.0  # μ: freshness per fetch a second (seconds)
+        for _ in range(200):  # up to 4^200: past any budget a float can state
+            if sum(frequencies(mu_high)) <= budget:
+                break
             mu_low, mu_high = mu_high, mu_high * 4
         for _ in range(40):
             middle = (mu_low + mu_high) / 2
@@ -199,6 +207,19 @@ def simulate(run: Run, policy: str, fixed: Sequence[float] | None = None) -> Res
     queue = [(rng.uniform(0, run.bounds.interval), i) for i in range(len(pages))]
     heapq.heapify(queue)
     clock, multiplier, next_refresh, fetches = -math.inf, None, run.refresh, 0
+
+    def decide(page: Page, changed: bool | None) -> float:
+        if fixed is not None:
+            return fixed[index]
+        return next_interval(
+            policy,
+            current=page.interval,
+            history=page.history,
+            changed=changed,
+            bounds=run.bounds,
+            multiplier=multiplier,
+        )
+
     while queue:
         due, index = heapq.heappop(queue)
         clock = max(due, clock + 1 / run.budget)
@@ -208,9 +229,7 @@ def simulate(run: Run, policy: str, fixed: Sequence[float] | None = None) -> Res
             multiplier = multiplier_for([(p.history, run.bounds) for p in pages])
             next_refresh = clock + run.refresh
         page, fetches = pages[index], fetches + 1
-        _visit(page, clock, policy, multiplier, run.bounds, meter)
-        if fixed is not None:
-            page.interval = fixed[index]
+        _visit(page, clock, meter, decide)
         page.visited = True
         page.change_at = clock + rng.expovariate(page.rate) if page.rate else math.inf
         if math.isfinite(page.interval):
@@ -222,28 +241,16 @@ def simulate(run: Run, policy: str, fixed: Sequence[float] | None = None) -> Res
 
 
 def _visit(
-    page: Page,
-    now: float,
-    policy: str,
-    multiplier: float | None,
-    bounds: Bounds,
-    meter: Meter,
+    page: Page, now: float, meter: Meter, decide: Callable[[Page, bool | None], float]
 ) -> None:
-    """A fetch of *page* at *now*: what the crawler's record step does."""
+    """A fetch of *page* at *now*: what the crawler's record step does; *decide*
+    gives the next interval from the page (its History updated) and the outcome."""
     changed: bool | None = None
     if page.visited:
         meter.close(page, now)
         changed = page.change_at <= now
         page.history = page.history.observe(changed=changed, elapsed=now - page.last)
-    if policy != "fixed":
-        page.interval = next_interval(
-            policy,
-            current=page.interval,
-            history=page.history,
-            changed=changed,
-            bounds=bounds,
-            multiplier=multiplier,
-        )
+    page.interval = decide(page, changed)
     page.last = now
 
 
@@ -257,8 +264,12 @@ def compare(run: Run) -> list[tuple[Result, float | None]]:
     for label, limits in (("optimum", None), ("optimum-bounded", run.bounds)):
         intervals = optimum(run.rates, run.budget, limits)
         result = simulate(run, "fixed", intervals)
-        rows.append((Result(label, result.freshness, result.age, result.fetches),
-                     _mean_freshness(run.rates, intervals)))
+        rows.append(
+            (
+                Result(label, result.freshness, result.age, result.fetches),
+                _mean_freshness(run.rates, intervals),
+            )
+        )
     return rows
 
 
@@ -269,7 +280,9 @@ def _mean_freshness(rates: Sequence[float], intervals: Sequence[float]) -> float
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=500)
-    parser.add_argument("--budget", type=float, help="fetches a second (default: pages a day)")
+    parser.add_argument(
+        "--budget", type=float, help="fetches a second (default: pages a day)"
+    )
     parser.add_argument("--mix", choices=sorted(MIXES), default="web")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--min-interval", type=float, default=HOUR)
@@ -280,7 +293,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     budget = args.budget or args.pages / DAY
     interval = args.pages / budget
-    bounds = Bounds(interval, min(args.min_interval, interval), max(args.max_interval, interval))
+    bounds = Bounds(
+        interval, min(args.min_interval, interval), max(args.max_interval, interval)
+    )
     run = Run(
         rates=MIXES[args.mix](args.pages, random.Random(args.seed)),
         budget=budget,
@@ -290,13 +305,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         refresh=args.refresh_days * DAY,
         seed=args.seed,
     )
-    print(f"mix={args.mix} pages={args.pages} budget={budget:.6g}/s "
-          f"interval={interval / HOUR:.3g} h seed={args.seed}")
-    print(f"{'policy':<16} {'fresh':>6} {'stale':>6} {'age h':>7} {'analytic':>8} {'fetches':>8}")
+    print(
+        f"mix={args.mix} pages={args.pages} budget={budget:.6g}/s "
+        f"interval={interval / HOUR:.3g} h seed={args.seed}"
+    )
+    print(
+        f"{'policy':<16} {'fresh':>6} {'stale':>6} {'age h':>7} {'analytic':>8} {'fetches':>8}"
+    )
     for result, analytic in compare(run):
         shown = "" if analytic is None else f"{analytic:.3f}"
-        print(f"{result.label:<16} {result.freshness:6.3f} {1 - result.freshness:6.3f} "
-              f"{result.age / HOUR:7.2f} {shown:>8} {result.fetches:8d}")
+        print(
+            f"{result.label:<16} {result.freshness:6.3f} {1 - result.freshness:6.3f} "
+            f"{result.age / HOUR:7.2f} {shown:>8} {result.fetches:8d}"
+        )
 
 
 if __name__ == "__main__":
