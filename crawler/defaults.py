@@ -272,10 +272,12 @@ REVISIT_POLICY = "off"
 # Seconds: uniform's interval, a new page's first, and adaptive's budget (as many
 # fetches as uniform at this interval, shared out by change rate).
 REVISIT_INTERVAL = 86400.0
-# Shortest interval, seconds (adaptive and halving): a fast changer's.
-REVISIT_MIN_INTERVAL = 3600.0
-# Longest interval, seconds (two weeks): where a lazy page (no change seen) drifts.
-REVISIT_MAX_INTERVAL = 1_209_600.0
+# Shortest interval, seconds (adaptive and halving): a fast changer's. None:
+# REVISIT_INTERVAL / 24 (an hour for a day's interval).
+REVISIT_MIN_INTERVAL: float | None = None
+# Longest interval, seconds: where a lazy page (no change seen) drifts. None:
+# 14 x REVISIT_INTERVAL (two weeks for a day's interval).
+REVISIT_MAX_INTERVAL: float | None = None
 # Intervals or bounds by domain suffix, the longest match wins (a dict, or JSON with
 # -s): {".gov": {"interval": 604800}, "news.example": {"min_interval": 600}}.
 REVISIT_OVERRIDES: dict[str, dict[str, float]] | str = {}

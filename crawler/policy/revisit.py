@@ -36,6 +36,11 @@ POLICIES = ("off", "uniform", "adaptive", "halving")
 # (a page that became static, a news page) is relearned in about WINDOW revisits,
 # while the estimator keeps enough checks to tell 0.1 from 0.3 changes a visit.
 WINDOW = 24.0
+# An unset REVISIT_MIN_INTERVAL or REVISIT_MAX_INTERVAL is this share or multiple of
+# the interval: a day's interval gets an hour's floor and a two weeks' ceiling (a lazy
+# page's cycle), a minute's 2.5 s and 14 minutes.
+FLOOR_SHARE = 1 / 24
+CEILING_FACTOR = 14.0
 # Most an adaptive interval moves in one visit (x or /): one noisy estimate from
 # a few checks cannot throw a page to the floor or the ceiling, and the interval
 # still reaches any target within a few visits (the simulator: 2 beats 4 and no
@@ -106,11 +111,9 @@ class RevisitConfig:
                 f"REVISIT_POLICY must be one of {', '.join(POLICIES)}, "
                 f"got {settings.get('REVISIT_POLICY')!r}"
             )
-        bounds = Bounds(
-            interval=_positive(settings, "REVISIT_INTERVAL"),
-            min_interval=_positive(settings, "REVISIT_MIN_INTERVAL"),
-            max_interval=_positive(settings, "REVISIT_MAX_INTERVAL"),
-        )
+        floor = _optional_positive(settings, "REVISIT_MIN_INTERVAL")
+        ceiling = _optional_positive(settings, "REVISIT_MAX_INTERVAL")
+        bounds = _bounds(_positive(settings, "REVISIT_INTERVAL"), floor, ceiling)
         _check_bounds(
             bounds,
             "REVISIT_INTERVAL",
@@ -119,7 +122,9 @@ class RevisitConfig:
         return cls(
             policy=policy,
             bounds=bounds,
-            overrides=_overrides(settings.get("REVISIT_OVERRIDES"), bounds),
+            overrides=_overrides(
+                settings.get("REVISIT_OVERRIDES"), bounds.interval, floor, ceiling
+            ),
             gone_after=_count(settings, "REVISIT_GONE_AFTER"),
             feed_interval=_positive(settings, "REVISIT_FEED_INTERVAL"),
             feed_batch=_count(settings, "REVISIT_FEED_BATCH"),
@@ -145,6 +150,23 @@ def _positive(settings: SupportsGet, name: str) -> float:
     if number is None or number <= 0:
         raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
     return number
+
+
+def _optional_positive(settings: SupportsGet, name: str) -> float | None:
+    """A positive number of seconds, or None when unset (None or empty)."""
+    value = settings.get(name)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    return _positive(settings, name)
+
+
+def _bounds(interval: float, floor: float | None, ceiling: float | None) -> Bounds:
+    """The bounds of *interval*; an unset floor or ceiling is relative to it."""
+    return Bounds(
+        interval=interval,
+        min_interval=interval * FLOOR_SHARE if floor is None else floor,
+        max_interval=interval * CEILING_FACTOR if ceiling is None else ceiling,
+    )
 
 
 def _count(settings: SupportsGet, name: str) -> int:
@@ -173,9 +195,12 @@ def _check_bounds(bounds: Bounds, name: str, hint: str = "") -> None:
         )
 
 
-def _overrides(value: object, default: Bounds) -> tuple[tuple[str, Bounds], ...]:
+def _overrides(
+    value: object, interval: float, floor: float | None, ceiling: float | None
+) -> tuple[tuple[str, Bounds], ...]:
     """``REVISIT_OVERRIDES`` as (suffix, bounds), longest suffix first; an override
-    leaves the default bounds it does not name."""
+    keeps the settings it does not name (an unset floor or ceiling is relative to
+    the override's own interval)."""
     name = "REVISIT_OVERRIDES"
     if isinstance(value, str):
         try:
@@ -194,11 +219,15 @@ def _overrides(value: object, default: Bounds) -> tuple[tuple[str, Bounds], ...]
         where = f"{name}[{key!r}]"
         if not isinstance(key, str) or not suffix or suffix in found:
             raise ValueError(f"{where}: the key must be a new, non-empty domain suffix")
-        found[suffix] = _override(fields, default, where)
+        found[suffix] = _override(fields, (interval, floor, ceiling), where)
     return tuple(sorted(found.items(), key=lambda item: (-len(item[0]), item[0])))
 
 
-def _override(fields: object, default: Bounds, where: str) -> Bounds:
+def _override(
+    fields: object,
+    default: tuple[float, float | None, float | None],
+    where: str,
+) -> Bounds:
     if not isinstance(fields, Mapping) or not set(fields) <= _OVERRIDE_KEYS:
         raise ValueError(
             f"{where} must be a dict with any of {', '.join(sorted(_OVERRIDE_KEYS))}"
@@ -209,12 +238,13 @@ def _override(fields: object, default: Bounds, where: str) -> Bounds:
         if number is None or number <= 0:
             raise ValueError(f"{where}[{key!r}] must be a positive number, got {raw!r}")
         seconds[key] = number
-    bounds = Bounds(
-        interval=seconds.get("interval", default.interval),
-        min_interval=seconds.get("min_interval", default.min_interval),
-        max_interval=seconds.get("max_interval", default.max_interval),
+    interval, floor, ceiling = default
+    bounds = _bounds(
+        seconds.get("interval", interval),
+        seconds.get("min_interval", floor),
+        seconds.get("max_interval", ceiling),
     )
-    _check_bounds(bounds, where, " (an override keeps the default bounds it omits)")
+    _check_bounds(bounds, where, " (an override keeps the settings it omits)")
     return bounds
 
 

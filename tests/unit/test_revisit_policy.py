@@ -54,6 +54,19 @@ def test_defaults_read() -> None:
     assert not config(REVISIT_POLICY="off").enabled
 
 
+def test_an_unset_floor_and_ceiling_follow_the_interval() -> None:
+    unset = {"REVISIT_MIN_INTERVAL": None, "REVISIT_MAX_INTERVAL": ""}
+    assert config(**unset).bounds == Bounds(DAY, 3600.0, 14 * DAY)
+    # A test site's minute: 2.5 s and 14 minutes, not a start-up error.
+    assert config(**unset, REVISIT_INTERVAL="60").bounds == Bounds(60.0, 2.5, 840.0)
+    # Unset ones follow an override's own interval; set ones are kept.
+    week = {"interval": 7 * DAY}
+    relative = config(**unset, REVISIT_OVERRIDES={".gov": week})
+    assert relative.bounds_for("x.gov") == Bounds(7 * DAY, 7 * 3600.0, 98 * DAY)
+    kept = config(REVISIT_MAX_INTERVAL=None, REVISIT_OVERRIDES={".gov": week})
+    assert kept.bounds_for("x.gov") == Bounds(7 * DAY, 3600.0, 98 * DAY)
+
+
 def test_strings_from_the_command_line_read() -> None:
     built = config(
         REVISIT_POLICY="Uniform",
