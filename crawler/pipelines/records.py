@@ -52,17 +52,13 @@ logger = logging.getLogger(__name__)
 # to the most.
 RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 5.0
-# The ``revisit/`` stats each outcome of a revisit adds to (a first visit: none).
+# The ``revisit/<name>`` stats each outcome of a revisit adds to (a first visit: none).
 REVISIT_STATS: dict[str, tuple[str, ...]] = {
-    "changed": ("revisit/fetched", "revisit/changed"),
-    "unchanged": ("revisit/fetched", "revisit/unchanged"),
-    "not_modified": (
-        "revisit/fetched",
-        "revisit/unchanged",
-        "revisit/not_modified",
-    ),
-    "failed": ("revisit/failed",),
-    "gone": ("revisit/failed", "revisit/gone"),
+    "changed": ("fetched", "changed"),
+    "unchanged": ("fetched", "unchanged"),
+    "not_modified": ("fetched", "unchanged", "not_modified"),
+    "failed": ("failed",),
+    "gone": ("failed", "gone"),
 }
 
 
@@ -190,8 +186,8 @@ class RecordsPipeline:
             self._drop(len(rejected), f"refused by the database: {rejected[0][0]!r}")
         stats.inc_value("records/written", len(rows) - len(rejected))
         for outcome in outcomes:
-            for key in REVISIT_STATS.get(outcome, ()):
-                stats.inc_value(key)
+            for name in REVISIT_STATS.get(outcome, ()):
+                stats.inc_value(f"revisit/{name}")
 
     async def _record_visits(self, visits: Sequence[Visit]) -> list[Outcome]:
         """Record *visits* in the URL library (none with revisits off)."""

@@ -68,7 +68,7 @@ class RevisitFeeder:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         if (crawler.settings.get("REVISIT_POLICY") or "off") == "off":
-            raise NotConfigured("REVISIT_POLICY is off")
+            raise NotConfigured  # no message: Scrapy would warn on every crawl
         try:
             config = RevisitConfig.from_settings(crawler.settings)
         except ValueError as exc:
