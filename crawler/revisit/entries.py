@@ -131,7 +131,7 @@ def after_visit(
     entry = replace(
         old,
         depth=min(old.depth, visit.depth),
-        next_visit=now + interval,
+        next_visit=next_due(old, interval, now),
         revisit_interval=interval,
         last_visit=now,
         last_checked=now,
@@ -150,6 +150,17 @@ def after_visit(
         claimed_until=0.0,
     )
     return entry, outcome
+
+
+def next_due(old: Entry, interval: float, now: float) -> float:
+    """One *interval* after the visit was due, not after it was made: the wait in
+    the frontier (a feeder round, the host's politeness delay behind other pages)
+    does not stretch the cycle, so a crawl whose schedule fills its fetch budget
+    keeps up with it. A visit made more than an interval late (a stopped crawl, a
+    budget too small) starts the cycle again from *now*, so missed visits are
+    skipped, never made in a burst; one made early counts from *now*."""
+    due = now if old.next_visit is None else min(old.next_visit, now)
+    return due + interval if due + interval > now else now + interval
 
 
 def _first(
@@ -195,7 +206,7 @@ def _failed(
     entry = replace(
         old,
         state=GONE if gone else ACTIVE,
-        next_visit=None if gone else now + old.revisit_interval,
+        next_visit=None if gone else next_due(old, old.revisit_interval, now),
         last_visit=now,
         visits=old.visits + 1,
         failures=failures,

@@ -67,7 +67,7 @@ def test_a_304_keeps_the_stored_version_and_counts_as_unchanged() -> None:
     assert entry.etag == '"e1"'  # nor a new validator
     assert (entry.checks, entry.changes, entry.observed) == (1, 0, 150.0)
     assert entry.last_change is None
-    assert entry.next_visit == 1250.0
+    assert entry.next_visit == 1200.0  # one interval after it was due (1100)
 
 
 def test_a_new_body_is_a_change() -> None:
@@ -80,6 +80,24 @@ def test_a_new_body_is_a_change() -> None:
     same, outcome = after_visit(entry, visit(body_hash="h2"), 1200.0, config(), None)
     assert outcome == "unchanged"
     assert (same.checks, same.changes, same.observed) == (2, 1, 200.0)
+
+
+@pytest.mark.parametrize(
+    ("visited_at", "next_visit"),
+    [
+        (1100.0, 1200.0),  # on time
+        (1190.0, 1200.0),  # late, within the interval: the cycle holds
+        (1250.0, 1350.0),  # more than an interval late: the cycle starts again
+        (1050.0, 1150.0),  # early (fetched again for another reason): from then
+    ],
+)
+def test_the_next_visit_is_one_interval_after_the_last_was_due(
+    visited_at: float, next_visit: float
+) -> None:
+    first, _ = after_visit(None, visit(), 1000.0, config(), None)
+    assert first.next_visit == 1100.0
+    entry, _ = after_visit(first, visit(), visited_at, config(), None)
+    assert entry.next_visit == next_visit
 
 
 def test_halving_halves_on_a_change_and_doubles_otherwise() -> None:
