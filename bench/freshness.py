@@ -48,7 +48,9 @@ from bench.crawls import BENCH, ROOT, Command
 from bench.run import code_fingerprint
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Iterator, Mapping, Sequence
+
+    from bench.changingsite import PageSchedule
 
 OUT = BENCH / "out"
 POLICIES = ("uniform", "adaptive", "halving")
@@ -192,20 +194,26 @@ def read_site_log(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return rows[0], rows[1:]
 
 
-def measure(
-    start_line: dict[str, Any],
-    rows: Sequence[dict[str, Any]],
-    window: tuple[float, float],
-) -> dict[str, Any]:
-    """Freshness, age, fetches, bytes and 304 share of one run over *window* (offsets
-    from the site's start), from the site's log."""
-    t0 = start_line["t0"]
-    schedule = site_schedule(
+def schedule_of(start_line: dict[str, Any]) -> dict[tuple[int, int], PageSchedule]:
+    """The change schedule the site's start line names (the site draws the same)."""
+    return site_schedule(
         start_line["seed"],
         start_line["hosts"],
         start_line["pages"],
         start_line["horizon"],
     )
+
+
+def measure(
+    schedule: Mapping[tuple[int, int], PageSchedule],
+    t0: float,
+    rows: Sequence[dict[str, Any]],
+    window: tuple[float, float],
+) -> dict[str, Any]:
+    """Freshness, age, fetches, bytes and 304 share of one run over *window* (offsets
+    from the site's start *t0*) from the site's log *rows*; freshness and age over
+    the pages of *schedule* (keyed by host and page number), fetches and bytes over
+    every request (robots.txt counts for bytes only)."""
     answers: dict[tuple[int, int], list[tuple[float, int, int | None]]] = {}
     fetches = sent = 0
     for row in rows:
@@ -397,7 +405,7 @@ def run_policy(plan: Plan, policy: str, out: Path) -> dict[str, Any]:
         start, rows = read_site_log(site_log)
         stats_file = tmp / "stats.json"
         stats = json.loads(stats_file.read_text("utf-8")) if stats_file.exists() else {}
-    row |= measure(start, rows, plan.window)
+    row |= measure(schedule_of(start), start["t0"], rows, plan.window)
     row["revisit_stats"] = {k: v for k, v in stats.items() if k.startswith("revisit/")}
     print(f"  freshness {row['freshness']:.3f}, {row['fetches']} fetches, "
           f"exit {row.get('exit')}", flush=True)  # fmt: skip
