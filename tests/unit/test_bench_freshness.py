@@ -142,9 +142,11 @@ def _freshness(rate: float, frequency: float) -> float:
     return frequency / rate * (1 - math.exp(-rate / frequency))
 
 
-def _brute_force(rates, budget, steps):
+def _brute_force(
+    rates: tuple[float, ...], budget: float, steps: int
+) -> tuple[float, list[float]]:
     """The best split of *budget* over a grid of *steps* parts, and its freshness."""
-    best, split = -1.0, None
+    best, split = -1.0, [0.0] * len(rates)
     for parts in itertools.product(range(steps + 1), repeat=len(rates) - 1):
         if sum(parts) > steps:
             continue
