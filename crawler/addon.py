@@ -65,6 +65,8 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         # WARC records (WARC_DIR), nearest the downloader so bodies are still raw.
         ("crawler.middlewares.warc.WarcMiddleware", 960),
     ),
+    # Moves due URLs from the URL library into the frontier (REVISIT_POLICY).
+    "EXTENSIONS": (("crawler.revisit.feeder.RevisitFeeder", 500),),
     # Page store, page records, then the analysis task that reads both.
     "ITEM_PIPELINES": (
         ("crawler.pipelines.pagestore.PageStorePipeline", 300),

@@ -261,6 +261,39 @@ ANALYSIS_ALERT = ""
 # Longest the task and dead-letter streams grow (approximate trimming), in tasks.
 ANALYSIS_STREAM_MAXLEN = 1_000_000
 
+# --- Revisits and the URL library (crawler/revisit/, crawler/policy/revisit.py) -----
+
+# How fetched pages are fetched again (docs/revisits.md): "off" (each URL once, the
+# crawl ends when the frontier drains), "uniform" (every REVISIT_INTERVAL), "adaptive"
+# (each page by its own estimated change rate, the same budget as uniform) or
+# "halving" (halve the interval on a change, double it otherwise: a baseline). Any
+# other needs RECORDS_DATABASE_URL and keeps the crawl running.
+REVISIT_POLICY = "off"
+# Seconds: uniform's interval, a new page's first, and adaptive's budget (as many
+# fetches as uniform at this interval, shared out by change rate).
+REVISIT_INTERVAL = 86400.0
+# Shortest interval, seconds (adaptive and halving): a fast changer's.
+REVISIT_MIN_INTERVAL = 3600.0
+# Longest interval, seconds (two weeks): where a lazy page (no change seen) drifts.
+REVISIT_MAX_INTERVAL = 1_209_600.0
+# Intervals or bounds by domain suffix, the longest match wins (a dict, or JSON with
+# -s): {".gov": {"interval": 604800}, "news.example": {"min_interval": 600}}.
+REVISIT_OVERRIDES: dict[str, dict[str, float]] | str = {}
+# Consecutive failed revisits (404, 410 or any final failure) after which a page is
+# recorded gone and no longer revisited.
+REVISIT_GONE_AFTER = 3
+# Seconds between two looks of a node's feeder for due URLs in the database.
+REVISIT_FEED_INTERVAL = 2.0
+# Most URLs claimed for a revisit and not yet recorded, crawl-wide: what Redis holds
+# of the URL library at most.
+REVISIT_FEED_BATCH = 1000
+# Seconds after which a claimed URL whose revisit was never recorded (its request
+# lost) may be claimed again.
+REVISIT_CLAIM_TIMEOUT = 3600.0
+# Send If-None-Match and If-Modified-Since from the stored validators: an unchanged
+# page then costs a 304, without body, page-store write or link extraction.
+REVISIT_CONDITIONAL = True
+
 # --- The bfs spider (crawler/spiders/bfs.py) -----------------------------------------
 
 # Which links are followed: "any" host, "seed-hosts" or "seed-domains".

@@ -26,6 +26,7 @@ class PageRecord:
     fetched_at: str
     host: str = ""
     last_modified: str | None = None
+    etag: str | None = None  # the ETag header, as sent (revisits send it back)
     content_hash: str | None = None  # SHA-256 of the body, hex
     tier: int = 0  # the timeout tier it was fetched on
     node: str = ""  # the crawler node that fetched it

@@ -44,3 +44,6 @@ REQUEUED = "frontier_requeued"
 STARTED = "frontier_started"
 # A seed: enqueued again even when the seen filter knows it, if it failed for good.
 REVIVE = "frontier_revive"
+# A revisit of a page in the URL library (crawler.revisit): {"hash": the SHA-256 of
+# the stored version's body, "due": when the revisit was due}.
+REVISIT = "frontier_revisit"

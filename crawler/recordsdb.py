@@ -73,15 +73,15 @@ class RecordsDatabase:
             raise
         except DRIVER_ERRORS as exc:
             self.close()
-            raise self._error("cannot open", exc) from None
+            raise self.error("cannot open", exc) from None
         return self
 
     def _create_schema(self) -> None:
         columns = ", ".join(f"{name} {kind}" for name, kind in SCHEMA)
-        with self._transaction() as cursor:
+        with self.transaction() as cursor:
             cursor.execute(f"CREATE TABLE IF NOT EXISTS pages ({columns})")
         self._add_missing_columns()
-        with self._transaction() as cursor:
+        with self.transaction() as cursor:
             for column in INDEXED:
                 cursor.execute(
                     f"CREATE INDEX IF NOT EXISTS pages_{column} ON pages ({column})"
@@ -97,7 +97,7 @@ class RecordsDatabase:
                 continue
             exists = " IF NOT EXISTS" if self.url.dialect == "postgresql" else ""
             try:
-                with self._transaction() as cursor:
+                with self.transaction() as cursor:
                     cursor.execute(
                         f"ALTER TABLE pages ADD COLUMN{exists} {column} {kinds[column]}"
                     )
@@ -107,7 +107,7 @@ class RecordsDatabase:
 
     def _present_columns(self) -> set[str]:
         """The columns table ``pages`` has (raises if there is no such table)."""
-        with self._transaction() as cursor:
+        with self.transaction() as cursor:
             cursor.execute("SELECT * FROM pages LIMIT 0")  # no input in it
             return {column[0].lower() for column in cursor.description}
 
@@ -127,7 +127,7 @@ class RecordsDatabase:
             self._connection = None
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[Any]:
+    def transaction(self) -> Iterator[Any]:
         """A cursor; committed at the end, rolled back on error. A connection
         that broke is closed, and the next call opens a new one."""
         if self._connection is None:
@@ -175,13 +175,13 @@ class RecordsDatabase:
 
     def _write(self, rows: Sequence[Row]) -> None:
         try:
-            with self._transaction() as cursor:
+            with self.transaction() as cursor:
                 cursor.executemany(self._upsert_sql, rows)
         except DRIVER_ERRORS as exc:
             if self._is_data_error(exc):
                 raise RowRejectedError(first_line(exc)) from None
             self.close()  # the next write reconnects and recreates the table
-            raise self._error("cannot write to", exc) from None
+            raise self.error("cannot write to", exc) from None
 
     def _is_data_error(self, exc: Exception) -> bool:
         """Whether the database refused a value (else it could not be reached,
@@ -196,7 +196,7 @@ class RecordsDatabase:
             for cls in type(exc).__mro__
         )
 
-    def _error(self, doing: str, exc: Exception) -> RecordsDatabaseError:
+    def error(self, doing: str, exc: Exception) -> RecordsDatabaseError:
         return RecordsDatabaseError(
             f"{doing} the records database {shown(self._raw_url)} "
             f"(RECORDS_DATABASE_URL): {first_line(exc)}"
@@ -217,11 +217,11 @@ class RecordsDatabase:
         query = PagesQuery(host, status=status, title=title, fates=fates, limit=limit)
         sql, values = query.sql(self.url.dialect, self._columns)
         try:
-            with self._transaction() as cursor:
+            with self.transaction() as cursor:
                 cursor.execute(sql, values)
                 for row in cursor:
                     yield dict(zip(COLUMNS, row, strict=True))
         except RecordsDatabaseError:
             raise
         except DRIVER_ERRORS as exc:
-            raise self._error("cannot read", exc) from None
+            raise self.error("cannot read", exc) from None

@@ -50,14 +50,15 @@ def row_of(record: PageRecord) -> Row:
     for name in COLUMNS:
         value = getattr(record, name)
         if name in _TEXT and value is not None:
-            value = _clean_text(str(value))
+            value = clean_text(str(value))
         elif isinstance(value, int):
             value = max(-_BIGINT, min(_BIGINT, value))
         row.append(value)
     return tuple(row)
 
 
-def _clean_text(text: str) -> str:
+def clean_text(text: str) -> str:
+    """*text* as every database takes it: no NUL, no lone surrogate."""
     if "\x00" in text:
         text = text.replace("\x00", "")
     try:

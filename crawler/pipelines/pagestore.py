@@ -24,6 +24,7 @@ from scrapy.exceptions import NotConfigured
 
 from crawler.items import PageRecord
 from crawler.policy.storepath import store_path
+from crawler.revisit.entries import NOT_MODIFIED
 
 if TYPE_CHECKING:
     from typing import Self
@@ -118,7 +119,7 @@ class PageStorePipeline:
     async def process_item(self, item: object) -> object:
         if (
             not isinstance(item, PageRecord)
-            or item.status == 0
+            or item.status in (0, NOT_MODIFIED)  # a 304: the stored version stays
             or item.fate != "fetched"
         ):
             return item

@@ -13,26 +13,38 @@ counted in ``records/errors`` and tried again after a back-off, for as long as i
 takes: the pages wait for their records and the crawl waits with them, rather than
 acknowledging pages without a record. Rows the database refuses (a value it cannot
 store) are given up (``records/dropped``): no retry would take them.
+
+With revisits on (``REVISIT_POLICY``), the same write records each visit in the URL
+library (``crawler.revisit.library``), which sets the URL's next visit; a 304 leaves
+the ``pages`` row alone (the stored version is still the page's). What each revisit
+found is counted under ``revisit/``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, NamedTuple
 
 from scrapy.exceptions import NotConfigured
 
 from crawler.items import PageRecord
+from crawler.policy.revisit import RevisitConfig
 from crawler.policy.typedsettings import get_int
 from crawler.recordsdb import RecordsDatabase, RecordsDatabaseError
 from crawler.recordsschema import Row, row_of
+from crawler.revisit.entries import NOT_MODIFIED, Visit
+from crawler.revisit.library import URLLibrary
 from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Self
 
     from scrapy.crawler import Crawler
+
+    from crawler.revisit.entries import Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -40,19 +52,47 @@ logger = logging.getLogger(__name__)
 # to the most.
 RETRY_DELAY = 0.5
 MAX_RETRY_DELAY = 5.0
+# The ``revisit/`` stats each outcome of a revisit adds to (a first visit: none).
+REVISIT_STATS: dict[str, tuple[str, ...]] = {
+    "changed": ("revisit/fetched", "revisit/changed"),
+    "unchanged": ("revisit/fetched", "revisit/unchanged"),
+    "not_modified": (
+        "revisit/fetched",
+        "revisit/unchanged",
+        "revisit/not_modified",
+    ),
+    "failed": ("revisit/failed",),
+    "gone": ("revisit/failed", "revisit/gone"),
+}
+
+
+class Pending(NamedTuple):
+    """What one record writes: its ``pages`` row (None for a 304: the stored
+    version stays), and its visit for the URL library (None with revisits off)."""
+
+    row: Row | None
+    visit: Visit | None
 
 
 class RecordsPipeline:
     """Upserts a ``pages`` row for every ``PageRecord``; other items pass through."""
 
-    def __init__(self, crawler: Crawler, url: str, batch_size: int) -> None:
+    def __init__(
+        self,
+        crawler: Crawler,
+        url: str,
+        batch_size: int,
+        revisits: RevisitConfig | None,
+    ) -> None:
         self._crawler = crawler
         self._url = url
         self._batch_size = batch_size
+        self._revisits = revisits  # None: revisits off
         self._database: RecordsDatabase | None = None
-        # URL -> row, and URL -> the future its callers wait on: a URL recorded
-        # twice before a write keeps its last row and one future.
-        self._pending: dict[str, Row] = {}
+        self._library: URLLibrary | None = None
+        # URL -> what to write, and URL -> the future its callers wait on: a URL
+        # recorded twice before a write keeps its last record and one future.
+        self._pending: dict[str, Pending] = {}
         self._waiting: dict[str, asyncio.Future[None]] = {}
         self._writer: asyncio.Task[None] | None = None
         self._failing = False
@@ -68,9 +108,12 @@ class RecordsPipeline:
             if batch_size < 1:
                 raise ValueError(f"RECORDS_BATCH_SIZE must be >= 1, got {batch_size}")
             RecordsDatabase(url)  # checks the URL's form; connects in open_spider
+            revisits = None
+            if (crawler.settings.get("REVISIT_POLICY") or "off") != "off":
+                revisits = RevisitConfig.from_settings(crawler.settings)
         except (ValueError, RecordsDatabaseError) as exc:
             return StartupFailure(crawler, f"Bad setting: {exc}")
-        return cls(crawler, url, batch_size)
+        return cls(crawler, url, batch_size, revisits)
 
     async def open_spider(self) -> None:
         """Connect and create the table; if that fails, the crawl stops with one
@@ -78,6 +121,10 @@ class RecordsPipeline:
         database = RecordsDatabase(self._url)
         try:
             self._database = await asyncio.to_thread(database.open)
+            if self._revisits is not None:
+                library = URLLibrary(database, self._revisits)
+                await asyncio.to_thread(library.create)
+                self._library = library
         except RecordsDatabaseError as exc:
             # Kept: signals hold only a weak reference to its handler.
             self._failure = StartupFailure(self._crawler, str(exc))
@@ -87,7 +134,10 @@ class RecordsPipeline:
         if self._database is None or not isinstance(item, PageRecord):
             return item
         self._pending.pop(item.url, None)  # a re-recorded URL goes to the end
-        self._pending[item.url] = row_of(item)
+        self._pending[item.url] = Pending(
+            None if item.status == NOT_MODIFIED else row_of(item),
+            None if self._library is None else Visit.of(item),
+        )
         waiting = self._waiting.get(item.url)
         if waiting is None:
             waiting = asyncio.get_running_loop().create_future()
@@ -102,27 +152,30 @@ class RecordsPipeline:
         try:
             while self._pending and self._database is not None:
                 urls = list(self._pending)[: self._batch_size]
-                rows = [self._pending.pop(url) for url in urls]
+                batch = [self._pending.pop(url) for url in urls]
                 waiting = [self._waiting.pop(url) for url in urls]
-                await self._write(self._database, rows)
+                await self._write(self._database, batch)
                 for future in waiting:
                     if not future.done():
                         future.set_result(None)
         finally:
             self._writer = None
 
-    async def _write(self, database: RecordsDatabase, rows: list[Row]) -> None:
-        """Write *rows* in one transaction, trying again until the database takes
-        them; rows it refuses are given up."""
+    async def _write(self, database: RecordsDatabase, batch: list[Pending]) -> None:
+        """Write *batch* in one transaction (and its visits in a second), trying
+        again until the database takes them; rows it refuses are given up."""
         stats = self._crawler.stats
         assert stats is not None
+        rows = [pending.row for pending in batch if pending.row is not None]
+        visits = [pending.visit for pending in batch if pending.visit is not None]
         delay = RETRY_DELAY
         while True:
             try:
                 rejected = await asyncio.to_thread(database.upsert, rows)
+                outcomes = await self._record_visits(visits)
             except RecordsDatabaseError as exc:
                 stats.inc_value("records/errors")
-                self._failed(exc, len(rows) + len(self._pending))
+                self._failed(exc, len(batch) + len(self._pending))
                 await asyncio.sleep(delay)
                 delay = min(2 * delay, MAX_RETRY_DELAY)
                 continue
@@ -136,6 +189,15 @@ class RecordsPipeline:
         if rejected:
             self._drop(len(rejected), f"refused by the database: {rejected[0][0]!r}")
         stats.inc_value("records/written", len(rows) - len(rejected))
+        for outcome in outcomes:
+            for key in REVISIT_STATS.get(outcome, ()):
+                stats.inc_value(key)
+
+    async def _record_visits(self, visits: Sequence[Visit]) -> list[Outcome]:
+        """Record *visits* in the URL library (none with revisits off)."""
+        if self._library is None or not visits:
+            return []
+        return await asyncio.to_thread(self._library.record, visits, time.time())
 
     def _failed(self, error: RecordsDatabaseError, rows: int) -> None:
         if self._failing:

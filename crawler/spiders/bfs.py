@@ -22,6 +22,7 @@ from crawler.spiders.arguments import (
 )
 from crawler.spiders.pagerecords import (
     ERROR_WIDTH,
+    NOT_MODIFIED,
     failure_record,
     fates_summary,
     is_html,
@@ -122,7 +123,9 @@ class BfsSpider(Spider):
         """The page's record, then its links in scope when it is (X)HTML; a page
         whose links cannot be read is recorded ``unparseable``, never raised."""
         yield from self._redirected(response.meta, response.url)
-        if not is_html(response):
+        if response.status == NOT_MODIFIED or not is_html(response):
+            # A 304 (a revisit of an unchanged page): the stored version stays, and
+            # so do the links it had.
             yield self._counted(page_record(response, 0))
             return
         try:

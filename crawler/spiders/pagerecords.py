@@ -38,6 +38,8 @@ ERROR_WIDTH = 500
 # What Scrapy's RedirectMiddleware raises past REDIRECT_MAX_TIMES: not a robots
 # refusal, though an IgnoreRequest.
 TOO_MANY_REDIRECTS = "max redirections reached"
+# A revisit's answer when the page did not change (crawler.revisit): no body.
+NOT_MODIFIED = 304
 # Media types whose links the spider follows (besides any HtmlResponse).
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
@@ -65,6 +67,7 @@ def page_record(
     """The record of a response the spider handled (fetched, or *fate*)."""
     content_type = response.headers.get("Content-Type")
     last_modified = response.headers.get("Last-Modified")
+    etag = response.headers.get("ETag")
     keep_body = fate == "fetched"
     return PageRecord(
         url=response.url,
@@ -77,7 +80,11 @@ def page_record(
         fetched_at=now(),
         host=host_or_empty(response.url),
         last_modified=last_modified.decode("latin-1") if last_modified else None,
-        content_hash=hashlib.sha256(response.body).hexdigest(),
+        etag=etag.decode("latin-1") if etag else None,
+        # A 304 has no body: the stored version stays the page's (its hash is kept).
+        content_hash=None
+        if response.status == NOT_MODIFIED
+        else hashlib.sha256(response.body).hexdigest(),
         tier=response.meta.get(TIER, 0),
         node=response.meta.get(NODE, ""),
         body=response.body if keep_body else b"",

@@ -20,6 +20,7 @@ PREFIXES = (
     "TIMEOUTS_",
     "USERAGENT_",
     "REFERER_",
+    "REVISIT_",
     "PAGESTORE_",
     "RECORDS_",
     "RETRY_LATER_",

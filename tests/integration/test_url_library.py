@@ -1,0 +1,133 @@
+"""The URL library's table on a real database: claims, their end and their expiry,
+with SQLite in tmp_path (and PostgreSQL when TEST_POSTGRES_URL is set)."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+import pytest
+
+from crawler.policy.revisit import Bounds, RevisitConfig
+from crawler.recordsdb import RecordsDatabase
+from crawler.revisit.entries import Visit
+from crawler.revisit.library import URLLibrary
+from tests.unit.test_records import (  # noqa: F401 (fixtures)
+    database_url,
+    postgres_url,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+pytestmark = pytest.mark.integration
+
+INTERVAL = 100.0
+CLAIM_TIMEOUT = 60.0
+
+
+def config(policy: str = "uniform") -> RevisitConfig:
+    return RevisitConfig(
+        policy=policy,
+        bounds=Bounds(INTERVAL, 10.0, 1000.0),
+        overrides=(),
+        gone_after=3,
+        feed_interval=1.0,
+        feed_batch=100,
+        claim_timeout=CLAIM_TIMEOUT,
+        conditional=True,
+    )
+
+
+def visit(page: int, body: str = "same") -> Visit:
+    return Visit(
+        url=f"http://127.0.0.2/{page}",
+        host="127.0.0.2",
+        depth=page % 3,
+        status=200,
+        fate="fetched",
+        content_hash=body,
+        etag=f'"{page}"',
+        last_modified=None,
+    )
+
+
+@pytest.fixture
+def libraries(database_url: str) -> Iterator[tuple[URLLibrary, URLLibrary]]:  # noqa: F811
+    """Two nodes' libraries: one database, two connections."""
+    databases = [RecordsDatabase(database_url).open() for _ in range(2)]
+    first, second = (URLLibrary(database, config()) for database in databases)
+    first.create()
+    second.create()
+    yield first, second
+    for database in databases:
+        database.close()
+
+
+def test_urls_are_due_after_their_interval_earliest_first(libraries) -> None:
+    library, _ = libraries
+    for page in range(5):
+        library.record([visit(page)], now=1000.0 + page)
+    assert library.claim(1000.0 + INTERVAL - 1, limit=10) == []
+    due = library.claim(1000.0 + INTERVAL + 2, limit=10)
+    assert [d.url for d in due] == [f"http://127.0.0.2/{page}" for page in range(3)]
+    assert [d.next_visit for d in due] == [1100.0, 1101.0, 1102.0]
+    assert [(d.depth, d.etag, d.content_hash) for d in due] == [
+        (page % 3, f'"{page}"', "same") for page in range(3)
+    ]
+    assert library.outstanding(1103.0) == 3
+    assert library.has_scheduled()
+
+
+def test_a_claimed_url_is_not_claimed_again_until_recorded_or_expired(libraries):
+    first, second = libraries
+    first.record([visit(1), visit(2)], now=0.0)
+    assert len(first.claim(200.0, limit=1)) == 1
+    assert len(second.claim(200.0, limit=10)) == 1  # only the other one
+    assert second.claim(201.0, limit=10) == []
+    # An unrecorded claim (its request lost) expires...
+    again = second.claim(200.0 + CLAIM_TIMEOUT + 1, limit=10)
+    assert len(again) == 2
+    # ...a recorded one ends, and the next visit is an interval later.
+    first.record([visit(1)], now=300.0)
+    assert first.outstanding(301.0) == 1
+    assert first.claim(320.0, limit=10) == []  # 2 claimed until 321, 1 due at 400
+    assert [d.url for d in first.claim(399.0, limit=10)] == ["http://127.0.0.2/2"]
+    assert [d.url for d in first.claim(400.0, limit=10)] == ["http://127.0.0.2/1"]
+
+
+def test_nodes_claiming_at_once_never_share_a_url(libraries) -> None:
+    first, _second = libraries
+    first.record([visit(page) for page in range(200)], now=0.0)
+    claimed: list[list[str]] = [[], []]
+
+    def claim_all(index: int, library: URLLibrary) -> None:
+        for _round in range(50):  # bounded: 200 URLs, 10 a claim, two claimers
+            due = library.claim(500.0, limit=10)
+            claimed[index].extend(d.url for d in due)
+
+    threads = [
+        threading.Thread(target=claim_all, args=(index, library))
+        for index, library in enumerate(libraries)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not set(claimed[0]) & set(claimed[1])
+    assert len(claimed[0]) + len(claimed[1]) == 200
+
+
+def test_a_gone_library_has_nothing_scheduled(database_url: str) -> None:  # noqa: F811
+    database = RecordsDatabase(database_url).open()
+    try:
+        library = URLLibrary(database, config())
+        library.create()
+        assert not library.has_scheduled()
+        failed = Visit(
+            "http://127.0.0.2/x", "127.0.0.2", 0, 404, "http_error", None, None, None
+        )
+        library.record([failed], now=0.0)
+        assert not library.has_scheduled()  # its first visit failed: never revisited
+    finally:
+        database.close()
