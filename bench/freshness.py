@@ -215,13 +215,14 @@ def measure(
     the pages of *schedule* (keyed by host and page number), fetches and bytes over
     every request (robots.txt counts for bytes only)."""
     answers: dict[tuple[int, int], list[tuple[float, int, int | None]]] = {}
-    fetches = sent = 0
+    fetches = sent = page_fetches = 0
     for row in rows:
         t = row["t"] - t0
         page = page_number(row["path"])
         if window[0] <= t < window[1]:
             sent += row["bytes"]
             fetches += page is not None
+            page_fetches += bool(page)
         if page is not None:
             answers.setdefault((row["host"], page), []).append(
                 (t, row["status"], row["version"])
@@ -245,6 +246,7 @@ def measure(
         "mean_age": age / span,
         "fetches": fetches,
         "fetches_per_second": fetches / (window[1] - window[0]),
+        "page_fetches": page_fetches,
         "bytes": sent,
         "unchanged_revisits": unchanged,
         "not_modified": not_modified,
@@ -402,34 +404,47 @@ def run_policy(plan: Plan, policy: str, out: Path) -> dict[str, Any]:
                 row |= {"exit": result.returncode, "timed_out": result.timed_out}
                 row |= {"cpu_seconds": round(result.cpu_seconds, 1)}
         shutil.copy(site_log, logs / f"freshness-{policy}-site.jsonl")
-        start, rows = read_site_log(site_log)
         stats_file = tmp / "stats.json"
         stats = json.loads(stats_file.read_text("utf-8")) if stats_file.exists() else {}
-    row |= measure(schedule_of(start), start["t0"], rows, plan.window)
+    row |= measured(plan, logs / f"freshness-{policy}-site.jsonl")
     row["revisit_stats"] = {k: v for k, v in stats.items() if k.startswith("revisit/")}
     print(f"  freshness {row['freshness']:.3f}, {row['fetches']} fetches, "
           f"exit {row.get('exit')}", flush=True)  # fmt: skip
     return row
 
 
-def analytic(plan: Plan) -> list[dict[str, Any]]:
-    """Expected figures: the optimum at the budget, and uniform at its interval."""
+def measured(plan: Plan, site_log: Path) -> dict[str, Any]:
+    """The figures of one run's site log (``--from-logs`` reads a former run's)."""
+    start, rows = read_site_log(site_log)
+    return measure(schedule_of(start), start["t0"], rows, plan.window)
+
+
+def analytic(plan: Plan, runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Expected figures: the optimum at the budget, uniform at its interval, and the
+    optimum at the page fetches adaptive made (its allocation, apart from its spend)."""
     start = {"seed": plan.seed, "hosts": plan.hosts, "pages": plan.pages}
     schedule = site_schedule(**start, horizon=plan.seconds + 600)
     rates = [p.rate for p in schedule.values()]
-    best = optimal_intervals(rates, plan.budget)
     span = plan.seconds - plan.warmup
-    rows = []
-    for name, intervals, rate in (
-        ("optimum (expected)", best, plan.budget),
+    cases: list[tuple[str, list[float | None], float]] = [
+        ("optimum (expected)", optimal_intervals(rates, plan.budget), plan.budget),
         ("uniform (expected)", [plan.interval] * len(rates), plan.budget),
-    ):
+    ]
+    for run in runs:
+        if run["policy"] == "adaptive" and run["page_fetches"]:
+            spent = run["page_fetches"] / span
+            cases.append(
+                ("optimum at adaptive's page fetches", optimal_intervals(rates, spent),
+                 spent)
+            )  # fmt: skip
+    rows = []
+    for name, intervals, rate in cases:
         freshness, age = expected(rates, intervals, plan.window)
         rows.append({
             "policy": name, "freshness": freshness, "mean_age": age,
             "fetches": round(rate * span), "bytes": None, "share_304": None,
+            "pages_unfetched": sum(t is None for t in intervals),
         })  # fmt: skip
-    rows[0]["pages_unfetched"] = sum(t is None for t in best)
     return rows
 
 
@@ -525,6 +540,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="REVISIT_MAX_INTERVAL (interval x 14, as the defaults)",
     )
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--from-logs",
+        type=Path,
+        default=None,
+        help="measure the site logs of a former run in this directory (same options)",
+    )
     args = parser.parse_args(argv)
     args.minutes = args.minutes or (2.5 if args.quick else 6.0)
     args.pages = args.pages or (20 if args.quick else 50)
@@ -552,8 +573,14 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{plan.interval:g} s, bounds {plan.min_interval:g}..{plan.max_interval:g} "
           f"s; {plan.seconds:g} s a run, window {plan.warmup:g}..{plan.seconds:g} s")  # fmt: skip
     code = code_fingerprint()
-    rows = [run_policy(plan, policy, args.out) for policy in args.policies]
-    rows += analytic(plan)
+    if args.from_logs is not None:
+        rows = [
+            {"policy": p} | measured(plan, args.from_logs / f"freshness-{p}-site.jsonl")
+            for p in args.policies
+        ]
+    else:
+        rows = [run_policy(plan, policy, args.out) for policy in args.policies]
+    rows += analytic(plan, rows)
     text = table(rows)
     checks = targets(rows)
     print()
