@@ -56,6 +56,15 @@ OUT = BENCH / "out"
 POLICIES = ("uniform", "adaptive", "halving")
 CRAWL_SLACK = 45.0
 SOLVER_STEPS = 200
+# Change classes of the allocation table: (mean seconds between changes below, label).
+CLASSES = (
+    (8.0, "< 8 s"),
+    (30.0, "8-30 s"),
+    (120.0, "30 s-2 min"),
+    (400.0, "2-7 min"),
+    (1200.0, "7-20 min"),
+    (math.inf, ">= 20 min"),
+)
 
 # --- The optimum: Cho and Garcia-Molina's allocation for known rates -----------------
 
@@ -138,6 +147,21 @@ def expected(
             f, a = expected_freshness(rate, interval), expected_age(rate, interval)
         total_f, total_a = total_f + f, total_a + a
     return total_f / len(rates), total_a / len(rates)
+
+
+def change_class(rate: float) -> str:
+    """The label of a page's change class in the allocation table."""
+    if rate <= 0:
+        return "never"
+    return next(label for bound, label in CLASSES if 1 / rate < bound)
+
+
+def per_class(rates: Sequence[float], values: Sequence[float]) -> dict[str, float]:
+    """Mean of *values* over the pages of each change class."""
+    groups: dict[str, list[float]] = {}
+    for rate, value in zip(rates, values, strict=True):
+        groups.setdefault(change_class(rate), []).append(value)
+    return {label: sum(v) / len(v) for label, v in groups.items()}
 
 
 # --- Measurement, from the site's log only ----------------------------------------------
@@ -241,7 +265,12 @@ def measure(
         u, n = revisits(page_answers, *window)
         unchanged, not_modified = unchanged + u, not_modified + n
     span = (window[1] - window[0]) * len(schedule)
+    counts = [
+        sum(window[0] <= t < window[1] for t, _, _ in answers.get(key, []))
+        for key in schedule
+    ]
     return {
+        "fetches_by_class": per_class([p.rate for p in schedule.values()], counts),
         "freshness": fresh / span,
         "mean_age": age / span,
         "fetches": fetches,
@@ -444,6 +473,9 @@ def analytic(plan: Plan, runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
             "policy": name, "freshness": freshness, "mean_age": age,
             "fetches": round(rate * span), "bytes": None, "share_304": None,
             "pages_unfetched": sum(t is None for t in intervals),
+            "fetches_by_class": per_class(
+                rates, [span / t if t else 0.0 for t in intervals]
+            ),
         })  # fmt: skip
     return rows
 
@@ -471,6 +503,21 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
             f"| {r['policy']} | {r['freshness']:.3f} | {stale:.3f} | {ratio} "
             f"| {r['mean_age']:.1f} | {r['fetches']:,} | {sent} | {share} |"
         )
+    return "\n".join(lines)
+
+
+def allocation_table(rows: Sequence[dict[str, Any]], pages: dict[str, int]) -> str:
+    """Fetches a page got in the window, by change class, for each row."""
+    labels = ["never", *(label for _, label in CLASSES)]
+    names = [r["policy"].replace(" (expected)", "") for r in rows]
+    lines = [
+        "| change class | pages | " + " | ".join(names) + " |",
+        "|---|---:|" + "---:|" * len(rows),
+    ]
+    for label in labels:
+        if label in pages:
+            cells = [f"{r['fetches_by_class'].get(label, 0.0):.1f}" for r in rows]
+            lines.append(f"| {label} | {pages[label]} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -583,8 +630,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows += analytic(plan, rows)
     text = table(rows)
     checks = targets(rows)
+    schedule = site_schedule(plan.seed, plan.hosts, plan.pages, plan.seconds + 600)
+    classes = [change_class(p.rate) for p in schedule.values()]
+    allocation = allocation_table(rows, {c: classes.count(c) for c in set(classes)})
     print()
     print(text)
+    print("\nFetches a page got in the window, by mean time between its changes:\n")
+    print(allocation)
     print()
     for name, met, figures in checks:
         verdict = "not measured" if met is None else ("PASS" if met else "FAIL")
@@ -600,6 +652,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": machine_facts(),
         "crawler_code": code,
         "table": text,
+        "allocation": allocation,
         "targets": [{"target": n, "met": m, "figures": f} for n, m, f in checks],
         "rows": rows,
     }

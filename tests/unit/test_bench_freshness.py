@@ -21,6 +21,7 @@ from bench.changingsite import (
     version_start,
 )
 from bench.freshness import (
+    change_class,
     expected_age,
     expected_freshness,
     measure,
@@ -188,6 +189,14 @@ def test_optimum_skips_a_page_that_changes_too_fast():
 
 def test_never_changing_pages_get_no_fetches():
     assert optimal_intervals((0.0, 0.0), 1.0) == [None, None]
+
+
+@pytest.mark.parametrize(
+    ("rate", "label"),
+    [(0.0, "never"), (1 / 5, "< 8 s"), (1 / 8, "8-30 s"), (1 / 3000, ">= 20 min")],
+)
+def test_change_class_by_mean_time_between_changes(rate, label):
+    assert change_class(rate) == label
 
 
 def test_not_modified_follows_rfc_9110():
