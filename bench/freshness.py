@@ -433,6 +433,8 @@ def run_policy(plan: Plan, policy: str, out: Path) -> dict[str, Any]:
                 row |= {"exit": result.returncode, "timed_out": result.timed_out}
                 row |= {"cpu_seconds": round(result.cpu_seconds, 1)}
         shutil.copy(site_log, logs / f"freshness-{policy}-site.jsonl")
+        if (tmp / "records.db").exists():  # the URL library, to look into afterwards
+            shutil.copy(tmp / "records.db", logs / f"freshness-{policy}-records.db")
         stats_file = tmp / "stats.json"
         stats = json.loads(stats_file.read_text("utf-8")) if stats_file.exists() else {}
     row |= measured(plan, logs / f"freshness-{policy}-site.jsonl")
