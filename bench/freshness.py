@@ -300,6 +300,7 @@ class Plan:
     validators: str
     min_interval: float
     max_interval: float
+    feed_interval: float | None = None
 
     @property
     def budget(self) -> float:
@@ -344,7 +345,12 @@ def changing_site(plan: Plan, log: Path) -> Iterator[RunningSite]:
 
 def crawl_settings(plan: Plan, policy: str, tmp: Path, stats: Path) -> dict[str, Any]:
     """The crawl's -s settings: the budget's politeness, the policy, private state."""
-    return {
+    feed = (
+        {}
+        if plan.feed_interval is None
+        else {"REVISIT_FEED_INTERVAL": plan.feed_interval}
+    )
+    return feed | {
         "REVISIT_POLICY": policy,
         "REVISIT_INTERVAL": plan.interval,
         "REVISIT_MIN_INTERVAL": plan.min_interval,
@@ -588,6 +594,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=None,
         help="REVISIT_MAX_INTERVAL (interval x 14, as the defaults)",
     )
+    parser.add_argument(
+        "--feed-interval",
+        type=float,
+        default=None,
+        help="REVISIT_FEED_INTERVAL (default: the crawler's, 2 s)",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument(
         "--from-logs",
@@ -610,7 +622,7 @@ def plan_of(args: argparse.Namespace) -> Plan:
     return Plan(
         args.hosts, args.pages, args.delay, args.seed, seconds, seconds * args.warmup,
         args.validators, args.min_interval or interval / 24,
-        args.max_interval or interval * 14,
+        args.max_interval or interval * 14, args.feed_interval,
     )  # fmt: skip
 
 
@@ -620,7 +632,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Site: {plan.hosts} hosts x {plan.pages} pages (+ an index each), D = "
           f"{plan.delay} s: budget {plan.budget:g} fetches/s, uniform interval "
           f"{plan.interval:g} s, bounds {plan.min_interval:g}..{plan.max_interval:g} "
-          f"s; {plan.seconds:g} s a run, window {plan.warmup:g}..{plan.seconds:g} s")  # fmt: skip
+          f"s; {plan.seconds:g} s a run, window {plan.warmup:g}..{plan.seconds:g} s; "
+          f"feed interval {plan.feed_interval or 'the default'}")  # fmt: skip
     code = code_fingerprint()
     if args.from_logs is not None:
         rows = [
