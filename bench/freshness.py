@@ -15,9 +15,12 @@ time since that version was superseded. Averages are over the content pages (not
 indexes) and over the measurement window (after a warm-up of a third of the run).
 
 The optimum is Cho and Garcia-Molina's freshness-optimal allocation of the same
-budget for the known rates (``bench.optimum``... solved here, not by the crawler's
-code): its expected freshness and age, and uniform's expected figures beside its
-measured ones as a check. The policy ``reference`` (not run by default) is a plain
+budget to the content pages for their known rates (solved here, not with the
+crawler's code): its expected freshness and age; beside them uniform's expected
+figures (a check of the measurement) and the optimum at the page fetches adaptive
+actually made (its allocation apart from its spending). A second table gives the
+fetches a page got, by how often it changes. Each run's site log, crawl log and
+records database are kept in ``bench/out/logs/``; ``--from-logs`` measures them again. The policy ``reference`` (not run by default) is a plain
 round-robin client in this process at the same budget: a check of the measurement.
 Writes ``bench/out/freshness.json``; exits 0 even when a target is missed.
 """
