@@ -284,8 +284,9 @@ REVISIT_OVERRIDES: dict[str, dict[str, float]] | str = {}
 # Consecutive failed revisits (404, 410 or any final failure) after which a page is
 # recorded gone and no longer revisited.
 REVISIT_GONE_AFTER = 3
-# Seconds between two looks of a node's feeder for due URLs in the database.
-REVISIT_FEED_INTERVAL = 2.0
+# Seconds between two looks of a node's feeder for due URLs in the database. None:
+# 2 s, or half the shortest REVISIT_MIN_INTERVAL (overrides too) when that is shorter.
+REVISIT_FEED_INTERVAL: float | None = None
 # Most URLs claimed for a revisit and not yet recorded, crawl-wide: what Redis holds
 # of the URL library at most.
 REVISIT_FEED_BATCH = 1000

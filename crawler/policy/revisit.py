@@ -41,6 +41,10 @@ WINDOW = 24.0
 # page's cycle), a minute's 2.5 s and 14 minutes.
 FLOOR_SHARE = 1 / 24
 CEILING_FACTOR = 14.0
+# An unset REVISIT_FEED_INTERVAL: the feeder looks this often, or twice per shortest
+# interval when that is shorter (a feeder that looks less often than a page's
+# interval cannot keep to it).
+MAX_FEED_INTERVAL = 2.0
 # Most an adaptive interval moves in one visit (x or /): one noisy estimate from
 # a few checks cannot throw a page to the floor or the ceiling, and the interval
 # still reaches any target within a few visits (the simulator: 2 beats 4 and no
@@ -119,14 +123,19 @@ class RevisitConfig:
             "REVISIT_INTERVAL",
             " (REVISIT_MIN_INTERVAL <= REVISIT_INTERVAL <= REVISIT_MAX_INTERVAL)",
         )
+        overrides = _overrides(
+            settings.get("REVISIT_OVERRIDES"), bounds.interval, floor, ceiling
+        )
+        feed_interval = _optional_positive(settings, "REVISIT_FEED_INTERVAL")
+        if feed_interval is None:
+            floors = [bounds.min_interval] + [b.min_interval for _, b in overrides]
+            feed_interval = min(MAX_FEED_INTERVAL, min(floors) / 2)
         return cls(
             policy=policy,
             bounds=bounds,
-            overrides=_overrides(
-                settings.get("REVISIT_OVERRIDES"), bounds.interval, floor, ceiling
-            ),
+            overrides=overrides,
             gone_after=_count(settings, "REVISIT_GONE_AFTER"),
-            feed_interval=_positive(settings, "REVISIT_FEED_INTERVAL"),
+            feed_interval=feed_interval,
             feed_batch=_count(settings, "REVISIT_FEED_BATCH"),
             claim_timeout=_positive(settings, "REVISIT_CLAIM_TIMEOUT"),
             conditional=_flag(settings, "REVISIT_CONDITIONAL"),

@@ -67,6 +67,15 @@ def test_an_unset_floor_and_ceiling_follow_the_interval() -> None:
     assert kept.bounds_for("x.gov") == Bounds(7 * DAY, 3600.0, 98 * DAY)
 
 
+def test_an_unset_feed_interval_keeps_to_the_shortest_floor() -> None:
+    assert config(REVISIT_FEED_INTERVAL=None).feed_interval == 2.0
+    assert config(REVISIT_FEED_INTERVAL="", REVISIT_MIN_INTERVAL=1).feed_interval == 0.5
+    fast = {"news.example": {"min_interval": 3.0}}
+    built = config(REVISIT_FEED_INTERVAL=None, REVISIT_OVERRIDES=fast)
+    assert built.feed_interval == 1.5
+    assert config(REVISIT_FEED_INTERVAL="7").feed_interval == 7.0
+
+
 def test_strings_from_the_command_line_read() -> None:
     built = config(
         REVISIT_POLICY="Uniform",
