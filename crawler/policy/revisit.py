@@ -45,6 +45,12 @@ CEILING_FACTOR = 14.0
 # interval when that is shorter (a feeder that looks less often than a page's
 # interval cannot keep to it).
 MAX_FEED_INTERVAL = 2.0
+# Pace: the least share of uniform's budget adaptive plans for, how much the share
+# grows a look once the crawl keeps up, and the backlog that means "behind": this
+# share of REVISIT_INTERVAL in seconds of fetching.
+MIN_PACE = 0.05
+PACE_RECOVERY = 1.1
+BEHIND_SHARE = 0.2
 # Most an adaptive interval moves in one visit (x or /): one noisy estimate from
 # a few checks cannot throw a page to the floor or the ceiling, and the interval
 # still reaches any target within a few visits (the simulator: 2 beats 4 and no
@@ -373,16 +379,19 @@ def target_interval(
     return interval_for_rate(rate, multiplier, bounds)
 
 
-def multiplier_for(pages: Sequence[tuple[History, Bounds]]) -> float | None:
+def multiplier_for(
+    pages: Sequence[tuple[History, Bounds]], scale: float = 1.0
+) -> float | None:
     """Adaptive's μ: the one whose intervals spend the fetches uniform would
-    (Σ 1/T = Σ 1/interval), pages without a rate yet staying at their interval.
+    (Σ 1/T = Σ 1/interval), times *scale* (``Pace``: less when the crawl cannot
+    fetch that much), pages without a rate yet staying at their interval.
     None if no page has a rate. If even every page at its floor spends less, the
     smallest μ (all fast); the result never overspends. A random sample of the
     pages gives about the same μ at a fraction of the cost."""
     known = [(h, b) for h, b in pages if h.change_rate() is not None]
     if not known:
         return None
-    budget = sum(1 / b.interval for _, b in known)
+    budget = scale * sum(1 / b.interval for _, b in known)
 
     def spend(mu: float) -> float:
         return sum(1 / (target_interval(h, mu, b) or b.interval) for h, b in known)
@@ -404,6 +413,35 @@ def multiplier_for(pages: Sequence[tuple[History, Bounds]]) -> float | None:
         else:
             high = middle
     return high
+
+
+@dataclass(frozen=True, slots=True)
+class Pace:
+    """The share of uniform's budget adaptive plans for: all of it, unless the crawl
+    falls behind its schedule, which means it cannot fetch that much (politeness
+    delays, slow hosts, too few nodes). Behind, adaptive plans for what the crawl
+    fetched meanwhile: its intervals then fit the fetches there are, and the budget
+    goes where it keeps most pages fresh instead of every page being late alike.
+    Caught up, the share grows back by ``PACE_RECOVERY`` a look, up to all."""
+
+    scale: float = 1.0
+    visits: float | None = None  # the library's visits at the last look
+    at: float | None = None  # and when (epoch seconds)
+
+    def update(
+        self, *, now: float, visits: float, backlog: float, budget: float, lag: float
+    ) -> Pace:
+        """The pace after a look at *now*: *visits* recorded in the library so far,
+        *backlog* URLs due and not yet revisited, *budget* uniform's fetches a
+        second; behind when the backlog is more than *lag* seconds of fetching."""
+        if self.visits is None or self.at is None or now <= self.at:
+            return Pace(self.scale, visits, now)
+        rate = max(visits - self.visits, 0.0) / (now - self.at)
+        if rate > 0 and budget > 0 and backlog > rate * lag:
+            scale = min(self.scale, max(rate / budget, MIN_PACE))
+        else:
+            scale = min(1.0, self.scale * PACE_RECOVERY)
+        return Pace(scale, visits, now)
 
 
 def next_interval(  # noqa: PLR0913 (COMMON.md's interface, keyword-only)

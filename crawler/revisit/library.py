@@ -17,7 +17,7 @@ import time
 from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING, Any
 
-from crawler.policy.revisit import History, multiplier_for
+from crawler.policy.revisit import BEHIND_SHARE, History, Pace, multiplier_for
 from crawler.recordsconnection import DRIVER_ERRORS
 from crawler.revisit.entries import ACTIVE, COLUMNS, Entry, after_visit
 
@@ -90,6 +90,7 @@ class URLLibrary:
         self._postgres = database.url.dialect == "postgresql"
         self._multiplier: float | None = None
         self._multiplier_at = float("-inf")  # when to estimate it again
+        self._pace = Pace()
         assignments = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
         self._upsert_sql = (
             f"INSERT INTO revisits ({', '.join(COLUMNS)}) "  # noqa: S608 (names only)
@@ -162,12 +163,30 @@ class URLLibrary:
                 [ACTIVE, MULTIPLIER_SAMPLE],
             )
         ]
-        self._multiplier = multiplier_for(pages)
+        self._pace = self._looked_at_pace(now)
+        self._multiplier = multiplier_for(pages, self._pace.scale)
         cost = time.monotonic() - started
         self._multiplier_at = now + max(
             MULTIPLIER_REFRESH, MULTIPLIER_COST_FACTOR * cost
         )
         return self._multiplier
+
+    def _looked_at_pace(self, now: float) -> Pace:
+        """The pace after a look at the crawl's visits and what is overdue."""
+        visits, backlog, size = self._select(
+            "SELECT COALESCE(SUM(visits), 0), "
+            "COALESCE(SUM(CASE WHEN state = ? AND next_visit <= ? THEN 1 END), 0), "
+            "COALESCE(SUM(CASE WHEN state = ? THEN 1 END), 0) FROM revisits",
+            [ACTIVE, now, ACTIVE],
+        )[0]
+        interval = self._config.bounds.interval
+        return self._pace.update(
+            now=now,
+            visits=float(visits),
+            backlog=float(backlog),
+            budget=int(size) / interval,
+            lag=BEHIND_SHARE * interval,
+        )
 
     # --- the feeder's side ---------------------------------------------------------
 

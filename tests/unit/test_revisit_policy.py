@@ -15,6 +15,7 @@ from crawler.policy.revisit import (
     WINDOW,
     Bounds,
     History,
+    Pace,
     RevisitConfig,
     age,
     decision_rate,
@@ -526,3 +527,41 @@ def test_freshness_and_age_closed_forms(
 def test_age_series_meets_the_closed_form() -> None:
     below, above = age(1.0, 0.000999999), age(1.0, 0.001000001)
     assert below == pytest.approx(above, rel=1e-4)
+
+
+def test_pace_plans_for_the_fetches_the_crawl_makes_when_behind() -> None:
+    first = Pace().update(now=100.0, visits=100, backlog=0, budget=10.0, lag=5.0)
+    assert first.scale == 1.0  # one look tells no rate yet
+    # 60 visits in 10 s: 6 a second, against uniform's 10; 100 due is more than
+    # 5 s of fetching: behind, so adaptive plans for 6 a second.
+    behind = first.update(now=110.0, visits=160, backlog=100, budget=10.0, lag=5.0)
+    assert behind.scale == pytest.approx(0.6)
+    # Caught up: the share grows back a tenth a look, never past all of it.
+    caught_up = behind.update(now=120.0, visits=220, backlog=0, budget=10.0, lag=5.0)
+    assert caught_up.scale == pytest.approx(0.66)
+    full = Pace(scale=0.99, visits=0, at=0.0)
+    assert full.update(now=1.0, visits=1, backlog=0, budget=10.0, lag=5.0).scale == 1.0
+    # A small backlog (under lag seconds of fetching) is not behind.
+    near = first.update(now=110.0, visits=160, backlog=29, budget=10.0, lag=5.0)
+    assert near.scale == 1.0
+    # Nothing fetched at all: no rate to plan for, the share is kept.
+    stalled = behind.update(now=130.0, visits=160, backlog=500, budget=10.0, lag=5.0)
+    assert stalled.scale == pytest.approx(0.66)
+
+
+def test_a_smaller_pace_plans_longer_intervals() -> None:
+    pages = [
+        (History(checks=10, changes=changes, observed=10 * DAY), WIDE)
+        for changes in (0, 1, 3, 5, 8)
+    ]
+    full, half = multiplier_for(pages), multiplier_for(pages, scale=0.5)
+    assert full is not None
+    assert half is not None
+    spend = [
+        sum(1 / (target_interval(h, mu, b) or b.interval) for h, b in pages)
+        for mu in (full, half)
+    ]
+    budget = len(pages) / DAY
+    assert spend[0] <= budget * 1.0001
+    assert spend[1] <= budget * 0.5 * 1.0001
+    assert spend[1] < spend[0]
