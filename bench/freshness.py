@@ -520,7 +520,7 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
 def allocation_table(rows: Sequence[dict[str, Any]], pages: dict[str, int]) -> str:
     """Fetches a page got in the window, by change class, for each row."""
     labels = ["never", *(label for _, label in CLASSES)]
-    names = [r["policy"].replace(" (expected)", "") for r in rows]
+    names = [r["policy"] for r in rows]
     lines = [
         "| change class | pages | " + " | ".join(names) + " |",
         "|---|---:|" + "---:|" * len(rows),
