@@ -5,7 +5,8 @@ An extension on every node (``REVISIT_POLICY`` other than ``off``). Every
 fewer than ``REVISIT_FEED_BATCH`` claimed ones wait crawl-wide, and hands each to
 the engine as a request that bypasses the seen filter (``dont_filter``) but nothing
 else: the frontier queues it under its host at its depth, so politeness, robots.txt
-and BFS order among what is due apply as to any request. The request carries the
+and BFS order among what is due apply as to any request; within a depth, a page
+with a shorter interval goes first (``urgency``). The request carries the
 stored validators (``If-None-Match``, ``If-Modified-Since``) and accepts a 304.
 
 With revisits on the crawl does not end when the frontier drains: while the library
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from typing import TYPE_CHECKING
 
@@ -44,6 +46,22 @@ if TYPE_CHECKING:
     from crawler.revisit.library import Due
 
 logger = logging.getLogger(__name__)
+
+
+# Most priority a revisit gets either way (Request.priority; the frontier's bands
+# span -512..511, a spider's own priorities stay well inside).
+MAX_URGENCY = 64
+
+
+def urgency(interval: float, typical: float) -> int:
+    """The ``Request.priority`` of a revisit: one step per halving of its interval
+    below the typical one, so within a depth and a host, pages that change fast go
+    before lazy ones due at the same time (waiting behind them would stretch a
+    short interval most)."""
+    if not interval > 0 or not typical > 0:
+        return 0
+    steps = round(math.log2(typical / interval))
+    return max(-MAX_URGENCY, min(MAX_URGENCY, steps))
 
 
 class RevisitFeeder:
@@ -163,6 +181,7 @@ class RevisitFeeder:
         return Request(
             due.url,
             headers=headers,
+            priority=urgency(due.revisit_interval, self._config.bounds.interval),
             errback=errback,
             dont_filter=True,
             meta={

@@ -78,6 +78,7 @@ class Due:
     last_modified: str | None
     content_hash: str | None
     next_visit: float
+    revisit_interval: float
 
 
 class URLLibrary:
@@ -200,7 +201,8 @@ class URLLibrary:
             "UPDATE revisits SET claimed_until = ? WHERE url IN ("  # noqa: S608
             "SELECT url FROM revisits WHERE state = ? AND next_visit <= ? "
             f"AND claimed_until <= ? ORDER BY next_visit LIMIT ?{skip_locked}) "
-            "RETURNING url, depth, etag, last_modified, content_hash, next_visit"
+            "RETURNING url, depth, etag, last_modified, content_hash, next_visit, "
+            "revisit_interval"
         )
         until = now + self._config.claim_timeout
         rows = self._select(sql, [until, ACTIVE, now, now, limit])
