@@ -5,7 +5,6 @@ change, vanish and appear on a timeline the test sets."""
 from __future__ import annotations
 
 import hashlib
-import itertools
 import sqlite3
 import subprocess
 import threading
@@ -297,10 +296,10 @@ def test_two_nodes_revisit_each_page_once_per_due(redis_url, tmp_path, request):
     for path in ("/", "/a", "/b"):
         times = [at for at, _status, _sent in fetches(site, path)]
         assert len(times) >= 3, path
-        # One visit per due: the next is due an interval (1 s) after the last was
-        # due, so a late visit's successor may come sooner, but a URL claimed twice
-        # would be fetched twice at once.
-        assert min(b - a for a, b in itertools.pairwise(times)) >= 0.5, (path, times)
+        # One visit per due: dues are an interval (1 s) apart and no visit comes
+        # before its due, so a page has at most one fetch a second past its first
+        # (a late visit's successor may come sooner than a second after it); URLs
+        # claimed twice would be fetched twice per due.
         assert len(times) <= (times[-1] - times[0]) / 1.0 + 2, (path, times)
     claimed = sum(stat_value(output, "revisit/due") for output in outputs)
     revisited = sum(stat_value(output, "revisit/fetched") for output in outputs)
