@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from scrapy.exceptions import NotConfigured
 
 from crawler.items import PageRecord
-from crawler.policy.revisit import RevisitConfig
+from crawler.policy.revisit import RevisitConfig, revisits_on
 from crawler.policy.typedsettings import get_int
 from crawler.recordsdb import RecordsDatabase, RecordsDatabaseError
 from crawler.recordsschema import Row, row_of
@@ -105,7 +105,7 @@ class RecordsPipeline:
                 raise ValueError(f"RECORDS_BATCH_SIZE must be >= 1, got {batch_size}")
             RecordsDatabase(url)  # checks the URL's form; connects in open_spider
             revisits = None
-            if (crawler.settings.get("REVISIT_POLICY") or "off") != "off":
+            if revisits_on(crawler.settings):
                 revisits = RevisitConfig.from_settings(crawler.settings)
         except (ValueError, RecordsDatabaseError) as exc:
             return StartupFailure(crawler, f"Bad setting: {exc}")

@@ -148,6 +148,14 @@ class RevisitConfig:
         )
 
 
+def revisits_on(settings: SupportsGet) -> bool:
+    """Whether ``REVISIT_POLICY`` asks for revisits (unset: no; a project without
+    the add-on's defaults), read with ``RevisitConfig``'s spelling rules, so "Off"
+    is off for every component alike."""
+    value = settings.get("REVISIT_POLICY")
+    return value is not None and str(value).strip().lower() not in ("", "off")
+
+
 def _number(value: object) -> float | None:
     """A finite float from a number or a numeric string (``-s`` gives strings)."""
     if isinstance(value, bool) or not isinstance(value, int | float | str):

@@ -27,7 +27,7 @@ from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
 from crawler.meta import REVISIT
-from crawler.policy.revisit import RevisitConfig
+from crawler.policy.revisit import RevisitConfig, revisits_on
 from crawler.recordsdb import RecordsDatabase, RecordsDatabaseError
 from crawler.revisit.entries import NOT_MODIFIED
 from crawler.revisit.library import URLLibrary
@@ -85,7 +85,7 @@ class RevisitFeeder:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        if (crawler.settings.get("REVISIT_POLICY") or "off") == "off":
+        if not revisits_on(crawler.settings):
             raise NotConfigured  # no message: Scrapy would warn on every crawl
         try:
             config = RevisitConfig.from_settings(crawler.settings)

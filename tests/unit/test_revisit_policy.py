@@ -23,6 +23,7 @@ from crawler.policy.revisit import (
     interval_for_rate,
     multiplier_for,
     next_interval,
+    revisits_on,
     target_interval,
 )
 from tests.unit.properties import PROPERTY
@@ -565,3 +566,13 @@ def test_a_smaller_pace_plans_longer_intervals() -> None:
     assert spend[0] <= budget * 1.0001
     assert spend[1] <= budget * 0.5 * 1.0001
     assert spend[1] < spend[0]
+
+
+@pytest.mark.parametrize(
+    ("value", "on"),
+    [(None, False), ("", False), ("off", False), (" Off ", False), ("Uniform", True)],
+)
+def test_revisits_are_on_as_the_config_reads_the_policy(value, on) -> None:
+    assert revisits_on({"REVISIT_POLICY": value}) is on
+    if value:
+        assert config(REVISIT_POLICY=value).enabled is on
