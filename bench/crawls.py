@@ -54,6 +54,12 @@ class CrawlSpec:
     profile_file: Path | None = None
     # Settings of this benchmark only, over the common and per-crawler ones.
     extra: dict[str, Any] = field(default_factory=dict)
+    # The spider file of the plain and scrapy-redis crawls (``scrapy runspider``):
+    # the project's bfs spider under another scheduler by default, or
+    # bench/plainspiders.py, plain Scrapy's CrawlSpider.
+    spider_file: Path = BENCH / "spiders.py"
+    # Spider arguments (-a) besides the seeds.
+    spider_args: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -82,11 +88,13 @@ def command(name: str, spec: CrawlSpec) -> Command:
         scrapy_args = ["crawl", "bfs"]
     else:
         env["SCRAPY_SETTINGS_MODULE"] = "bench.settings"
-        scrapy_args = ["runspider", str(BENCH / "spiders.py")]
+        scrapy_args = ["runspider", str(spec.spider_file)]
     python = [sys.executable]
     if spec.profile_file is not None:
         python += ["-m", "cProfile", "-o", str(spec.profile_file)]
     argv = [*python, "-m", "scrapy", *scrapy_args, "-a", f"seeds={spec.seed}"]
+    for key, value in spec.spider_args.items():
+        argv += ["-a", f"{key}={value}"]
     for key, value in settings.items():
         argv += ["-s", f"{key}={_setting_text(value)}"]
     return Command(argv, ROOT, env)

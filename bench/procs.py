@@ -123,8 +123,10 @@ def run_measured(command: Command, log_path: Path, timeout: float) -> ProcessRes
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        peak, timed_out = _watch(process, started + timeout)
-        stop(process)
+        try:
+            peak, timed_out = _watch(process, started + timeout)
+        finally:  # Ctrl-C or an error here must not leave the crawl running
+            stop(process)
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

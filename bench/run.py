@@ -10,6 +10,11 @@ scale the same way (``--dedup-urls`` URLs over ``--dedup-hosts`` hosts, so that 
 shard gets URLs; the in-crawl figure covers only the few shards of the site's hosts).
 Prints two tables and writes ``bench/out/results.json``.
 
+Plain Scrapy and scrapy-redis crawl with a CrawlSpider and Scrapy's LinkExtractor
+(``bench/plainspiders.py``), as their users write them; ``plain-bfs`` is the
+project's ``bfs`` spider under Scrapy's own scheduler, so frontier / plain-bfs is
+the frontier's share alone. No crawl runs item pipelines.
+
 Seconds are from the crawl's first to its last response (``wall s``: process start
 to exit); CPU is the crawler process' user + system time.
 """
@@ -27,11 +32,14 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import psutil
 
 from bench import procs, redisprobe, report
-from bench.crawls import BENCH, CRAWLERS, FRONTIER_PREFIX, ROOT, CrawlSpec, command
+from bench.crawls import BENCH, FRONTIER_PREFIX, ROOT, CrawlSpec, command
+from bench.crawls import CRAWLERS as CRAWLS
+from bench.realcrawls import PLAIN_SPIDER
 from crawler.crawlstate.embedded import EmbeddedRedis, redis_server_binary
 
 if TYPE_CHECKING:
@@ -42,6 +50,9 @@ if TYPE_CHECKING:
 OUT = BENCH / "out"
 QUEUE_COST_TIMEOUT = 600.0
 REDIS_CRAWLERS = ("frontier", "scrapy-redis")
+# Crawls of this benchmark that run another's scheduler with another spider.
+SCHEDULER_OF = {"plain-bfs": "plain"}
+CRAWLERS = (*CRAWLS, "plain-bfs")
 
 
 @dataclass(frozen=True)
@@ -191,14 +202,16 @@ def run_crawl(bench: Bench, name: str, index: int) -> dict[str, Any]:
         profile.parent.mkdir(parents=True, exist_ok=True)
     spec = CrawlSpec(
         bench.site.seeds[0], bench.server.url, bench.total_pages, args.timeout,
-        stats_file, profile,
+        stats_file, profile, **spider_of(name, bench.site),
     )  # fmt: skip
     print(f"Crawl {tag} ...", flush=True)
     redis_cpu = procs.cpu_seconds(bench.server.pid)
     site_cpu = procs.cpu_seconds(bench.site.process.pid)
     before = redisprobe.activity(client)
     result = procs.run_measured(
-        command(name, spec), args.out / "logs" / f"{tag}.log", args.timeout
+        command(SCHEDULER_OF.get(name, name), spec),
+        args.out / "logs" / f"{tag}.log",
+        args.timeout,
     )
     activity = redisprobe.activity(client) - before
     run = {
@@ -218,6 +231,19 @@ def run_crawl(bench: Bench, name: str, index: int) -> dict[str, Any]:
           f"{run['pages_per_second']:.0f} pages/s, CPU {result.cpu_seconds:.1f} s",
           flush=True)  # fmt: skip
     return run
+
+
+def spider_of(name: str, site: procs.Site) -> dict[str, Any]:
+    """The spider of crawl *name*: plain Scrapy's and scrapy-redis' crawls run a
+    CrawlSpider with Scrapy's LinkExtractor, as their users write them, on every
+    host of the site; ``plain-bfs`` runs the project's spider under Scrapy's
+    scheduler, so that frontier / plain-bfs is the scheduler's share alone. No
+    crawl runs item pipelines (the frontier's page store and records database
+    are off: the others keep nothing either)."""
+    if name in ("plain", "scrapy-redis"):
+        hosts = ",".join(urlsplit(seed).netloc for seed in site.seeds)
+        return {"spider_file": PLAIN_SPIDER, "spider_args": {"hosts": hosts}}
+    return {"extra": {"ITEM_PIPELINES": {}}}
 
 
 def _read_stats(path: Path) -> dict[str, Any]:

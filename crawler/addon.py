@@ -131,6 +131,8 @@ class Frontier:
         if not _install_scheduler(settings):
             return  # another scheduler: our components would wait on leases forever
         for name, components in COMPONENTS.items():
+            if name == "ITEM_PIPELINES" and _set_empty(settings, name):
+                continue  # -s ITEM_PIPELINES={}: no pipelines, ours neither
             for path, order in components:
                 settings.setdefault_in_component_priority_dict(
                     name, load_object(path), order
@@ -177,6 +179,13 @@ def install_defaults(settings: BaseSettings) -> None:
     """Every default at the ``addon`` priority: below what a project or ``-s`` set."""
     for name, value in default_settings().items():
         settings.set(name, value, priority="addon")
+
+
+def _set_empty(settings: BaseSettings, name: str) -> bool:
+    """Whether *name* was set, above Scrapy's default, to an empty dict."""
+    priority = settings.getpriority(name)
+    explicit = priority is not None and priority > SETTINGS_PRIORITIES["default"]
+    return explicit and not settings.getdict(name)
 
 
 def _install_scheduler(settings: Settings) -> bool:

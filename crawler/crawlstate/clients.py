@@ -25,11 +25,29 @@ class RedisUnreachableError(ConnectionError):
     """The crawl's Redis cannot be used: it does not answer, or is badly named."""
 
 
+class ReadyCluster(redis.asyncio.RedisCluster):
+    """redis-py's asyncio Cluster client, which learns the cluster's layout before it
+    runs a command.
+
+    With redis-py's own client (8.1), commands sent at once by a client that has not
+    learnt the layout yet fail now and then with an ``AttributeError`` (a
+    connection torn down under them): a node that joins a crawl leases several
+    requests at once, the robots.txt lookup of each went to Redis, and a page whose
+    lookup failed was recorded unparseable, never fetched. Here every command waits
+    for the layout first (``initialize`` returns at once once it is known); after
+    that, commands sent at once succeed
+    (``test_commands_sent_at_once_by_a_new_asyncio_client_all_succeed``)."""
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        await self.initialize()
+        return await super().execute_command(*args, **kwargs)
+
+
 def async_connect(url: str, *, cluster: bool, **options: Any) -> redis.asyncio.Redis:
     """An asyncio client of *url* (a Cluster's if *cluster*); connects on first use."""
     options = {**CLIENT_OPTIONS, **options}
     if cluster:
-        client = redis.asyncio.RedisCluster.from_url(url, **options)
+        client = ReadyCluster.from_url(url, **options)
         return cast("redis.asyncio.Redis", client)  # see the module's docstring
     return redis.asyncio.Redis.from_url(url, **options)
 

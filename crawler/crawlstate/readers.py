@@ -42,6 +42,16 @@ def queue_totals(pipe: Pipeline, shards: Iterable[Keys]) -> None:
         pipe.zcard(keys.held)
 
 
+def queue_versions(pipe: Pipeline, shards: Iterable[Keys]) -> None:
+    """Queue on *pipe* what every push, pop and ack of each of *shards* changes (the
+    shard's sequence, which pushes and pops draw from, and its count of acks): the
+    replies of ``queue_totals`` and of these, read twice alike, say that no shard
+    changed in between."""
+    for keys in shards:
+        pipe.get(keys.sequence)
+        pipe.hget(keys.counters, "acked")
+
+
 def add_totals(replies: Sequence[Any]) -> tuple[int, int]:
     """Requests queued (held ones included: they are work still to do) and leased,
     over the shards whose replies ``queue_totals`` queued.

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import ResponseError
 
 from crawler.crawlstate.keys import SCHEMA_VERSION, CrawlKeys
-from crawler.crawlstate.readers import add_totals, delete_crawl, queue_totals
+from crawler.crawlstate.readers import (
+    TOTALS_COMMANDS,
+    add_totals,
+    delete_crawl,
+    queue_totals,
+    queue_versions,
+)
 from crawler.frontier.dedup import shard_layouts
 from crawler.frontier.repair import ShardRepair
 from crawler.frontier.roundtrip import Lease, ms
@@ -158,6 +164,26 @@ class CrawlShards:
         """
 
         return add_totals(self._read(lambda pipe: queue_totals(pipe, self.keys)))
+
+    def settled_totals(self) -> tuple[int, int] | None:
+        """``totals`` as they stood at one moment, or None if a shard changed while
+        they were read: what the end of the crawl is decided on.
+
+        The shards are read one by one (on a Cluster, node by node), so a request
+        moving from one shard to another (a page's links queued in one, its lease
+        released in another) may be missed in both. Read twice, with what every
+        push, pop and ack changes: if nothing changed, every shard held what was
+        read at the moment between the two reads (two round trips).
+        """
+
+        def read(pipe: Pipeline) -> None:
+            queue_totals(pipe, self.keys)
+            queue_versions(pipe, self.keys)
+
+        first, second = self._read(read), self._read(read)
+        if first != second:
+            return None
+        return add_totals(first[: TOTALS_COMMANDS * len(self.keys)])
 
     def hosts_ready(self) -> int:
         """Hosts that may be fetched now, over every shard."""

@@ -2,9 +2,10 @@
 
 A node does not stop when its own shards run dry: other nodes may still find links
 for them. The crawl is over when nothing is queued and nothing is leased in any
-shard. Nodes started together get a grace: one that has seen no work yet waits up to
-FRONTIER_NODE_TTL while other nodes are alive, since the node with the seeds may not
-have pushed them yet.
+shard, as read at one moment (``CrawlShards.settled_totals``). Nodes started
+together get a grace: one that has seen no work yet waits up to FRONTIER_NODE_TTL
+while other nodes are alive, since the node with the seeds may not have pushed them
+yet.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ class DrainWatch:
         engine still works on (as of CHECK_INTERVAL)."""
         checked_at, drained = self._checked
         if now - checked_at >= CHECK_INTERVAL:
-            queued, leased = self._store.totals()
+            # None: a shard changed as it was read (work is moving): not drained.
+            settled = self._store.settled_totals()
+            queued, leased = settled if settled is not None else (1, 0)
             drained = queued <= 0 and leased <= own_leases
             self._seen_work = self._seen_work or queued > 0 or leased > 0
             if drained and self._waiting_for_seeds(now):

@@ -130,8 +130,9 @@ class NodeRuntime:
             self.membership.leave()
         if self._config.persist:
             return
-        queued, leased = self.store.totals()
-        if queued > 0 or leased > 0:
+        settled = self.store.settled_totals()  # None: other nodes are at work
+        if settled != (0, 0):
+            queued, leased = settled or self.store.totals()
             logger.warning(
                 "Kept frontier %(prefix)r despite FRONTIER_PERSIST=False: "
                 "%(queued)d requests queued, %(leased)d in flight on other nodes",

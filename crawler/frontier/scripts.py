@@ -68,9 +68,13 @@ class ScriptRunner:
             self._sha[name] = self._client.script_load(HELPERS + guard + source)
 
     def run(
-        self, calls: Sequence[Call], repair: Callable[[Call], None] | None = None
+        self,
+        calls: Sequence[Call],
+        repair: Callable[[Call], None] | None = None,
+        first: int = 0,
     ) -> list[Any]:
-        """The replies of *calls*, run in order in one pipeline.
+        """The replies of *calls*, run in order in one pipeline; the *first* calls
+        take effect before any other starts (one server's pipeline runs in order).
 
         A call that fails with any other error (a script error on a damaged value, a
         key of the wrong type) does not fail the others: *repair* is called once for
@@ -122,11 +126,35 @@ class ScriptRunner:
 
 class ClusterScriptRunner(ScriptRunner):
     """A ``ScriptRunner`` for a Redis Cluster: each call goes to the node that serves
-    its shard's slot. ``SCRIPT LOAD`` reaches every primary."""
+    its shard's slot. ``SCRIPT LOAD`` reaches every primary.
+
+    A Cluster pipeline writes to every node before it reads any reply, and each node
+    runs its part when it gets to it: calls to two nodes take effect in either
+    order. Where the order matters (a page's links queued before its lease is
+    released, or another node may find the crawl empty and stop), the *first*
+    calls go in a pipeline of their own, unless every call is for one node.
+    """
 
     def __init__(self, client: RedisCluster) -> None:
         super().__init__(cast("Redis", client))
         self._cluster = client
+
+    def run(
+        self,
+        calls: Sequence[Call],
+        repair: Callable[[Call], None] | None = None,
+        first: int = 0,
+    ) -> list[Any]:
+        if 0 < first < len(calls) and len({self._node(c) for c in calls}) > 1:
+            return super().run(calls[:first], repair) + super().run(
+                calls[first:], repair
+            )
+        return super().run(calls, repair)
+
+    def _node(self, call: Call) -> str:
+        """The name of the node that serves *call*'s shard."""
+        node = self._cluster.get_node_from_key(call.keys.ready)  # type: ignore[no-untyped-call]
+        return str(node.name)
 
     def _execute(self, calls: Sequence[Call]) -> list[Any]:
         pipe = self._cluster.pipeline(transaction=False)  # type: ignore[no-untyped-call]

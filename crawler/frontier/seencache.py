@@ -5,19 +5,27 @@ cluster, this bounded cache answers for the common case of a node seeing a link 
 queued itself. It only ever says "seen" for fingerprints that were pushed to Redis,
 so it never lets a new URL be lost; nor a shorter path to one: a URL seen again at a
 shallower depth goes to Redis, which may queue it again there (depth repair).
+The bfs spider keeps one too, keyed by URL, so that a repeated link costs no
+request at all (crawler.spiders.bfs).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
 
 class SeenCache:
-    """A bounded map fingerprint -> shallowest depth seen; forgets the oldest first."""
+    """A bounded map key (a fingerprint, a URL) -> shallowest depth seen; forgets
+    the oldest first."""
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._entries: dict[bytes, int] = {}
+        self._entries: dict[Hashable, int] = {}
 
-    def add(self, fingerprint: bytes, depth: int = 0) -> bool:
+    def add(self, fingerprint: Hashable, depth: int = 0) -> bool:
         """Add *fingerprint* at *depth*; False if it was there at that depth or
         shallower."""
         known = self._entries.get(fingerprint)
@@ -32,7 +40,11 @@ class SeenCache:
             self._entries[fingerprint] = depth
         return True
 
-    def discard(self, fingerprint: bytes) -> None:
+    def depth_of(self, key: Hashable) -> int | None:
+        """The shallowest depth *key* was added at, or None if it is not here."""
+        return self._entries.get(key)
+
+    def discard(self, fingerprint: Hashable) -> None:
         """Forget *fingerprint*: it was not pushed after all (see the module doc)."""
         self._entries.pop(fingerprint, None)
 

@@ -65,7 +65,8 @@ class FrontierStore(CrawlShards):
         now: float,
         pop: PopOrder | None = None,
     ) -> Flushed:
-        """Push *batch*, ack *leases* (each with its host's delay), then *pop*: one trip.
+        """Push *batch*, ack *leases* (each with its host's delay), then *pop*: one trip
+        (on a Cluster, two when the pushes and acks go to more than one node).
 
         Pushes go first, so the links of a page are queued before its lease is
         released; the pop goes last, so it sees the hosts the acks made ready.
@@ -76,11 +77,12 @@ class FrontierStore(CrawlShards):
         calls = [self._push_call(s, items, now) for s, items in by_shard.items()]
         calls += [self._ack_call(Ack(*ack), now) for ack in acks]
         pop_calls = [self._pop_call(pop, now)] if pop is not None else []
-        replies = self._scripts.run(calls + pop_calls, self._repair_shard)
+        pushes = len(by_shard)
+        first = pushes if acks else 0  # links queued before their pages' leases go
+        replies = self._scripts.run(calls + pop_calls, self._repair_shard, first)
         popped, fenced = self._popped(pop, replies.pop()) if pop else (None, False)
         for call, reply in zip(calls, replies, strict=True):
             self._remember(call.keys.shard, reply[1:])
-        pushes = len(by_shard)
         flags = {
             call.keys.shard: iter(reply[0])
             for call, reply in zip(calls[:pushes], replies[:pushes], strict=True)

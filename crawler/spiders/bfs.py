@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
-from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.gz import gunzip, gzip_magic_number
 from scrapy.utils.sitemap import Sitemap
 
+from crawler import defaults
+from crawler.frontier.seencache import SeenCache
 from crawler.items import EXPORTED
 from crawler.meta import FATE
 from crawler.middlewares.robots import robots_sitemaps
@@ -20,12 +21,12 @@ from crawler.spiders.arguments import (
     stand_down,
     unknown_arguments_message,
 )
+from crawler.spiders.follow import Follower
 from crawler.spiders.pagerecords import (
     ERROR_WIDTH,
     NOT_MODIFIED,
     failure_record,
     fates_summary,
-    is_html,
     page_record,
     redirect_records,
 )
@@ -77,16 +78,30 @@ class BfsSpider(Spider):
         self._seeds_file = seeds_file
         self._scope_arg = scope
         self._follow_sitemaps = sitemaps.strip().lower() in ("1", "true", "yes")
-        self._link_extractor = LinkExtractor()
+        self._follower = Follower("pages")
         self._bad_sitemap_logged = False
         self._unparseable_logged = False
         self._seeds: list[str] = []
         self._failure: StartupFailure | None = None
         self._recording: set[asyncio.Future[None]] = set()
+        self._yielded = SeenCache(0)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
+        spider._yielded = SeenCache(
+            crawler.settings.getint(
+                "FRONTIER_LOCAL_SEEN_CACHE", defaults.FRONTIER_LOCAL_SEEN_CACHE
+            )
+        )
+        try:
+            spider._follower = Follower(
+                crawler.settings.get("BFS_FOLLOW", defaults.BFS_FOLLOW)
+            )
+        except ValueError as exc:
+            spider._failure = StartupFailure(crawler, f"Bad setting: {exc}")
+            stand_down(crawler)
+            return spider
         try:
             spider._seeds = spider._read_arguments()
         except ValueError as exc:
@@ -116,22 +131,37 @@ class BfsSpider(Spider):
             return
         if not self._seeds:
             self.logger.info("No seeds given: crawling what the frontier holds")
+        if not self._follower.resources:
+            self.logger.info(
+                "Following links to pages (BFS_FOLLOW=pages): images, scripts, "
+                "stylesheets, PDFs and archives are not fetched (links to them are "
+                "counted in bfs/resources_not_followed); BFS_FOLLOW=resources "
+                "fetches them"
+            )
         for url in self._seeds:
             yield Request(url, callback=self.parse, errback=self.failed)
 
     def parse(self, response: Response) -> Iterator[Any]:
-        """The page's record, then its links in scope when it is (X)HTML; a page
-        whose links cannot be read is recorded ``unparseable``, never raised."""
+        """The page's record, then its links in scope when it is read for links
+        (``BFS_FOLLOW``); a page whose links cannot be read is recorded
+        ``unparseable``, never raised.
+
+        Not a generator function itself: Scrapy reads the source of a generator
+        callback for a ``return`` with a value, and its cache is keyed by the bound
+        method, new with every request, so it would parse this source per page.
+        """
+        return self._outputs(response)
+
+    def _outputs(self, response: Response) -> Iterator[Any]:
         yield from self._redirected(response.meta, response.url)
-        if response.status == NOT_MODIFIED or not is_html(response):
+        try:
             # A 304 (a revisit of an unchanged page): the stored version stays, and
             # so do the links it had.
-            yield self._counted(page_record(response, 0))
-            return
-        try:
-            title = response.css("title::text").get()
-            found = self._link_extractor.extract_links(response)
-            links = [link.url for link in found if self._scope.allows(link.url)]
+            found = (
+                None
+                if response.status == NOT_MODIFIED
+                else self._follower.read(response)
+            )
         except (ValueError, TypeError, AttributeError, UnicodeError) as exc:
             self._unparseable(response, exc)
             error = f"{type(exc).__name__}: {exc}"[:ERROR_WIDTH]
@@ -139,9 +169,36 @@ class BfsSpider(Spider):
                 page_record(response, 0, fate="unparseable", error=error)
             )
             return
-        yield self._counted(page_record(response, len(links), title=title))
-        for url in links:
+        if found is None:  # links not read (BFS_FOLLOW): recorded only
+            yield self._counted(page_record(response, 0))
+            return
+        if found.skipped:
+            self.crawler.stats.inc_value("bfs/resources_not_followed", found.skipped)
+        depth = response.meta.get("depth", 0) + 1
+        in_scope, new = self._new_links(found.links, depth)
+        yield self._counted(page_record(response, in_scope, title=found.title))
+        for url in new:
             yield Request(url, callback=self.parse, errback=self.failed)
+
+    def _new_links(self, urls: Sequence[str], depth: int) -> tuple[int, list[str]]:
+        """How many of *urls* are in scope, and those not yielded before at
+        *depth* or shallower (the frontier still decides for each one yielded).
+
+        A page links to ~100 URLs, nearly all yielded before: a dict lookup
+        instead of a request through the middlewares to the frontier's seen
+        check. Only URLs in scope are remembered, so a known one needs no scope
+        check.
+        """
+        in_scope, new = 0, []
+        for url in urls:
+            known = self._yielded.depth_of(url)
+            if known is None and not self._scope.allows(url):
+                continue
+            in_scope += 1
+            if known is None or known > depth:
+                self._yielded.add(url, depth)
+                new.append(url)
+        return in_scope, new
 
     def failed(self, failure: Failure) -> Iterator[PageRecord]:
         """A request that failed for good (an HTTP error, a network error, a

@@ -45,15 +45,19 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 
 
 def is_html(response: Response) -> TypeGuard[TextResponse]:
-    """Whether *response* is (X)HTML, the only kind whose links are followed:
-    JSON, plain text, images and other XML are recorded, never parsed for links."""
+    """Whether *response* is (X)HTML: a page, read for links whatever BFS_FOLLOW
+    says (crawler.spiders.follow)."""
     if isinstance(response, HtmlResponse):
         return True
     if not isinstance(response, TextResponse):
         return False
+    return media_type(response) in HTML_TYPES
+
+
+def media_type(response: Response) -> str:
+    """The response's media type, lower case, without its parameters."""
     content_type = response.headers.get("Content-Type") or b""
-    media = content_type.split(b";")[0].strip().lower().decode("latin-1")
-    return media in HTML_TYPES
+    return content_type.split(b";")[0].strip().lower().decode("latin-1")
 
 
 def page_record(

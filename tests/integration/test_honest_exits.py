@@ -67,6 +67,10 @@ def assert_one_line_stop(result: subprocess.CompletedProcess[str], *words: str) 
             ["scope", "'hosts'"],
         ),
         (["-a", "seeds_file=/nonexistent/seeds.txt"], ["seeds_file", "nonexistent"]),
+        (
+            ["-a", "seeds=http://127.0.0.2:9/", "-s", "BFS_FOLLOW=everything"],
+            ["BFS_FOLLOW", "'everything'"],
+        ),
     ],
 )
 def test_a_bad_start_is_one_line_and_status_1_and_touches_nothing(

@@ -26,13 +26,17 @@ pytestmark = pytest.mark.integration
 
 
 def test_two_nodes_share_a_crawl_without_fetching_a_page_twice(redis_url):
-    two_nodes_share_a_crawl(redis_url, pages=10)
+    two_nodes_share_a_crawl(redis_url, pages=20)
 
 
 def two_nodes_share_a_crawl(redis_url: str, pages: int) -> None:
     """Two crawler processes, the second joining a running crawl: every page once,
-    the delay kept across both, and both did some of the work."""
-    delay = 0.2
+    the delay kept across both, and both did some of the work.
+
+    The crawl must outlast the second node's start-up (3-4 s on a busy machine):
+    12 hosts at one fetch per *delay* each fetch at most 30 pages a second.
+    """
+    delay = 0.4
     # 12 hosts: rendezvous hashing leaves the joining node no host 1 time in 2000.
     with running_site(hosts=12, pages=pages, links=4) as site:
         settings = [

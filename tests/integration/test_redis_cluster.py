@@ -3,13 +3,16 @@ nodes, made into a cluster by the fixture (no redis-cli needed)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +25,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from crawler.addon import Frontier
+from crawler.crawlstate.clients import async_connect
 from crawler.crawlstate.connection import RedisUnreachableError, connect
 from crawler.crawlstate.embedded import redis_server_binary
 from crawler.crawlstate.keys import CrawlKeys
@@ -390,4 +394,125 @@ def test_frontier_status_and_reset_work_on_the_cluster(
 
 
 def test_two_crawler_processes_share_a_crawl_on_the_cluster(redis_url):
-    two_nodes_share_a_crawl(redis_url, pages=8)
+    two_nodes_share_a_crawl(redis_url, pages=16)
+
+
+# --- the end of the crawl, seen from another node ----------------------------------------
+
+
+def node_of_shard(
+    redis_cluster: LocalCluster, cluster: RedisCluster, shard: int
+) -> int:
+    """The index of the node that serves *shard*'s slot."""
+    port = cluster.get_node_from_key(KEYS.shard(shard).ready).port
+    return redis_cluster.ports.index(port)
+
+
+def test_links_are_queued_before_their_page_lets_go_of_its_lease(
+    redis_cluster, cluster, settings
+):
+    """A page's links live on another node than its lease. That node is slow to take
+    writes, as under load: until they are queued, another node that asks whether the
+    crawl is over still sees the page in flight, never an empty crawl."""
+    store = store_on(cluster, settings)
+    Membership(cluster, store.crawl_keys, store.config, node_id=NODE).beat(
+        time.time(), pages=0
+    )
+    hosts = hosts_of_every_shard(per_shard=1)
+    page = hosts[0]
+    page_shard = shard_of(page, SHARDS)
+    link = next(
+        h
+        for h in hosts
+        if node_of_shard(redis_cluster, cluster, shard_of(h, SHARDS))
+        != node_of_shard(redis_cluster, cluster, page_shard)
+    )
+    now = time.time()
+    store.flush([Pending(page_shard, page, 0, dedup(page), page)], [], now)
+    lease, _entry = store.pop(PopOrder(page_shard, NODE, 0.0), now)
+    slow = node_of_shard(redis_cluster, cluster, shard_of(link, SHARDS))
+    links = [Pending(shard_of(link, SHARDS), link, 1, dedup(link), link)]
+    other_node = store_on(RedisCluster.from_url(redis_cluster.url), settings)
+    with contextlib.closing(redis_cluster.node(slow)) as slow_node:
+        slow_node.execute_command("CLIENT", "PAUSE", 5000, "WRITE")
+        with ThreadPoolExecutor(1) as pool:
+            flushing = pool.submit(store.flush, links, [(lease, 0.0)], now)
+            time.sleep(0.5)  # the ack has gone out by now, if it goes out first
+            seen = other_node.totals()
+            slow_node.execute_command("CLIENT", "UNPAUSE")
+            flushed = flushing.result(timeout=10)
+    other_node.client.close()
+    assert seen != (0, 0)  # the page's lease (its links not yet queued)
+    assert (flushed.new, flushed.acked) == ([True], 1)
+    assert store.totals() == (1, 0)
+
+
+def test_a_request_moving_between_shards_is_never_missed(
+    redis_cluster, cluster, settings
+):
+    """One request at a time, each a page whose one link goes to a shard on another
+    node: at every moment one request is queued or leased. Read while it moves, the
+    crawl's settled totals never show an empty crawl (they may say "moving")."""
+    store = store_on(cluster, settings)
+    Membership(cluster, store.crawl_keys, store.config, node_id=NODE).beat(
+        time.time(), pages=0
+    )
+    by_node: dict[int, list[str]] = {}
+    for host in hosts_of_every_shard(per_shard=1):
+        node = node_of_shard(redis_cluster, cluster, shard_of(host, SHARDS))
+        by_node.setdefault(node, []).append(host)
+    homes = [hosts[0] for hosts in by_node.values()]
+    assert len(homes) >= 2
+    reader = store_on(RedisCluster.from_url(redis_cluster.url), settings)
+    moves = 300
+
+    def move() -> None:
+        now = time.time()
+        lease = None
+        for step in range(moves):
+            host = homes[step % len(homes)]
+            name = f"{host} {step}"
+            pending = Pending(shard_of(host, SHARDS), host, 0, dedup(name), name)
+            acks = [(lease, 0.0)] if lease is not None else []
+            store.flush([pending], acks, now)
+            lease, _entry = store.pop(PopOrder(pending.shard, NODE, 0.0), now)
+        finishing.set()
+        # The last ack empties the crawl: only once no read can see it.
+        assert reading_done.wait(30)
+        store.flush([], [(lease, 0.0)], now)
+
+    finishing, reading_done = threading.Event(), threading.Event()
+    seen = []
+    with ThreadPoolExecutor(1) as pool:
+        moving = pool.submit(move)
+        while not finishing.is_set():
+            seen.append(reader.settled_totals())
+        reading_done.set()
+        moving.result()
+    reader.client.close()
+    assert len(seen) > 10
+    assert (0, 0) not in seen
+
+
+# --- the asyncio client ------------------------------------------------------------------
+
+
+@deferred_f_from_coro_f
+async def test_commands_sent_at_once_by_a_new_asyncio_client_all_succeed(
+    redis_cluster, redis_url
+):
+    """What a node that joins a crawl does: it leases several requests at once, and
+    the robots.txt lookup of each is a command of a client that has sent none yet.
+    Every one succeeds (each time with a new client; one failure recorded a page
+    unparseable, never fetched)."""
+    origins = [f"http://127.0.0.{host}:80" for host in range(2, 10)]
+    for _attempt in range(60):
+        client = async_connect(redis_url, cluster=True)
+        try:
+            replies = await asyncio.gather(
+                *(client.get(KEYS.robots(origin)) for origin in origins),
+                return_exceptions=True,
+            )
+        finally:
+            await client.aclose()
+        assert replies == [None] * len(origins)

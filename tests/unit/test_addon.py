@@ -63,6 +63,23 @@ def test_replacing_spider_middlewares_keeps_the_lease_acknowledgement() -> None:
     assert enabled(settings, "SPIDER_MIDDLEWARES")[FrontierDepthMiddleware] == 900
 
 
+def test_an_empty_item_pipelines_setting_leaves_ours_off_too() -> None:
+    """`-s ITEM_PIPELINES={}` is how Scrapy users say "no pipelines"."""
+    assert enabled(applied(ADDONS=ADDON, ITEM_PIPELINES={}), "ITEM_PIPELINES") == {}
+    user = "tests.unit.test_addon.StampPipeline"
+    assert set(
+        enabled(applied(ADDONS=ADDON, ITEM_PIPELINES={user: 1}), "ITEM_PIPELINES")
+    ) == {
+        load_object(user),
+        *(load_object(path) for path, _ in COMPONENTS["ITEM_PIPELINES"]),
+    }
+
+
+class StampPipeline:
+    def process_item(self, item: Any) -> Any:
+        return item
+
+
 def test_a_component_the_user_switched_off_stays_off() -> None:
     path = "crawler.middlewares.traffic.TrafficMiddleware"
     settings = applied(ADDONS=ADDON, DOWNLOADER_MIDDLEWARES={path: None})
