@@ -47,3 +47,14 @@ REVIVE = "frontier_revive"
 # A revisit of a page in the URL library (crawler.revisit): {"hash": the SHA-256 of
 # the stored version's body, "due": when the revisit was due}.
 REVISIT = "frontier_revisit"
+# Set by a spider (or a user): True renders the page in headless Chromium whatever
+# RENDER_MODE, False never renders it.
+RENDER = "render"
+# The lazy-load action(s) of one rendered request (overrides RENDER_ACTION).
+RENDER_ACTION = "render_action"
+# A static fetch picked as a sample (RENDER_MODE = auto): its page is fetched
+# rendered too, and both results compared.
+RENDER_SAMPLE = "render_sample"
+# On the rendered fetch of a sample: what the static fetch found, {"links": [...],
+# "text": characters of text}.
+RENDER_STATIC = "render_static"

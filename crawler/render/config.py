@@ -1,0 +1,171 @@
+"""The ``RENDER_*`` settings, read and checked once (a bad value stops start-up).
+
+``RENDER_MODE`` says who decides that a page is rendered: ``never`` (only requests
+whose ``meta["render"]`` is True), ``always`` (every page but those whose
+``meta["render"]`` is False) or ``auto`` (the render advisor learns, per host and
+URL pattern, where rendering finds links or text the static fetch does not).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from scrapy import Request
+    from scrapy.settings import BaseSettings
+
+RENDER_MODES = ("never", "always", "auto")
+# What RENDER_BLOCK may name: requests to other hosts than the page's, and resource
+# types as the browser reports them.
+BLOCKABLE = ("third-party", "image", "font", "media", "stylesheet", "script", "fetch")
+# Executables tried, in order, when RENDER_BROWSER is empty (Debian's first).
+BROWSER_NAMES = (
+    "chromium",
+    "chromium-browser",
+    "google-chrome",
+    "google-chrome-stable",
+)
+
+Verdict = Literal["render", "static", "sample"]
+
+
+class Advisor(Protocol):
+    """Decides, in ``RENDER_MODE = auto``, whether a request is rendered.
+
+    ``wants_render`` answers True to render it, False to fetch it statically; a
+    static fetch it picks as a sample carries ``meta[RENDER_SAMPLE]``, so that the
+    page is fetched rendered too and both results compared. It may answer with an
+    awaitable when it must ask Redis (a sample slot), never for a decided key.
+    """
+
+    def wants_render(self, request: Request) -> bool | Awaitable[bool]: ...
+
+
+class BadRenderSetting(ValueError):
+    """A ``RENDER_*`` setting with a value the crawler cannot use."""
+
+
+@dataclass(frozen=True)
+class RenderConfig:
+    mode: str
+    # Lazy-load actions run in order after the load: "scroll", a JavaScript
+    # function's name (called where the page defines it), or a CSS selector waited for.
+    actions: tuple[str, ...]
+    timeout: float
+    concurrency: int
+    block: frozenset[str]
+    max_pages_per_context: int
+    settle: float
+    # The browser's executable, or None when none was found (rendering unavailable).
+    browser: str | None
+    sample_pages: int
+    recheck_interval: float
+    min_gained_links: int
+    min_gained_text: float
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> RenderConfig:
+        """Raises ``BadRenderSetting`` with a one-line reason."""
+        mode = str(settings.get("RENDER_MODE") or "never").strip().lower()
+        if mode not in RENDER_MODES:
+            raise BadRenderSetting(
+                f"RENDER_MODE must be one of {', '.join(RENDER_MODES)}; got {mode!r}"
+            )
+        block = frozenset(_names(settings.get("RENDER_BLOCK"), "RENDER_BLOCK"))
+        unknown = sorted(block - set(BLOCKABLE))
+        if unknown:
+            raise BadRenderSetting(
+                f"RENDER_BLOCK may name {', '.join(BLOCKABLE)}; got {', '.join(unknown)}"
+            )
+        return cls(
+            mode=mode,
+            actions=parse_actions(settings.get("RENDER_ACTION")),
+            timeout=_positive(settings, "RENDER_TIMEOUT"),
+            concurrency=int(_positive(settings, "RENDER_CONCURRENCY")),
+            block=block,
+            max_pages_per_context=int(
+                _positive(settings, "RENDER_MAX_PAGES_PER_CONTEXT")
+            ),
+            settle=_at_least_zero(settings, "RENDER_SETTLE"),
+            browser=find_browser(str(settings.get("RENDER_BROWSER") or "")),
+            sample_pages=int(_positive(settings, "RENDER_SAMPLE_PAGES")),
+            recheck_interval=_at_least_zero(settings, "RENDER_RECHECK_INTERVAL"),
+            min_gained_links=int(_at_least_zero(settings, "RENDER_MIN_GAINED_LINKS")),
+            min_gained_text=_at_least_zero(settings, "RENDER_MIN_GAINED_TEXT"),
+        )
+
+
+def parse_actions(value: object) -> tuple[str, ...]:
+    """``RENDER_ACTION`` or ``meta["render_action"]``: one action, a list, or a JSON
+    list (from ``-s``); empty for none."""
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise BadRenderSetting(f"RENDER_ACTION is not a JSON list: {exc}") from None
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(
+        isinstance(item, str) for item in items
+    ):
+        raise BadRenderSetting(
+            f"RENDER_ACTION must be an action or a list of them; got {value!r}"
+        )
+    return tuple(item.strip() for item in items if item.strip())
+
+
+def find_browser(configured: str) -> str | None:
+    """The browser to launch: RENDER_BROWSER if it is an executable (a path or a
+    name on PATH), else the first of BROWSER_NAMES on PATH; None if there is none."""
+    if configured:
+        return shutil.which(configured)
+    for name in BROWSER_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _names(value: object, name: str) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        if value.lstrip().startswith("["):
+            try:
+                value = json.loads(value)
+            except ValueError as exc:
+                raise BadRenderSetting(f"{name} is not a JSON list: {exc}") from None
+        else:
+            value = value.split(",")
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        raise BadRenderSetting(f"{name} must be a list; got {value!r}")
+    return [str(item).strip().lower() for item in value if str(item).strip()]
+
+
+def _number(settings: BaseSettings, name: str) -> float:
+    try:
+        return float(settings.get(name))
+    except (TypeError, ValueError):
+        raise BadRenderSetting(
+            f"{name} must be a number; got {settings.get(name)!r}"
+        ) from None
+
+
+def _positive(settings: BaseSettings, name: str) -> float:
+    value = _number(settings, name)
+    if not value > 0:
+        raise BadRenderSetting(f"{name} must be above 0; got {settings.get(name)!r}")
+    return value
+
+
+def _at_least_zero(settings: BaseSettings, name: str) -> float:
+    value = _number(settings, name)
+    if not value >= 0:
+        raise BadRenderSetting(f"{name} must be 0 or more; got {settings.get(name)!r}")
+    return value
