@@ -48,7 +48,7 @@ def _add_link(path: str) -> str:
     )
 
 
-# Host 0's pages (path -> body); {b1} is host 1's base URL.
+# Every host's pages (path -> body); {b1} is host 1's base URL.
 SITE: dict[str, str] = {
     "/script.html": _page(
         f"window.addEventListener('load', function () {{ {_add_link('/from-script.html')} }});"
@@ -83,9 +83,9 @@ SITE: dict[str, str] = {
     "/picture.png": "png",
 }
 # Pages /busy.html links to.
-BUSY_PAGES = 4
+BUSY_PAGES = 3
 # Seconds a path makes its answer wait.
-DELAYS = {"/hang.js": 2.0, "/hold.js": 0.4}
+DELAYS = {"/hang.js": 2.0, "/hold.js": 0.3}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -129,7 +129,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
         if path in ("/hold.js", "/hang.js", "/context.txt"):
             return ""
-        if server.index == 0 and path in SITE:
+        if path in SITE:
             return SITE[path].replace("{b1}", server.bases[1])
         return None
 
@@ -271,22 +271,21 @@ async def test_always_renders_every_page_through_the_same_counters(
 @deferred_f_from_coro_f
 async def test_lazy_load_actions_function_scroll_and_selector(settings):
     with render_site() as site:
-        seeds = [
-            site.bases[0] + path
-            for path in ("/function.html", "/scroll.html", "/late.html", "/script.html")
-        ]
+        paths = ("/function.html", "/scroll.html", "/late.html", "/script.html")
+        seeds = [site.bases[n % 3] + path for n, path in enumerate(paths)]
         found = {"/from-function.html", "/from-scroll.html", "/from-selector.html"}
         crawler = await crawl(settings, seeds, spider=ActionsSpider, RENDER_ACTION="")
-        assert found <= set(site.paths())
-        assert "/more.txt" in site.paths()  # asked for by the scrolled page
+        asked = {path for _, path, _ in site.asked}
+        assert found <= asked
+        assert "/more.txt" in site.paths(host=1)  # asked for by the scrolled page
         assert stat(crawler, "render/subrequests") == 1
         assert stat(crawler, "render/action_missing") == 1  # notDefinedHere()
-        before = len(site.paths())
+        before = len(site.asked)
         # The control: rendered, no action; only the script's own link is found.
         await crawl(settings, seeds, spider=RenderSeedsSpider, RENDER_ACTION="")
-        again = site.paths()[before:]
+        again = {path for _, path, _ in site.asked[before:]}
         assert "/from-script.html" in again
-        assert not found & set(again)
+        assert not found & again
 
 
 @deferred_f_from_coro_f
@@ -339,13 +338,13 @@ async def test_contexts_are_replaced_after_their_pages(settings):
     with render_site() as site:
         seed = [site.bases[0] + "/busy.html"]
         crawler = await crawl(
-            settings, seed, RENDER_MODE="always", RENDER_MAX_PAGES_PER_CONTEXT=2
+            settings, seed, RENDER_MODE="always", RENDER_MAX_PAGES_PER_CONTEXT=1
         )
         assert stat(crawler, "render/pages") == 1 + BUSY_PAGES
         # Each busy page tells its context's id (localStorage is per context); the
-        # index page opens the first context and tells nothing.
-        assert len(contexts(site)) == 3
-        assert stat(crawler, "playwright/context_count") == 3
+        # index page has a context of its own and tells nothing.
+        assert len(contexts(site)) == BUSY_PAGES
+        assert stat(crawler, "playwright/context_count") == 1 + BUSY_PAGES
     with render_site() as site:  # the control: one context for all
         await crawl(settings, [site.bases[0] + "/busy.html"], RENDER_MODE="always")
         assert len(contexts(site)) == 1
@@ -388,3 +387,20 @@ async def test_without_a_browser_one_warning_and_a_static_crawl(settings, caplog
         assert len(said) == 1, said
         assert stat(crawler, "render/unavailable") == 1 + BUSY_PAGES
         assert stat(crawler, "render/pages") is None
+        # RENDER_MODE = never: the first meta["render"] says it, once.
+        caplog.clear()
+        crawler = await crawl(
+            settings,
+            [site.bases[0] + "/script.html", site.bases[1] + "/script.html"],
+            spider=RenderSeedsSpider,
+            RENDER_BROWSER="/nonexistent/chromium",
+        )
+        said = [
+            r.getMessage()
+            for r in caplog.records
+            if "apt-get install chromium" in r.getMessage()
+        ]
+        assert len(said) == 1, said
+        assert "meta['render']" in said[0]
+        assert stat(crawler, "render/unavailable") == 2
+        assert "/from-script.html" not in site.paths()
