@@ -44,6 +44,10 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
+# scrapy-playwright's logger: it warns, with a traceback, of every page it closes
+# after a failure, which Scrapy logs already and render/timeouts or
+# render/errors count.
+PLAYWRIGHT_LOGGER = logging.getLogger("scrapy-playwright")
 
 # Seconds a browser context and page may take to open, on top of the page's
 # timeout (which starts once the page is open).
@@ -74,6 +78,7 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
         self._rota = ContextRota(self._render.max_pages_per_context)
         self._started = False
         self._start_lock = asyncio.Lock()
+        PLAYWRIGHT_LOGGER.addFilter(_quiet_failures)
 
     async def _maybe_launch_in_thread(self) -> None:
         """Nothing at engine start: Playwright starts with the first render."""
@@ -85,6 +90,10 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
         async with self._places:
             await self._start()
             return await self._render_page(request)
+
+    async def close(self) -> None:
+        PLAYWRIGHT_LOGGER.removeFilter(_quiet_failures)
+        await super().close()
 
     async def _start(self) -> None:
         async with self._start_lock:
@@ -180,3 +189,8 @@ def rendered(response: Response) -> Response:
     if "playwright_suggested_filename" in response.meta:
         return response.replace(flags=flags)
     return response.replace(cls=HtmlResponse, flags=flags)
+
+
+def _quiet_failures(record: logging.LogRecord) -> bool:
+    """Drops scrapy-playwright's warning of a page closed after a failure."""
+    return not str(record.msg).startswith("Closing page due to failed request")

@@ -135,11 +135,11 @@ class PageSession:
         if self._limit is not None:
             self._limit.reschedule(now + self._timeout)
         self._deadline = now + self._timeout - min(READ_RESERVE, self._timeout / 4)
+        await page.route("**", self._route)  # first: nothing goes out unfiltered
         page.set_default_timeout(self._left() * 1000)
         page.on("request", self._started)
         page.on("requestfinished", self._ended)
         page.on("requestfailed", self._ended)
-        await page.route("**", self._route)
 
     async def _route(self, route: Route, request: BrowserRequest) -> None:
         first = not self._navigated and request.is_navigation_request()

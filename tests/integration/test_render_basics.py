@@ -72,7 +72,7 @@ SITE: dict[str, str] = {
     ),
     "/third.html": (
         "<html><head><script src='{b1}/tracker.js'></script></head><body>"
-        "<img src='/picture.png'><script>"
+        "<img src='/picture.png'><script>fetch('/private/data.txt');"
         + _add_link("/from-third.html")
         + "</script></body></html>"
     ),
@@ -81,6 +81,8 @@ SITE: dict[str, str] = {
     "/more.txt": "more",
     "/tracker.js": "var tracked = true;",
     "/picture.png": "png",
+    "/private/data.txt": "not for robots",
+    "/robots.txt": "User-agent: *\nDisallow: /private/\n",
 }
 # Pages /busy.html links to.
 BUSY_PAGES = 3
@@ -305,15 +307,20 @@ async def test_a_global_action_missing_from_a_page_is_counted(settings):
 async def test_third_party_and_image_requests_are_blocked_and_counted(settings):
     with render_site() as site:
         crawler = await crawl(
-            settings, [site.bases[0] + "/third.html"], RENDER_MODE="always"
+            settings,
+            [site.bases[0] + "/third.html"],
+            RENDER_MODE="always",
+            ROBOTSTXT_OBEY=True,
         )
         assert "/from-third.html" in site.paths()  # the page's own script ran
         assert site.paths(host=1) == []
         assert "/picture.png" not in site.paths()
-        assert stat(crawler, "render/subrequests_blocked") == 2
+        assert "/private/data.txt" not in site.paths()  # robots.txt forbids it
+        assert stat(crawler, "render/subrequests_blocked") == 3
         blocked = "render/subrequests_blocked_reason_count"
         assert stat(crawler, f"{blocked}/third-party") == 1
         assert stat(crawler, f"{blocked}/image") == 1
+        assert stat(crawler, f"{blocked}/robots") == 1
 
 
 @deferred_f_from_coro_f
