@@ -12,8 +12,10 @@ named by the crawl's settings, never code read from a page or from Redis.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,7 +27,7 @@ from crawler.render.subrequests import blocked_reason
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from playwright.async_api import Page, Route
+    from playwright.async_api import BrowserContext, Page, Route
     from playwright.async_api import Request as BrowserRequest
     from scrapy import Request
     from scrapy.statscollectors import StatsCollector
@@ -45,6 +47,8 @@ READ_RESERVE = 2.0
 MAX_SCROLL_STEPS = 30
 # Seconds between two looks at whether the page has settled.
 POLL_INTERVAL = 0.05
+# Browser contexts whose route refuses every request of a page not ours.
+_GUARDED: weakref.WeakSet[BrowserContext] = weakref.WeakSet()
 # Request types that never end by design: they do not keep a page from settling.
 ENDLESS_TYPES = frozenset({"eventsource", "websocket"})
 
@@ -136,6 +140,10 @@ class PageSession:
             self._limit.reschedule(now + self._timeout)
         self._deadline = now + self._timeout - min(READ_RESERVE, self._timeout / 4)
         await page.route("**", self._route)  # first: nothing goes out unfiltered
+        if page.context not in _GUARDED:  # windows the page opens: nothing at all
+            _GUARDED.add(page.context)
+            await page.context.route("**", self._refuse)
+        page.on("popup", self._close_popup)
         page.set_default_timeout(self._left() * 1000)
         page.on("request", self._started)
         page.on("requestfinished", self._ended)
@@ -154,6 +162,17 @@ class PageSession:
         else:
             self._stats.inc_value("render/subrequests")
         await route.fallback()  # to scrapy-playwright's route: it sends it
+
+    async def _refuse(self, route: Route) -> None:
+        """The context's route: only requests of pages the crawler did not open (a
+        window a page opened) reach it."""
+        self._stats.inc_value("render/subrequests_blocked")
+        self._stats.inc_value("render/subrequests_blocked_reason_count/popup")
+        await route.abort("blockedbyclient")
+
+    async def _close_popup(self, popup: Page) -> None:
+        with contextlib.suppress(PlaywrightError):
+            await popup.close()
 
     def _blocked(self, request: BrowserRequest) -> str | None:
         url = request.url

@@ -73,6 +73,7 @@ SITE: dict[str, str] = {
     "/third.html": (
         "<html><head><script src='{b1}/tracker.js'></script></head><body>"
         "<img src='/picture.png'><script>fetch('/private/data.txt');"
+        "window.open('/popup.html');"
         + _add_link("/from-third.html")
         + "</script></body></html>"
     ),
@@ -316,11 +317,13 @@ async def test_third_party_and_image_requests_are_blocked_and_counted(settings):
         assert site.paths(host=1) == []
         assert "/picture.png" not in site.paths()
         assert "/private/data.txt" not in site.paths()  # robots.txt forbids it
-        assert stat(crawler, "render/subrequests_blocked") == 3
+        assert "/popup.html" not in site.paths()  # a window the page opened
+        assert stat(crawler, "render/subrequests_blocked") == 4
         blocked = "render/subrequests_blocked_reason_count"
         assert stat(crawler, f"{blocked}/third-party") == 1
         assert stat(crawler, f"{blocked}/image") == 1
         assert stat(crawler, f"{blocked}/robots") == 1
+        assert stat(crawler, f"{blocked}/popup") == 1
 
 
 @deferred_f_from_coro_f
