@@ -21,6 +21,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from scrapy.exceptions import (
     CannotResolveHostError,
+    DownloadCancelledError,
     DownloadConnectionRefusedError,
     DownloadFailedError,
     DownloadTimeoutError,
@@ -76,6 +77,7 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
         self._render = RenderConfig.from_settings(crawler.settings)
         self._places = asyncio.Semaphore(self._render.concurrency)
         self._rota = ContextRota(self._render.max_pages_per_context)
+        self._maxsize = crawler.settings.getint("DOWNLOAD_MAXSIZE")
         self._started = False
         self._start_lock = asyncio.Lock()
         PLAYWRIGHT_LOGGER.addFilter(_quiet_failures)
@@ -133,8 +135,18 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
             await session.close()
             if self._rota.release(context):
                 await self._close_context(context)
+        self._check_size(request, response)
         self._render_stats.inc_value("render/pages")
         return rendered(response)
+
+    def _check_size(self, request: Request, response: Response) -> None:
+        """A rendered DOM over DOWNLOAD_MAXSIZE is refused as a static body is."""
+        limit = request.meta.get("download_maxsize", self._maxsize)
+        if limit and len(response.body) > limit:
+            raise DownloadCancelledError(
+                f"Rendered {request.url}: {len(response.body)} bytes, over "
+                f"DOWNLOAD_MAXSIZE ({limit})"
+            )
 
     def _actions(self, request: Request) -> tuple[str, ...]:
         """The request's own actions (a bad meta value: RENDER_ACTION's, counted)."""

@@ -233,14 +233,21 @@ def stat(crawler: Any, key: str) -> Any:
 
 
 @deferred_f_from_coro_f
-async def test_script_links_are_found_with_meta_render_only(settings):
+async def test_script_links_are_found_with_meta_render_only(settings, caplog):
+    caplog.set_level(logging.INFO, logger="scrapy-playwright")
     with render_site() as site:
         seed = [site.bases[0] + "/script.html"]
         crawler = await crawl(settings, seed, spider=RenderSeedsSpider)
         assert "/from-script.html" in site.paths()
         assert stat(crawler, "render/pages") == 1  # the seed; its link is static
-        await crawl(settings, seed, RENDER_MODE="never")
+        assert "Starting download handler" in caplog.text  # Playwright started
+        caplog.clear()
+        static = await crawl(settings, seed, RENDER_MODE="never")
         assert site.paths() == ["/script.html", "/from-script.html", "/script.html"]
+        # Nothing rendered: Playwright and the browser never started.
+        assert stat(static, "playwright/browser_count") is None
+        assert "Starting download handler" not in caplog.text
+        assert not [k for k in static.stats.get_stats() if k.startswith("render/")]
 
 
 @deferred_f_from_coro_f
