@@ -17,7 +17,7 @@ import logging
 import re
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from playwright.async_api import Error as PlaywrightError
 
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+ActionKind = Literal["scroll", "function", "selector", "either"]
 # "name", "a.b.name" or "name()": a function the page defines (else, without the
 # parentheses, a CSS selector such as "article" or "div.items").
 FUNCTION = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?P<call>\(\))?")
@@ -199,18 +200,19 @@ class PageSession:
         for action in self._actions:
             if self._left() <= 0:
                 break
-            if action == "scroll":
+            kind = action_kind(action)
+            if kind == "scroll":
                 await self._scroll(page)
-            elif not await self._call(page, action):
-                await self._wait_for(page, action)
+            elif kind == "selector" or not await self._call(page, action):
+                if kind == "function":
+                    self._missing(action)
+                else:
+                    await self._wait_for(page, action)
         await self._settled(page)
 
     async def _call(self, page: Page, action: str) -> bool:
-        """Call *action* if it names a function of the page (awaited within the time
-        left); False when it is a selector to wait for instead."""
-        match = FUNCTION.fullmatch(action)
-        if match is None:
-            return False
+        """Call the function *action* names, awaited within the time left; False
+        when the page has no such function."""
         path = action.removesuffix("()")
         try:
             called = await asyncio.wait_for(page.evaluate(CALL_JS, path), self._left())
@@ -219,12 +221,7 @@ class PageSession:
         except PlaywrightError as exc:
             logger.debug("Lazy-load function %s failed: %s", action, exc)
             return True
-        if called:
-            return True
-        if match["call"] is None and TAG_LIKE.fullmatch(action):
-            return False  # "article", "div.items": a selector after all
-        self._missing(action)
-        return True
+        return bool(called)
 
     async def _wait_for(self, page: Page, selector: str) -> None:
         try:
@@ -277,3 +274,18 @@ class PageSession:
                 await self.page.close()
             except PlaywrightError:
                 logger.debug("Page already gone at close")
+
+
+def action_kind(action: str) -> ActionKind:
+    """What a lazy-load action is: "scroll"; a "function" of the page ("name()",
+    "app.more", "loadMore"); a "selector"; or "either" for a lower-case name
+    ("article", "div.items"): called if the page has such a function, else waited
+    for as a selector."""
+    if action == "scroll":
+        return "scroll"
+    match = FUNCTION.fullmatch(action)
+    if match is None:
+        return "selector"
+    if match["call"] is None and TAG_LIKE.fullmatch(action):
+        return "either"
+    return "function"
