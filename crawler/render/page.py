@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from playwright.async_api import BrowserContext, Page, Route
     from playwright.async_api import Request as BrowserRequest
+    from playwright.async_api import Response as PlaywrightResponse
     from scrapy import Request
     from scrapy.statscollectors import StatsCollector
 
@@ -94,6 +95,8 @@ class PageRules:
     settle: float
     # What robots.txt says of a URL when the crawl knows (None: no robots rules).
     robots: Callable[[str], bool | None] | None
+    # Keep the main document's bytes as served (meta RENDER_KEEP_STATIC).
+    keep_static: bool = False
 
 
 class PageSession:
@@ -112,6 +115,10 @@ class PageSession:
         self._block = rules.block
         self._settle = rules.settle
         self._robots = rules.robots
+        self._keep_static = rules.keep_static
+        self._document: PlaywrightResponse | None = None
+        # The main document as its host served it, when asked for and read.
+        self.static_body: bytes | None = None
         self._stats = stats
         self._timeout = timeout
         self._limit: asyncio.Timeout | None = None
@@ -145,6 +152,8 @@ class PageSession:
             _GUARDED.add(page.context)
             await page.context.route("**", self._refuse)
         page.on("popup", self._close_popup)
+        if self._keep_static:
+            page.on("response", self._main_document)
         page.set_default_timeout(self._left() * 1000)
         page.on("request", self._started)
         page.on("requestfinished", self._ended)
@@ -195,8 +204,21 @@ class PageSession:
 
     # --- after the load ----------------------------------------------------------
 
+    def _main_document(self, response: PlaywrightResponse) -> None:
+        """Remember the main frame's navigation response (the last: redirects)."""
+        with contextlib.suppress(PlaywrightError):
+            if response.request.is_navigation_request() and (
+                self.page is not None and response.frame == self.page.main_frame
+            ):
+                self._document = response
+
     async def lazy_load(self, page: Page) -> None:
-        """Page method: run each action, then wait until the page settles."""
+        """Page method: keep the static document if asked, run each action, then
+        wait until the page settles."""
+        if self._document is not None:
+            with contextlib.suppress(PlaywrightError):
+                self.static_body = await self._document.body()
+            page.remove_listener("response", self._main_document)
         for action in self._actions:
             if self._left() <= 0:
                 break
