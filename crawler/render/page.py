@@ -22,6 +22,14 @@ from typing import TYPE_CHECKING, Literal
 from playwright.async_api import Error as PlaywrightError
 
 from crawler.policy.hosts import host_of
+from crawler.render.hops import (
+    Hop,
+    Redirect,
+    abort_code,
+    client_headers,
+    fetch_checked,
+    fetch_document,
+)
 from crawler.render.subrequests import blocked_reason
 
 if TYPE_CHECKING:
@@ -29,7 +37,6 @@ if TYPE_CHECKING:
 
     from playwright.async_api import BrowserContext, Page, Route
     from playwright.async_api import Request as BrowserRequest
-    from playwright.async_api import Response as PlaywrightResponse
     from scrapy import Request
     from scrapy.statscollectors import StatsCollector
 
@@ -116,9 +123,12 @@ class PageSession:
         self._settle = rules.settle
         self._robots = rules.robots
         self._keep_static = rules.keep_static
-        self._document: PlaywrightResponse | None = None
-        # The main document as its host served it, when asked for and read.
+        self._request: Request | None = None
+        self._user_agent: str | None = None
+        # The main document as its host served it, when asked for.
         self.static_body: bytes | None = None
+        # The main document's redirect (the render then stops: Scrapy follows it).
+        self.redirect: Redirect | None = None
         self._stats = stats
         self._timeout = timeout
         self._limit: asyncio.Timeout | None = None
@@ -143,6 +153,9 @@ class PageSession:
         """Page init callback: start the page's time, filter its requests, track
         those in flight."""
         self.page = page
+        self._request = request
+        user_agent = request.headers.get("User-Agent")
+        self._user_agent = user_agent.decode("latin-1") if user_agent else None
         now = self._loop.time()
         if self._limit is not None:
             self._limit.reschedule(now + self._timeout)
@@ -152,26 +165,63 @@ class PageSession:
             _GUARDED.add(page.context)
             await page.context.route("**", self._refuse)
         page.on("popup", self._close_popup)
-        if self._keep_static:
-            page.on("response", self._main_document)
         page.set_default_timeout(self._left() * 1000)
         page.on("request", self._started)
         page.on("requestfinished", self._ended)
         page.on("requestfailed", self._ended)
 
     async def _route(self, route: Route, request: BrowserRequest) -> None:
-        first = not self._navigated and request.is_navigation_request()
-        reason = None if first else self._blocked(request)
+        """Every request of the page: the document fetched for it, the others
+        checked and fetched hop by hop, or refused (counted)."""
+        try:
+            if not self._navigated and request.is_navigation_request():
+                self._navigated = True
+                await self._fetch_document(route)
+                return
+            reason = self._blocked(request.url, request.resource_type)
+            if reason is None:
+                self._stats.inc_value("render/subrequests")
+                reason = await self._fetch_subrequest(route, request)
+            else:
+                await route.abort("blockedbyclient")
+        except PlaywrightError as exc:  # the fetch failed: so does the request
+            with contextlib.suppress(PlaywrightError):
+                await route.abort(abort_code(exc))
+            return
         if reason is not None:
             self._stats.inc_value("render/subrequests_blocked")
             self._stats.inc_value(f"render/subrequests_blocked_reason_count/{reason}")
-            await route.abort("blockedbyclient")
-            return
-        if first:
-            self._navigated = True
-        else:
-            self._stats.inc_value("render/subrequests")
-        await route.fallback()  # to scrapy-playwright's route: it sends it
+
+    async def _fetch_document(self, route: Route) -> None:
+        assert self._request is not None
+        request = self._request
+        hop = Hop(request.url, request.method, request.body or None)
+        scrapy_headers = request.headers.to_unicode_dict()
+        headers = client_headers({str(k): v for k, v in scrapy_headers.items()}, None)
+        # The page's whole time: past it, the render's limit fails it as a timeout.
+        answer = await fetch_document(route, hop, headers, self._timeout)
+        if isinstance(answer, Redirect):
+            self.redirect = answer
+        elif self._keep_static:
+            self.static_body = answer
+
+    async def _fetch_subrequest(
+        self, route: Route, request: BrowserRequest
+    ) -> str | None:
+        """Fetch an allowed subrequest; why a redirect of it was refused, or None."""
+        if request.resource_type in ENDLESS_TYPES:
+            await route.fallback()  # a stream: the browser reads it as it comes
+            return None
+        hop = Hop(request.url, request.method, request.post_data_buffer)
+        headers = client_headers(await request.all_headers(), self._user_agent)
+        kind = request.resource_type
+        return await fetch_checked(
+            route,
+            hop,
+            headers,
+            blocked=lambda url: self._blocked(url, kind),
+            timeout=self._timeout,  # a slow one makes the page late, not lighter
+        )
 
     async def _refuse(self, route: Route) -> None:
         """The context's route: only requests of pages the crawler did not open (a
@@ -184,10 +234,9 @@ class PageSession:
         with contextlib.suppress(PlaywrightError):
             await popup.close()
 
-    def _blocked(self, request: BrowserRequest) -> str | None:
-        url = request.url
+    def _blocked(self, url: str, resource_type: str) -> str | None:
         reason = blocked_reason(
-            url, request.resource_type, page_host=self._host, block=self._block
+            url, resource_type, page_host=self._host, block=self._block
         )
         if reason is None and self._robots is not None and self._robots(url) is False:
             return "robots"
@@ -204,21 +253,8 @@ class PageSession:
 
     # --- after the load ----------------------------------------------------------
 
-    def _main_document(self, response: PlaywrightResponse) -> None:
-        """Remember the main frame's navigation response (the last: redirects)."""
-        with contextlib.suppress(PlaywrightError):
-            if response.request.is_navigation_request() and (
-                self.page is not None and response.frame == self.page.main_frame
-            ):
-                self._document = response
-
     async def lazy_load(self, page: Page) -> None:
-        """Page method: keep the static document if asked, run each action, then
-        wait until the page settles."""
-        if self._document is not None:
-            with contextlib.suppress(PlaywrightError):
-                self.static_body = await self._document.body()
-            page.remove_listener("response", self._main_document)
+        """Page method: run each action, then wait until the page settles."""
         for action in self._actions:
             if self._left() <= 0:
                 break
