@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 # Redirect hops a subrequest may take.
 MAX_HOPS = 10
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+# Headers of a body as it came over the wire (the client hands it decoded).
+WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 # Headers the route's own client sets (it decodes what it asked for).
 CLIENT_HEADERS = frozenset({"accept-encoding", "content-length", "host"})
 
@@ -74,7 +76,7 @@ async def fetch_document(
         await route.abort("blockedbyclient")
         return redirect
     body = await response.body()
-    await route.fulfill(response=response)
+    await _fulfill(route, response, body)
     return body
 
 
@@ -92,7 +94,7 @@ async def fetch_checked(
         response = await _fetch(route, hop, headers, timeout)
         location = response.headers.get("location")
         if response.status not in REDIRECT_STATUSES or not location:
-            await route.fulfill(response=response)
+            await _fulfill(route, response, await response.body())
             return None
         await response.dispose()
         hop = next_hop(hop, response.status, location)
@@ -102,6 +104,17 @@ async def fetch_checked(
             return reason
     await route.abort("blockedbyclient")
     return "redirects"
+
+
+async def _fulfill(route: Route, response: APIResponse, body: bytes) -> None:
+    """Answer the browser with *response*: its body as decoded by the client, so
+    without the headers of its encoded form."""
+    headers = {
+        name: value
+        for name, value in response.headers.items()
+        if name.lower() not in WIRE_HEADERS
+    }
+    await route.fulfill(status=response.status, headers=headers, body=body)
 
 
 async def _fetch(
