@@ -1,12 +1,14 @@
-"""One rendered page: its own requests filtered and counted, the lazy-load actions
-run after the load, and the wait until the page settles, all within its deadline.
+"""One rendered page: its own requests filtered, fetched and counted, the lazy-load
+actions run after the load, and the wait until the page settles, all within its
+deadline.
 
 A ``PageSession`` is handed to scrapy-playwright through the request's meta: its
 ``install`` is the page init callback (it runs before the navigation, after
-scrapy-playwright's own route, so its route is asked first and falls back to
-that one), and its ``lazy_load`` the page method run after the load. Nothing a
-page says is executed here: actions are property lookups and selector waits
-named by the crawl's settings, never code read from a page or from Redis.
+scrapy-playwright's own route, so its route is asked first), and its ``lazy_load``
+the page method run after the load. Its route fetches the page's requests itself,
+one redirect hop at a time (``crawler.render.hops``): scrapy-playwright's route sees
+only streams. Nothing a page says is executed here: actions are property lookups and
+selector waits named by the crawl's settings, never code read from a page or Redis.
 """
 
 from __future__ import annotations
@@ -14,14 +16,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from playwright.async_api import Error as PlaywrightError
 
 from crawler.policy.hosts import host_of
+from crawler.render.actions import (
+    CALL_JS,
+    HEIGHT_JS,
+    MAX_SCROLL_STEPS,
+    QUIET_JS,
+    SCROLL_JS,
+    action_kind,
+)
 from crawler.render.hops import (
     Hop,
     Redirect,
@@ -42,55 +51,15 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-ActionKind = Literal["scroll", "function", "selector", "either"]
-# "name", "a.b.name" or "name()": a function the page defines (else, without the
-# parentheses, a CSS selector such as "article" or "div.items").
-FUNCTION = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?P<call>\(\))?")
-# A name that is no function of the page but may be a CSS selector: tag names and
-# classes are lower case without "$" or "_" ("loadMore" or "$init" is a function).
-TAG_LIKE = re.compile(r"[a-z][a-z0-9-]*(?:\.[a-z][a-z0-9-]*)*")
 # Seconds of a page's timeout kept for reading its DOM after the actions and the
 # settling (at most this, and at most a quarter of the timeout).
 READ_RESERVE = 2.0
-# Scroll steps at most: an endless feed stops growing the page's text here.
-MAX_SCROLL_STEPS = 30
 # Seconds between two looks at whether the page has settled.
 POLL_INTERVAL = 0.05
 # Browser contexts whose route refuses every request of a page not ours.
 _GUARDED: weakref.WeakSet[BrowserContext] = weakref.WeakSet()
 # Request types that never end by design: they do not keep a page from settling.
 ENDLESS_TYPES = frozenset({"eventsource", "websocket"})
-
-# Calls the function at a dotted path of window, awaiting a promise it returns;
-# false when there is no such function.
-CALL_JS = """async (path) => {
-  let owner = window, target = window;
-  for (const name of path.split(".")) {
-    owner = target;
-    target = target == null ? undefined : target[name];
-  }
-  if (typeof target !== "function") return false;
-  await target.call(owner);
-  return true;
-}"""
-# Scrolls to the end; returns the height scrolled to.
-SCROLL_JS = """() => {
-  const element = document.scrollingElement || document.documentElement;
-  const height = element.scrollHeight;
-  window.scrollTo(0, height);
-  return height;
-}"""
-HEIGHT_JS = "() => (document.scrollingElement || document.documentElement).scrollHeight"
-# Milliseconds since the DOM last changed (a MutationObserver installed on first call).
-QUIET_JS = """() => {
-  let state = window.__crawlerRenderQuiet;
-  if (!state || typeof state.last !== "number") {
-    state = window.__crawlerRenderQuiet = { last: performance.now() };
-    new MutationObserver(() => { state.last = performance.now(); }).observe(
-      document, { subtree: true, childList: true, attributes: true, characterData: true });
-  }
-  return performance.now() - state.last;
-}"""
 
 
 @dataclass(frozen=True)
@@ -332,18 +301,3 @@ class PageSession:
                 await self.page.close()
             except PlaywrightError:
                 logger.debug("Page already gone at close")
-
-
-def action_kind(action: str) -> ActionKind:
-    """What a lazy-load action is: "scroll"; a "function" of the page ("name()",
-    "app.more", "loadMore"); a "selector"; or "either" for a lower-case name
-    ("article", "div.items"): called if the page has such a function, else waited
-    for as a selector."""
-    if action == "scroll":
-        return "scroll"
-    match = FUNCTION.fullmatch(action)
-    if match is None:
-        return "selector"
-    if match["call"] is None and TAG_LIKE.fullmatch(action):
-        return "either"
-    return "function"
