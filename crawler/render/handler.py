@@ -55,8 +55,12 @@ PLAYWRIGHT_LOGGER = logging.getLogger("scrapy-playwright")
 # timeout (which starts once the page is open).
 OPEN_LIMIT = 30.0
 # What the browser context of rendered pages is opened with: service workers
-# would answer the page's requests without our route seeing them.
-CONTEXT_OPTIONS: dict[str, Any] = {"service_workers": "block"}
+# would answer the page's requests without our route seeing them; certificates are
+# not checked, as Scrapy's own HTTP client does not check them.
+CONTEXT_OPTIONS: dict[str, Any] = {
+    "service_workers": "block",
+    "ignore_https_errors": True,
+}
 # Headers of the main response that describe its bytes, not the rendered DOM.
 WIRE_HEADERS = (b"Content-Encoding", b"Content-Length", b"Transfer-Encoding")
 # Chromium's network errors, as the failures Scrapy's retry and fates know.
