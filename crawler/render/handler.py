@@ -121,17 +121,7 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
         context, retired = self._rota.take()
         for name in retired:
             await self._close_context(name)
-        request.meta.update(
-            playwright_context=context,
-            playwright_context_kwargs=CONTEXT_OPTIONS,
-            playwright_include_page=False,
-            playwright_page_init_callback=session.install,
-            playwright_page_methods=[PageMethod(session.lazy_load)],
-            playwright_page_goto_kwargs={
-                "wait_until": "load",
-                "timeout": timeout * 1000,
-            },
-        )
+        request.meta.update(playwright_meta(session, context, timeout))
         try:
             async with session.time_limit(OPEN_LIMIT):
                 response = await self._download_request(request)
@@ -200,6 +190,24 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
         except PlaywrightError:
             logger.debug("Browser context %s already gone", name)
         self._render_stats.inc_value("render/contexts_closed")
+
+
+def playwright_meta(
+    session: PageSession, context: str, timeout: float
+) -> dict[str, Any]:
+    """What scrapy-playwright reads from a request's meta, for one rendered attempt
+    (never stored: ``crawler.frontier.codec.TRANSIENT_META``)."""
+    return {
+        "playwright_context": context,
+        "playwright_context_kwargs": CONTEXT_OPTIONS,
+        "playwright_include_page": False,
+        "playwright_page_init_callback": session.install,
+        "playwright_page_methods": [PageMethod(session.lazy_load)],
+        "playwright_page_goto_kwargs": {
+            "wait_until": "load",
+            "timeout": timeout * 1000,
+        },
+    }
 
 
 def redirected(request: Request, redirect: Redirect) -> Response:
