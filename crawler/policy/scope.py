@@ -64,17 +64,7 @@ MAX_SEED_PAYLOAD = 65536
 # Meta keys a payload must not set: the frontier's own (crawler.meta: all start with
 # this prefix) and the link depth, which BFS order rests on (a seed is depth 0).
 RESERVED_META_PREFIX = "frontier_"
-RESERVED_META = frozenset(
-    {
-        "depth",  # Scrapy's
-        "tier",  # crawler.meta.TIER
-        # crawler.meta.RENDER_SAMPLE, RENDER_STATIC, RENDER_STATIC_BODY: rendering's
-        # own (a seed asks for rendering with "render" and "render_action").
-        "render_sample",
-        "render_static",
-        "render_static_body",
-    }
-)
+RESERVED_META = frozenset({"depth", "tier"})  # Scrapy's depth; crawler.meta.TIER
 # Priorities a payload may give (Redis scores and Scrapy's own use stay exact).
 MAX_SEED_PRIORITY = 2**31 - 1
 
