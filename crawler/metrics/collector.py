@@ -139,10 +139,17 @@ def pages(stats: Mapping[str, Any]) -> CounterMetricFamily:
     return family
 
 
+def whole(text: str) -> int | None:
+    """The number an ASCII-digit string spells; None for anything else (``"²"``
+    is a digit to ``str.isdigit``, not to ``int``)."""
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
 def status_class(status: str) -> str:
     """``2xx`` for ``"204"``; ``other`` for anything outside 100-599."""
-    if status.isdigit() and 100 <= int(status) <= 599:
-        return f"{status[0]}xx"
+    code = whole(status)
+    if code is not None and 100 <= code <= 599:
+        return f"{code // 100}xx"
     return "other"
 
 
@@ -166,9 +173,10 @@ def responses(stats: Mapping[str, Any]) -> CounterMetricFamily:
 def robots_outcome(status: str) -> str:
     """``rules`` (2xx), ``unavailable`` (no rules: 4xx, too many redirects) or
     ``unreachable`` (5xx, 429), as RFC 9309 reads a robots.txt's final status."""
-    if not status.isdigit():
+    code = whole(status)
+    if code is None:
         return "unreachable"
-    outcome = outcome_of_status(int(status))
+    outcome = outcome_of_status(code)
     if outcome == "redirect":  # the final status: redirects ran out
         return "unavailable"
     return ROBOTS_OUTCOMES.get(outcome, "unreachable")
@@ -196,17 +204,18 @@ def robots_fetches(stats: Mapping[str, Any]) -> CounterMetricFamily:
 def timeouts(stats: Mapping[str, Any], tiers: int) -> CounterMetricFamily:
     """Timeouts by tier (``timeouts/tier_<k>``): every configured tier, and any
     other tier found in the stats."""
-    counts = {str(tier): 0.0 for tier in range(tiers)}
+    counts = dict.fromkeys(range(tiers), 0.0)
     for key, value in stats.items():
-        if key.startswith(TIMEOUT_PREFIX) and key[len(TIMEOUT_PREFIX) :].isdigit():
-            counts[key[len(TIMEOUT_PREFIX) :]] = number(value)
+        tier = whole(key[len(TIMEOUT_PREFIX) :])
+        if key.startswith(TIMEOUT_PREFIX) and tier is not None:
+            counts[tier] = counts.get(tier, 0.0) + number(value)
     family = CounterMetricFamily(
         "crawler_timeouts_total",
         "Requests of this node that timed out, by timeout tier (TIMEOUTS_TIERS).",
         labels=["tier"],
     )
-    for tier, count in sorted(counts.items(), key=lambda item: int(item[0])):
-        family.add_metric([tier], count)
+    for tier, count in sorted(counts.items()):
+        family.add_metric([str(tier)], count)
     return family
 
 

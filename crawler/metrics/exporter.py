@@ -4,7 +4,7 @@ prometheus-client's own WSGI server, in its own daemon threads: a scrape never r
 on the reactor, and a slow scraper never slows the crawl. The port is bound as the
 extension is built, so a port in use stops start-up with one line (exit status 1)
 before anything is crawled; the server stops, and its port is freed, when the
-spider closes (the shutdown waits for the server's loop in a thread, not on the
+engine stops, after the spider closed (the shutdown waits for the server's loop in a thread, not on the
 reactor). Families are made at scrape time (``crawler.metrics.collector``); the
 cluster-wide ones are read from Redis once the frontier is open.
 """
@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.process_collector import ProcessCollector
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 
 from crawler.addon import Frontier
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     import redis
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
-    from twisted.internet.defer import Deferred
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +79,15 @@ class MetricsConfig:
         return cls(port or None, host.strip(), refresh)
 
 
+def metrics_registry(collector: NodeCollector) -> CollectorRegistry:
+    """A registry of its own (several crawlers may share a process): the node's
+    families, and the process' CPU, memory and open files."""
+    registry = CollectorRegistry()
+    registry.register(collector)
+    ProcessCollector(registry=registry)
+    return registry
+
+
 class MetricsExporter:
     """Serves this node's metrics while the spider runs."""
 
@@ -96,7 +105,7 @@ class MetricsExporter:
         self._client: redis.Redis | None = None
         self._stopped = False
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
-        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self._engine_stopped, signal=signals.engine_stopped)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -109,9 +118,8 @@ class MetricsExporter:
             raise NotConfigured("METRICS_PORT is not set")
         assert crawler.stats is not None
         cluster = ClusterGauges(config.refresh)
-        registry = CollectorRegistry()
         tiers = seconds_list(crawler.settings.get("TIMEOUTS_TIERS")) or ()
-        registry.register(
+        registry = metrics_registry(
             NodeCollector(
                 crawler.stats.get_stats,
                 Frontier.of(crawler).round_trip_times,
@@ -119,7 +127,6 @@ class MetricsExporter:
                 tiers=len(tiers),
             )
         )
-        ProcessCollector(registry=registry)  # the node's CPU, memory, open files
         try:
             server, thread = start_http_server(config.port, config.host, registry)
         except OSError as exc:
@@ -159,10 +166,11 @@ class MetricsExporter:
         self._client = client
         self._cluster.attach(lambda: read_status(client, keys, shards))
 
-    def _spider_closed(self) -> Deferred[None]:
-        """Stop serving and free the port; the server's loop is waited for in a
-        thread (up to its half-second poll), not on the reactor."""
-        return threads.deferToThread(self._stop)
+    async def _engine_stopped(self) -> None:
+        """Stop serving and free the port, once the spider has closed (its
+        ``spider_closed`` handlers done, the stats final); the server's loop is
+        waited for in a thread (up to its half-second poll), not on the reactor."""
+        await maybe_deferred_to_future(threads.deferToThread(self._stop))
 
     def _stop(self) -> None:
         if self._stopped:
