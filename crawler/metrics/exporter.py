@@ -28,7 +28,7 @@ from crawler.crawlstate.status import read_status
 from crawler.metrics.cluster import ClusterGauges
 from crawler.metrics.collector import NodeCollector
 from crawler.policy.typedsettings import get_float, get_int, seconds_list
-from crawler.startup import StartupFailure
+from crawler.startup import StartupFailure, failed_at_startup
 
 if TYPE_CHECKING:
     from threading import Thread
@@ -151,7 +151,9 @@ class MetricsExporter:
 
     def _spider_opened(self) -> None:
         """Read the cluster-wide gauges from now on: the frontier has opened (and
-        started the private Redis server, if it runs one)."""
+        started the private Redis server, if it runs one), unless start-up failed."""
+        if failed_at_startup(self._crawler):
+            return  # the crawl stops; no private Redis server is started for us
         settings = self._crawler.settings
         spider = self._crawler.spider
         try:

@@ -192,6 +192,27 @@ def test_a_bad_metrics_port_stops_start_up_in_one_line(
     assert_one_line_stop(result, "METRICS_PORT", port)
 
 
+def test_metrics_on_and_another_bad_setting_start_no_private_redis(
+    tmp_path,
+):
+    port = str(free_port(METRICS_HOST))
+    result = scrapy_crawl(
+        tmp_path,
+        "-a",
+        "seeds=http://127.0.0.2:9/",
+        "-s",
+        "FRONTIER_SHARDS=3",
+        "-s",
+        f"METRICS_PORT={port}",
+        "-s",
+        f"METRICS_HOST={METRICS_HOST}",
+    )
+    assert_one_line_stop(result, "FRONTIER_SHARDS")
+    # No private Redis started for the cluster-wide gauges (the pipelines still
+    # make their page store and database: not the metrics' doing).
+    assert not (tmp_path / "redis").exists()
+
+
 def commands(client: redis_py.Redis, command: str) -> int:
     """Calls of *command* the server has run since it started."""
     found = client.info("commandstats").get(f"cmdstat_{command}", {})
