@@ -3,10 +3,11 @@
 prometheus-client's own WSGI server, in its own daemon threads: a scrape never runs
 on the reactor, and a slow scraper never slows the crawl. The port is bound as the
 extension is built, so a port in use stops start-up with one line (exit status 1)
-before anything is crawled; the server stops, and its port is freed, when the
-engine stops, after the spider closed (the shutdown waits for the server's loop in a thread, not on the
-reactor). Families are made at scrape time (``crawler.metrics.collector``); the
-cluster-wide ones are read from Redis once the frontier is open.
+before anything is crawled. The server stops, and its port is freed, when the engine
+stops: after the spider closed, so a last scrape sees the final stats (the shutdown
+waits for the server's loop in a thread, not on the reactor). Families are made at
+scrape time (``crawler.metrics.collector``); the cluster-wide ones are read from
+Redis once the frontier is open.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ MAX_PORT = 65535
 
 @dataclass(frozen=True, slots=True)
 class MetricsConfig:
+    """The METRICS_* settings, checked once."""
+
     port: int | None  # None: no endpoint
     host: str
     refresh: float
@@ -143,11 +146,6 @@ class MetricsExporter:
             {"host": config.host, "port": server.server_port},
         )
         return cls(crawler, server, thread, cluster)
-
-    @property
-    def port(self) -> int:
-        """The port served (the one bound, if METRICS_PORT asked for any)."""
-        return int(self._server.server_port)
 
     def _spider_opened(self) -> None:
         """Read the cluster-wide gauges from now on: the frontier has opened (and
