@@ -116,9 +116,9 @@ class MetricsExporter:
             config = MetricsConfig.from_settings(crawler.settings)
         except ValueError as exc:
             StartupFailure(crawler, f"Bad setting: {exc}")
-            raise NotConfigured(str(exc)) from None
+            raise NotConfigured from None  # said once, by StartupFailure
         if config.port is None:
-            raise NotConfigured("METRICS_PORT is not set")
+            raise NotConfigured  # off by default: no log line (a reason would warn)
         assert crawler.stats is not None
         cluster = ClusterGauges(config.refresh)
         tiers = seconds_list(crawler.settings.get("TIMEOUTS_TIERS")) or ()
@@ -140,7 +140,7 @@ class MetricsExporter:
                 "for no endpoint"
             )
             StartupFailure(crawler, message)
-            raise NotConfigured(message) from None
+            raise NotConfigured from None
         logger.info(
             "Metrics served on http://%(host)s:%(port)d/metrics",
             {"host": config.host, "port": server.server_port},
