@@ -113,28 +113,7 @@ class ClusterGauges:
 
 def status_families(status: CrawlStatus) -> Iterator[Metric]:
     """The gauges of one read of the crawl's state, over every shard and node."""
-    simple = (
-        ("crawler_frontier_queued_requests", status.queued, "Requests queued."),
-        (
-            "crawler_frontier_leased_requests",
-            status.in_flight,
-            "Requests leased to nodes (in flight).",
-        ),
-        (
-            "crawler_frontier_held_requests",
-            status.held,
-            "Requests held to be tried again later (retry-later).",
-        ),
-        ("crawler_frontier_seeds", status.seeds, "Seeds waiting in the seeds list."),
-        (
-            "crawler_nodes_alive",
-            sum(node.alive for node in status.nodes),
-            "Nodes with a live heartbeat.",
-        ),
-        ("crawler_crawl_paused", int(status.control.paused), "1 if paused."),
-    )
-    for name, value, help_text in simple:
-        yield GaugeMetricFamily(name, f"Whole crawl: {help_text}", value=value)
+    yield from _totals(status)
     yield _by_depth(status)
     hosts = GaugeMetricFamily(
         "crawler_frontier_hosts",
@@ -154,6 +133,32 @@ def status_families(status: CrawlStatus) -> Iterator[Metric]:
     for fate in FATES:
         fates.add_metric([fate], status.fates.get(fate, 0))
     yield fates
+
+
+def _totals(status: CrawlStatus) -> Iterator[Metric]:
+    """The unlabelled gauges: totals over every shard, nodes alive, paused."""
+    totals = (
+        ("crawler_frontier_queued_requests", status.queued, "Requests queued."),
+        (
+            "crawler_frontier_leased_requests",
+            status.in_flight,
+            "Requests leased to nodes (in flight).",
+        ),
+        (
+            "crawler_frontier_held_requests",
+            status.held,
+            "Requests held to be tried again later (retry-later).",
+        ),
+        ("crawler_frontier_seeds", status.seeds, "Seeds waiting in the seeds list."),
+        (
+            "crawler_nodes_alive",
+            sum(node.alive for node in status.nodes),
+            "Nodes with a live heartbeat.",
+        ),
+        ("crawler_crawl_paused", int(status.control.paused), "1 if paused."),
+    )
+    for name, value, help_text in totals:
+        yield GaugeMetricFamily(name, f"Whole crawl: {help_text}", value=value)
 
 
 def _by_depth(status: CrawlStatus) -> GaugeMetricFamily:
