@@ -80,6 +80,16 @@ COUNTERS = (
         "robots.txt records this node took from Redis instead of fetching them.",
     ),
     (
+        "crawler_robots_disallowed_total",
+        "robots/disallowed",
+        "Requests this node dropped because robots.txt forbids them.",
+    ),
+    (
+        "crawler_hosts_paused_total",
+        "timeouts/paused_hosts",
+        "Hosts this node paused after timeouts on every tier (TIMEOUTS_HOST_PAUSE).",
+    ),
+    (
         "crawler_redis_errors_total",
         "redis/errors",
         "Calls to Redis that failed because it was away (each tried again).",

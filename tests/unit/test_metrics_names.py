@@ -38,6 +38,8 @@ STATS = {
     "robots/cache_hits": 1,
     "redis/errors": 1,
     "redis/outages": 1,
+    "robots/disallowed": 1,
+    "timeouts/paused_hosts": 1,
 }
 
 
