@@ -11,7 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawler.frontier.roundtrip import RoundTripTimes
+from crawler.metrics.cluster import ClusterGauges
 from crawler.metrics.collector import (
+    NodeCollector,
     pages,
     responses,
     robots_fetches,
@@ -170,3 +172,29 @@ def test_hostile_stats_never_raise(stats):
         timeouts(stats, tiers=3),
     ):
         assert family.samples
+
+
+@pytest.mark.parametrize(
+    ("sample", "key"),
+    [
+        ("crawler_response_bytes_total", "downloader/response_bytes"),
+        ("crawler_requests_total", "downloader/request_count"),
+        ("crawler_items_total", "item_scraped_count"),
+        ("crawler_renders_total", "render/pages"),
+        ("crawler_revisits_due_total", "revisit/due"),
+        ("crawler_retry_later_held_total", "retry_later/held"),
+        ("crawler_robots_cache_hits_total", "robots/cache_hits"),
+        ("crawler_robots_disallowed_total", "robots/disallowed"),
+        ("crawler_hosts_paused_total", "timeouts/paused_hosts"),
+        ("crawler_redis_errors_total", "redis/errors"),
+        ("crawler_redis_outages_total", "redis/outages"),
+    ],
+)
+def test_each_counter_reads_its_stats_key(sample, key):
+    collector = NodeCollector(
+        lambda: {key: 7}, RoundTripTimes(), ClusterGauges(5.0), tiers=3
+    )
+    found = {s.name: s.value for family in collector.collect() for s in family.samples}
+    assert found[sample] == 7
+    sevens = [name for name, value in found.items() if value == 7]
+    assert sevens == [sample]  # no other family reads that key
