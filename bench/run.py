@@ -231,6 +231,7 @@ def run_crawl(bench: Bench, name: str, index: int) -> dict[str, Any]:
     run |= redis_figures(client, SCHEDULER_OF.get(name, name), run["pages"], activity)
     if scrapes is not None:
         run["metrics_scrapes"] = asdict(scrapes)
+        print(f"  /metrics scraped {scrapes.answered} times during the crawl")
     run["warnings"] = check(tag, run, bench.total_pages, result)
     if profile is not None and profile.exists():
         run["profile_text"] = str(write_profile_text(profile))
