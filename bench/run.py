@@ -13,7 +13,9 @@ Prints two tables and writes ``bench/out/results.json``.
 Plain Scrapy and scrapy-redis crawl with a CrawlSpider and Scrapy's LinkExtractor
 (``bench/plainspiders.py``), as their users write them; ``plain-bfs`` is the
 project's ``bfs`` spider under Scrapy's own scheduler, so frontier / plain-bfs is
-the frontier's share alone. No crawl runs item pipelines.
+the frontier's share alone; ``frontier+metrics`` is the frontier's crawl with its
+Prometheus endpoint on, scraped every second (what watching a node costs; the scrape
+alone: ``python -m bench.metricscost``). No crawl runs item pipelines.
 
 Seconds are from the crawl's first to its last response (``wall s``: process start
 to exit); CPU is the crawler process' user + system time.
