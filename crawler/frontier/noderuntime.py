@@ -92,7 +92,8 @@ class NodeRuntime:
         use_reactor_retry(client)  # a longer wait is the gate's, off the reactor
         try:
             check_reachable(client, Frontier.of(self._crawler).redis.url)
-            store = FrontierStore(client, self._config)
+            times = Frontier.of(self._crawler).round_trip_times
+            store = FrontierStore(client, self._config, times)
             store.prepare(now)
             self.membership = Membership(
                 client, store.crawl_keys, self._config, on_damage=store.damaged
