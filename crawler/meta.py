@@ -54,7 +54,7 @@ RENDER = "render"
 RENDER_ACTION = "render_action"
 # A static fetch picked as a sample (RENDER_MODE = auto): its page is fetched
 # rendered too, and both results compared.
-RENDER_SAMPLE = "render_sample"
+RENDER_SAMPLE = "frontier_render_sample"
 # On the rendered fetch of a sample: what the static fetch found, {"links": [...],
 # "text": characters of text}.
-RENDER_STATIC = "render_static"
+RENDER_STATIC = "frontier_render_static"

@@ -101,7 +101,12 @@ def test_the_payload_limit_counts_characters() -> None:
 
 def test_every_meta_key_of_the_crawler_is_reserved() -> None:
     """...but the keys a spider may set on its own requests (Scrapy's own among them)."""
-    spider_set = {crawler_meta.DONT_OBEY_ROBOTSTXT, crawler_meta.DONT_RETRY_LATER}
+    spider_set = {
+        crawler_meta.DONT_OBEY_ROBOTSTXT,
+        crawler_meta.DONT_RETRY_LATER,
+        crawler_meta.RENDER,
+        crawler_meta.RENDER_ACTION,
+    }
     keys = [v for k, v in vars(crawler_meta).items() if k.isupper()]
     assert keys
     assert all(
