@@ -197,6 +197,7 @@ class NodeRuntime:
             self.wake_engine()  # stranded hosts are ready again
         self._work.count_damage()
         self.progress.maybe_log(self.store, now)
+        self.progress.record_pace(self.store, self.membership.node_id, now)
 
     def _follow_control(self) -> None:
         """Apply `scrapy frontier pause|resume|set`, read once a heartbeat."""
