@@ -121,7 +121,7 @@ class CrawlStatus:
     def totals(self) -> Totals:
         """URLs done (by fate), failed, held, queued, in flight and seeded: what
         ``scrapy frontier status`` and the dashboard both show."""
-        failed = {
+        failed: dict[str, int] = {
             fate: self.fates[fate]
             for fate in FATES
             if fate in FAILED_FATES and self.fates.get(fate)
