@@ -351,3 +351,11 @@ RENDER_RECHECK_INTERVAL = 3600.0
 RENDER_MIN_GAINED_LINKS = 1
 # ...or this much more text (0.2: a fifth more).
 RENDER_MIN_GAINED_TEXT = 0.2
+
+# --- Dashboard (scrapy frontier web) -------------------------------------------------
+# The address the dashboard serves on (--host); loopback: only this machine sees it.
+DASHBOARD_HOST = "127.0.0.1"
+# Its port (--port; 0: any free port, printed at start).
+DASHBOARD_PORT = 8080
+# Seconds between two refreshes of the page's numbers.
+DASHBOARD_REFRESH = 3.0
