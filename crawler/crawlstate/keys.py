@@ -73,7 +73,7 @@ class CrawlKeys:
         return f"{self.prefix}:traffic:{host}"
 
     def traffic_rank(self, metric: str) -> str:
-        """ZSET host -> *metric* (``requests``, ``bytes``, ``errors``), for top-N
+        """ZSET host -> *metric* (``requests``, ``bytes``, ``errors``, ``failures``), for top-N
         tables."""
         return f"{self.prefix}:traffic-by:{metric}"
 

@@ -32,7 +32,7 @@ HEALTH_LIMIT = 10_000
 # Longest host name or text field sent (hostile values are cut, never dropped).
 TEXT_LIMIT = 200
 # Counter fields of a host's traffic hash sent to the page.
-HOST_FIELDS = ("requests", "bytes", "2xx", "3xx", "4xx", "5xx", "errors")
+HOST_FIELDS = ("requests", "bytes", "2xx", "3xx", "4xx", "5xx", "errors", "failures")
 
 
 def read_state(
@@ -42,7 +42,7 @@ def read_state(
     status = read_status(client, keys, shards)
     pipe = client.pipeline(transaction=False)
     pipe.zrevrange(keys.traffic_rank("requests"), 0, top - 1)
-    pipe.zrevrangebyscore(keys.traffic_rank("errors"), "+inf", "(0", 0, top)
+    pipe.zrevrangebyscore(keys.traffic_rank("failures"), "+inf", "(0", 0, top)
     pipe.hlen(keys.health)
     pipe.zrangebyscore(keys.pace_nodes, now - PACE_MINUTES * 60, "+inf")
     busiest, failing, health_count, paced = pipe.execute(raise_on_error=False)

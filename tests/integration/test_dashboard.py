@@ -5,18 +5,23 @@ it, its numbers read from the dumped DOM and checked against `status`."""
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import shutil
 import subprocess
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from parsel import Selector
 
 from crawler.crawlstate.keys import CrawlKeys
 from tests.servers import ROOT, running_site, wait_for
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
 pytestmark = pytest.mark.integration
 
@@ -35,6 +40,7 @@ CRAWL = {
     "RECORDS_DATABASE_URL": "",
     "PAGESTORE_DIR": "",
     "BFS_SCOPE": "seed-hosts",
+    "RETRY_LATER_DELAYS": "",  # failures are final at once: the crawl ends
 }
 
 
@@ -93,3 +99,153 @@ def test_a_drained_crawl_whose_node_is_still_alive_is_finished(redis_url):
     assert lines[0].startswith("Crawl 'bfs': finished, 8 shards"), lines
     assert "1 node alive, idle" in lines[0]
     assert any(line.startswith("Queued 0, in flight 0;") for line in lines), lines
+
+
+# --- the dashboard in a real browser ----------------------------------------------
+
+
+@contextlib.contextmanager
+def dashboard(redis_url: str, *args: str) -> Iterator[str]:
+    """`scrapy frontier web` on a free port of WEB_HOST until the block ends; its URL
+    (with the #token fragment it prints, if any)."""
+    web = subprocess.Popen(
+        [sys.executable, "-m", "scrapy", "frontier", "web", "--host", WEB_HOST,
+         "--port", "0", *args, *options(redis_url, {**COMMON, "DASHBOARD_REFRESH": 1})],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert web.stdout is not None
+        line = web.stdout.readline()
+        found = re.search(r" at (http://\S+) ", line)
+        assert found, (line, web.stderr.read() if web.poll() is not None else "")
+        yield found[1]
+    finally:
+        web.terminate()
+        web.wait(10)
+        for stream in (web.stdout, web.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def browser(url: str, tmp_path: Path, *, screenshot: Path | None = None) -> Selector:
+    """The page at *url* as headless Chromium leaves it once its script has read
+    the state (the DOM dumped), saving a screenshot to *screenshot* if given."""
+    command = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+        f"--user-data-dir={tmp_path / 'chromium'}", "--window-size=1280,1500",
+        "--virtual-time-budget=1500",
+    ]  # fmt: skip
+    if screenshot is not None:
+        subprocess.run(
+            [*command, f"--screenshot={screenshot}", url],
+            capture_output=True, timeout=60, check=True,
+        )  # fmt: skip
+    result = subprocess.run(
+        [*command, "--dump-dom", url],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    page = Selector(text=result.stdout)
+    assert page.xpath("//body/@data-loaded").get() == "1", result.stdout[:2000]
+    return page
+
+
+def dom_numbers(page: Selector) -> dict[str, Any]:
+    """What the dashboard shows, read from its elements' ids and data attributes."""
+    numbers: dict[str, Any] = {"state": page.css("#state::attr(data-state)").get()}
+    for name in TOTALS:
+        numbers[name] = int(page.css(f"#total-{name}::attr(data-value)").get())
+    for name in ("ready", "waiting"):
+        numbers[name] = int(page.css(f"#hosts-{name}::attr(data-value)").get())
+    numbers["by_depth"] = {
+        int(row.attrib["data-depth"]): int(row.attrib["data-count"])
+        for row in page.css("#by-depth tbody tr")
+    }
+    numbers["fates"] = {
+        row.attrib["data-fate"]: int(row.attrib["data-count"])
+        for row in page.css("#fates tbody tr[data-fate]")
+    }
+    return numbers
+
+
+TOTALS = ("done", "fetched", "redirected", "failed", "held", "queued", "in-flight",
+          "seeds")  # fmt: skip
+STATUS_LINES = {
+    "state": re.compile(r"^Crawl 'bfs': (?P<state>[a-z ]+), 8 shards", re.MULTILINE),
+    "queue": re.compile(
+        r"^Queued (?P<queued>\d+), in flight (?P<in_flight>\d+); hosts ready "
+        r"(?P<ready>\d+), waiting (?P<waiting>\d+); seeds not yet taken "
+        r"(?P<seeds>\d+)$",
+        re.MULTILINE,
+    ),
+    "done": re.compile(
+        r"^Done (?P<done>\d+): fetched (?P<fetched>\d+), redirected "
+        r"(?P<redirected>\d+); failed (?P<failed>\d+)(?: \((?P<why>[^)]*)\))?; "
+        r"held (?P<held>\d+)$",
+        re.MULTILINE,
+    ),
+}
+
+
+def status_numbers(redis_url: str) -> dict[str, Any]:
+    """What `scrapy frontier status` says, parsed from its text."""
+    out = frontier(redis_url, "status").stdout
+    numbers: dict[str, Any] = {}
+    for name, pattern in STATUS_LINES.items():
+        found = pattern.search(out)
+        assert found, (name, out)
+        numbers |= {k: v for k, v in found.groupdict().items() if v is not None}
+    numbers = {k: v if k in {"state", "why"} else int(v) for k, v in numbers.items()}
+    numbers["in-flight"] = numbers.pop("in_flight")
+    why = numbers.pop("why", "")
+    numbers["fates"] = {
+        fate: int(count) for fate, count in (p.split() for p in why.split(", ") if p)
+    }
+    table = out.partition("depth  queued+in flight\n")[2]
+    numbers["by_depth"] = {
+        int(depth): int(count)
+        for depth, count in re.findall(
+            r"^\s*(\d+)\s+(\d+)$", table.split("Shards")[0], re.MULTILINE
+        )
+    }
+    return numbers
+
+
+def test_the_dashboard_agrees_with_status_during_and_after_a_crawl(redis_url, tmp_path):
+    """During the crawl the page shows it running, with a count of pages done
+    between two `status` runs around it; after, every number is status's."""
+    delays = {"POLITENESS_DAY_DELAY": 0.25, "POLITENESS_NIGHT_DELAY": 0.25}
+    samples = 0
+    with (
+        running_site(hosts=3, pages=30, links=4, fates=True) as site,
+        crawling(redis_url, site.seeds, **delays) as crawl,
+        dashboard(redis_url) as url,
+    ):
+        deadline = time.monotonic() + 60
+        while crawl.poll() is None and samples < 3 and time.monotonic() < deadline:
+            before = status_numbers(redis_url)
+            shown = dom_numbers(browser(url, tmp_path))
+            after = status_numbers(redis_url)
+            if before["state"] == after["state"] == "running" and after["queued"]:
+                assert shown["state"] == "running"
+                assert before["done"] <= shown["done"] <= after["done"]
+                assert shown["fetched"] + shown["failed"] <= shown["done"]
+                samples += 1
+        assert samples, "the crawl ended before the dashboard could be read"
+        assert crawl.wait(90) == 0
+        screenshot = tmp_path / "dashboard.png"
+        page = browser(url, tmp_path, screenshot=screenshot)
+        print(f"\nDashboard screenshot after the crawl: {screenshot}")
+        shown, said = dom_numbers(page), status_numbers(redis_url)
+    assert said["state"] == "finished"
+    assert said["failed"] > 0  # the fates site's pages fail in several ways
+    assert shown == said
+    # Pages/s over the last hour: the node's minutes hold the pages it did.
+    paced = [
+        float(title.split()[0]) * 60
+        for title in page.css("#pace-cluster svg rect title::text").getall()
+    ]
+    assert len(paced) == 60
+    assert 0 < sum(paced) <= said["done"]
+    assert not page.css("#pause, #resume")  # read-only: no controls
+    if copy := os.environ.get("DASHBOARD_SCREENSHOT"):  # docs/dashboard.png
+        shutil.copyfile(screenshot, copy)

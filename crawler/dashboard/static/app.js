@@ -6,7 +6,7 @@
 const SVG = "http://www.w3.org/2000/svg";
 const HOST_COLUMNS = [
   ["requests", "requests"], ["bytes", "bytes"], ["2xx", "2xx"], ["3xx", "3xx"],
-  ["4xx", "4xx"], ["5xx", "5xx"], ["errors", "errors"],
+  ["4xx", "4xx"], ["5xx", "5xx"], ["errors", "errors"], ["failures", "failures"],
 ];
 let refreshMs = 3000;
 let timer = null;
@@ -135,7 +135,7 @@ function showHosts(id, rows) {
     row.append(el("td", host.delay ? `${host.delay}s` : "", {class: "num"}), el("td", host.reason), el("td", host.health));
     body.appendChild(row);
   }
-  if (!rows.length) body.appendChild(el("tr")).appendChild(el("td", "none recorded", {colspan: 11}));
+  if (!rows.length) body.appendChild(el("tr")).appendChild(el("td", "none recorded", {colspan: 12}));
   table.replaceChildren(el("thead"), body);
   table.tHead.appendChild(head);
 }
