@@ -50,9 +50,9 @@ def read_state(
     paced_nodes = _names(paced)
     pipe = client.pipeline(transaction=False)
     for host in dict.fromkeys(hosts):
-        pipe.hgetall(keys.traffic(host))
+        pipe.hgetall(raw_key(keys.traffic(host)))
     for node in paced_nodes:
-        pipe.hgetall(keys.pace(node))
+        pipe.hgetall(raw_key(keys.pace(node)))
     counted = 0 < whole_count(health_count) <= HEALTH_LIMIT
     if counted:
         pipe.hgetall(keys.health)
@@ -160,6 +160,13 @@ def _paused(records: dict[str, bytes], now: float) -> int:
         except BadHealthRecordError:
             continue
     return paused
+
+
+def raw_key(key: str) -> bytes:
+    """*key* as the bytes Redis holds: a host name that was not UTF-8 keeps its
+    bytes (hiredis packs str arguments as strict UTF-8, whatever the client's
+    ``encoding_errors``)."""
+    return key.encode("utf-8", "surrogateescape")
 
 
 def _names(reply: object) -> list[str]:

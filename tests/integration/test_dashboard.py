@@ -5,6 +5,8 @@ it, its numbers read from the dumped DOM and checked against `status`."""
 from __future__ import annotations
 
 import contextlib
+import http.client
+import json
 import os
 import re
 import shutil
@@ -12,6 +14,7 @@ import subprocess
 import sys
 import time
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import pytest
 from parsel import Selector
@@ -249,3 +252,84 @@ def test_the_dashboard_agrees_with_status_during_and_after_a_crawl(redis_url, tm
     assert not page.css("#pause, #resume")  # read-only: no controls
     if copy := os.environ.get("DASHBOARD_SCREENSHOT"):  # docs/dashboard.png
         shutil.copyfile(screenshot, copy)
+
+
+def post(url: str, path: str, token: str | None) -> int:
+    """The status of a POST of *path* to the dashboard at *url*, with *token*."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    try:
+        headers = {} if token is None else {"X-Dashboard-Token": token}
+        connection.request("POST", path, headers=headers)
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+def test_controls_need_control_and_the_token(redis, redis_url, tmp_path):
+    redis.hset(KEYS.meta, "schema_version", "4")
+    redis.rpush(KEYS.seeds, "http://127.0.0.2/")  # work left: pausing shows
+    with dashboard(redis_url) as url:
+        page = browser(url, tmp_path)
+        assert page.css("#state::attr(data-state)").get() == "stopped"
+        assert not page.css("#pause, #resume")
+        assert post(url, "/control/pause", "anything-at-all") == 403
+        assert post(url, "/control/pause", None) == 403
+    assert not redis.exists(KEYS.control)
+    with dashboard(redis_url, "--control", "--token", "0123456789ab") as url:
+        assert url.endswith("/#token=0123456789ab")
+        page = browser(url, tmp_path)
+        assert page.css("#pause")
+        assert page.css("#resume")
+        assert post(url, "/control/pause", None) == 403
+        assert post(url, "/control/pause", "0123456789ac") == 403
+        assert not redis.exists(KEYS.control)
+        assert post(url, "/control/pause", "0123456789ab") == 200
+        assert redis.hget(KEYS.control, "paused") == b"1"
+        page = browser(url, tmp_path)
+        assert page.css("#state::attr(data-state)").get() == "paused"
+        assert post(url, "/control/resume", "0123456789ab") == 200
+        assert not redis.hexists(KEYS.control, "paused")
+
+
+def test_a_generated_token_is_printed_in_the_url(redis, redis_url):
+    redis.hset(KEYS.meta, "schema_version", "4")
+    with dashboard(redis_url, "--control") as url:
+        token = url.partition("#token=")[2]
+        assert len(token) >= 16
+        assert post(url, "/control/pause", token[:-1]) == 403
+        assert post(url, "/control/pause", token) == 200
+    assert redis.hget(KEYS.control, "paused") == b"1"
+
+
+HOSTILE = [
+    "<img src=x onerror=alert(1)>",
+    "</script><script>alert(2)</script>",
+    '"><b id="total-done" data-value="999">',
+]
+
+
+def test_hostile_host_names_and_node_ids_are_shown_as_text(redis, redis_url, tmp_path):
+    redis.hset(KEYS.meta, "schema_version", "4")
+    for rank, host in enumerate([*HOSTILE, b"\xff\xfe<i>"], start=1):
+        redis.hset(KEYS.traffic(host), mapping={"requests": rank, "4xx": rank,
+                                                "failures": rank, "reason": host})  # fmt: skip
+        redis.zadd(KEYS.traffic_rank("requests"), {host: rank})
+        redis.zadd(KEYS.traffic_rank("failures"), {host: rank})
+    entry = {"heartbeat": time.time(), "shards": [0, 1], "pages": 3}
+    redis.hset(KEYS.nodes, HOSTILE[0], json.dumps(entry))
+    redis.set(KEYS.heartbeat(HOSTILE[0]), "1", px=30_000)
+    redis.hset(KEYS.health, HOSTILE[1], "not a record")
+    with dashboard(redis_url) as url:
+        page = browser(url, tmp_path)
+    hosts = page.css("#busiest td.host::text").getall()
+    assert hosts == ["\\udcff\\udcfe<i>", *reversed(HOSTILE)]
+    assert page.css("#failing td.host::text").getall() == hosts
+    assert page.css("#nodes tbody td::text").get() == HOSTILE[0]
+    assert not page.css("img, i, main script")  # no element came from the data
+    assert page.css("b::attr(id)").getall() == [  # the page's own <b>s only
+        "total-done", "total-failed", "total-queued", "total-in-flight",
+        "hosts-ready", "rate-cluster",
+    ]  # fmt: skip
+    assert page.css("#total-done::attr(data-value)").getall() == ["0"]
+    assert page.css("#state::attr(data-state)").get() == "running"  # node starting
