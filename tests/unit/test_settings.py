@@ -27,6 +27,7 @@ PREFIXES = (
     "ANALYSIS_",
     "WARC_",
     "BFS_",
+    "DASHBOARD_",
 )
 UNPREFIXED = frozenset(
     {"REDIS_URL", "REDIS_CLUSTER", "REDIS_HOST", "REDIS_PORT", "REDIS_PARAMS"}
