@@ -10,8 +10,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawler.crawlstate.status import CrawlStatus, NodeStatus
-from crawler.dashboard.state import _host_row, pace_series, status_state, text
+from crawler.dashboard.state import (
+    _host_row,
+    _paused,
+    pace_series,
+    status_state,
+    text,
+)
 from crawler.frontier.progress import PACE_MINUTES, pace_fields
+from crawler.policy.tiers import HostHealth
 
 NOW = 1_800_000_000.0  # minute 30_000_000
 MINUTE = int(NOW // 60)
@@ -127,3 +134,15 @@ def test_the_status_part_is_status_own_totals():
     assert state["by_depth"] == [[0, 2], [2, 1]]
     assert state["nodes"][0]["shards"] == "0-1,3"
     assert state["nodes"][0]["heartbeat_age"] == 4
+
+
+def test_paused_hosts_are_those_whose_record_pauses_them_now():
+    records = {
+        "now": HostHealth(paused_until=NOW + 60).to_json().encode(),
+        "far": HostHealth(slow=True, paused_until=1e20).to_json().encode(),
+        "ended": HostHealth(paused_until=NOW - 1).to_json().encode(),
+        "never": HostHealth(slow=True).to_json().encode(),
+        "junk": b'{"p": 1e30} not a record "p":1e30}',
+        "partial": b'{"p":1e30}',  # fields missing: not ours
+    }
+    assert _paused(records, NOW) == 2
