@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import os
 import random
 import statistics
 import tempfile
@@ -170,14 +171,18 @@ def run(client: redis.Redis, requests: int) -> None:
         thread = threading.Thread(target=web.serve_forever, daemon=True)
         thread.start()
         reads = client.info("stats")["total_reads_processed"]
+        cpu = time.process_time()
         times, size = time_endpoint(web.url, requests)
+        cpu = time.process_time() - cpu
         reads = client.info("stats")["total_reads_processed"] - reads - 1
         web.shutdown()
     ms = sorted(t * 1000 for t in times)
     print(
         f"GET /state.json x{requests}: median {statistics.median(ms):.1f} ms, "
         f"p95 {ms[int(len(ms) * 0.95) - 1]:.1f} ms, max {ms[-1]:.1f} ms; "
-        f"{size} bytes; {reads / requests:.1f} Redis round trips a request"
+        f"{size} bytes; {reads / requests:.1f} Redis round trips and "
+        f"{cpu * 1000 / requests:.1f} CPU ms (server and client) a request; "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
 
 

@@ -41,44 +41,60 @@ HOST_FIELDS = ("requests", "bytes", "2xx", "3xx", "4xx", "5xx", "errors", "failu
 def read_state(
     client: redis.Redis, keys: CrawlKeys, *, shards: int, top: int, now: float
 ) -> dict[str, Any]:
-    """Everything the page shows, as JSON-ready values: four round trips."""
+    """Everything the page shows, as JSON-ready values: about five round trips."""
     status = read_status(client, keys, shards)
     pipe = client.pipeline(transaction=False)
     pipe.zrevrange(keys.traffic_rank("requests"), 0, top - 1)
     pipe.zrevrangebyscore(keys.traffic_rank("failures"), "+inf", "(0", 0, top)
-    pipe.hlen(keys.health)
     pipe.zrangebyscore(keys.pace_nodes, now - PACE_MINUTES * 60, "+inf")
-    busiest, failing, health_count, paced = pipe.execute(raise_on_error=False)
-    hosts = _names(busiest) + _names(failing)
-    paced_nodes = _names(paced)
-    pipe = client.pipeline(transaction=False)
-    for host in dict.fromkeys(hosts):
-        pipe.hgetall(raw_key(keys.traffic(host)))
-    for node in paced_nodes:
-        pipe.hgetall(raw_key(keys.pace(node)))
-    counted = 0 < whole_count(health_count) <= HEALTH_LIMIT
-    if counted:
-        pipe.hgetall(keys.health)
-    replies = pipe.execute(raise_on_error=False)
-    unique = list(dict.fromkeys(hosts))
-    traffic = dict(zip(unique, replies[: len(unique)], strict=True))
-    paces = replies[len(unique) : len(unique) + len(paced_nodes)]
-    health = mapping(replies[-1]) if counted else {}
-    records = {decoded(host): raw for host, raw in health.items()}
+    pipe.hlen(keys.health)
+    busiest, failing, paced, health_count = pipe.execute(raise_on_error=False)
+    busiest, failing, paced = _names(busiest), _names(failing), _names(paced)
+    # Only while there are few enough records to count paused hosts in them.
+    counted = whole_count(health_count) <= HEALTH_LIMIT
+    traffic, rings, records = _details(
+        client, keys, [*busiest, *failing], paced, health=counted
+    )
     rows = {
-        host: _host_row(host, traffic[host], records.get(host), now) for host in unique
+        host: _host_row(host, reply, records.get(host), now)
+        for host, reply in traffic.items()
     }
     return {
         **status_state(status, now=now),
         "hosts": {
             "ready": status.ready,
             "waiting": status.waiting,
-            "paused": _paused(records, now) if counted or not health_count else None,
+            "paused": _paused(records, now) if counted else None,
         },
-        "busiest": [rows[host] for host in _names(busiest)],
-        "failing": [rows[host] for host in _names(failing)],
-        "pace": pace_series(dict(zip(paced_nodes, paces, strict=True)), now=now),
+        "busiest": [rows[host] for host in busiest],
+        "failing": [rows[host] for host in failing],
+        "pace": pace_series(rings, now=now),
     }
+
+
+def _details(
+    client: redis.Redis,
+    keys: CrawlKeys,
+    hosts: list[str],
+    nodes: list[str],
+    *,
+    health: bool,
+) -> tuple[dict[str, object], dict[str, object], dict[str, bytes]]:
+    """One round trip: the traffic counters of *hosts*, the pace rings of
+    *nodes*, and the timeout records (host -> record) if *health*."""
+    unique = list(dict.fromkeys(hosts))
+    pipe = client.pipeline(transaction=False)
+    for host in unique:
+        pipe.hgetall(raw_key(keys.traffic(host)))
+    for node in nodes:
+        pipe.hgetall(raw_key(keys.pace(node)))
+    if health:
+        pipe.hgetall(keys.health)
+    replies = pipe.execute(raise_on_error=False)
+    traffic = dict(zip(unique, replies, strict=False))
+    rings = dict(zip(nodes, replies[len(unique) :], strict=False))
+    records = mapping(replies[-1]) if health else {}
+    return traffic, rings, {decoded(host): raw for host, raw in records.items()}
 
 
 def status_state(status: CrawlStatus, *, now: float) -> dict[str, Any]:
