@@ -20,6 +20,7 @@ import pytest
 from parsel import Selector
 
 from crawler.crawlstate.keys import CrawlKeys
+from tests.integration.test_redis_cluster import redis_cluster  # noqa: F401 (a fixture)
 from tests.servers import ROOT, running_site, wait_for
 
 if TYPE_CHECKING:
@@ -335,3 +336,24 @@ def test_hostile_host_names_and_node_ids_are_shown_as_text(redis, redis_url, tmp
     ]  # fmt: skip
     assert page.css("#total-done::attr(data-value)").getall() == ["0"]
     assert page.css("#state::attr(data-state)").get() == "running"  # node starting
+
+
+def test_the_dashboard_reads_a_crawl_on_a_redis_cluster(
+    redis_cluster,  # noqa: F811 (the fixture imported above)
+    tmp_path,
+):
+    """Its reads are single-key commands in pipelines: they work on a Cluster."""
+    redis_cluster.flush()
+    url = redis_cluster.url
+    try:
+        with running_site(hosts=2, pages=8, links=2) as site:
+            with crawling(url, site.seeds) as crawl:
+                assert crawl.wait(90) == 0
+            with dashboard(url) as page_url:
+                shown = dom_numbers(browser(page_url, tmp_path))
+            said = status_numbers(url)
+    finally:
+        redis_cluster.flush()
+    assert said["state"] == "finished"
+    assert said["fetched"] == 16
+    assert shown == said
