@@ -128,6 +128,8 @@ class NodeRuntime:
         assert self.store is not None
         if self.membership is not None:
             self.membership.leave()
+            # The pages done since the last heartbeat count in the crawl's pace.
+            self.progress.record_pace(self.store, self.membership.node_id, time.time())
         if self._config.persist:
             return
         settled = self.store.settled_totals()  # None: other nodes are at work
