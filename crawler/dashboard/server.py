@@ -16,6 +16,7 @@ import hmac
 import io
 import json
 import logging
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -182,6 +183,8 @@ class DashboardServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], dashboard: Dashboard) -> None:
+        if ":" in address[0]:  # an IPv6 address (``--host ::1``)
+            self.address_family = socket.AF_INET6
         super().__init__(address, DashboardHandler)
         self.dashboard = dashboard
 

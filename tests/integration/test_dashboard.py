@@ -356,3 +356,21 @@ def test_the_dashboard_reads_a_crawl_on_a_redis_cluster(
     assert said["state"] == "finished"
     assert said["fetched"] == 16
     assert shown == said
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--token", "0123456789ab"], "--token goes with --control"),
+        (["--control", "--token", "short"], "at least 8 characters"),
+        (["-s", "DASHBOARD_REFRESH=never"], "DASHBOARD_REFRESH must be a number"),
+        (["--port", "70000"], "the port must be in 0..65535"),
+    ],
+)
+def test_bad_options_are_one_line(redis_url, args, words):
+    result = frontier(redis_url, "web", "--host", WEB_HOST, *args)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("scrapy frontier: ")
+    assert words in lines[0]
