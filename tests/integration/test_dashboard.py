@@ -374,3 +374,12 @@ def test_bad_options_are_one_line(redis_url, args, words):
     assert len(lines) == 1, lines
     assert lines[0].startswith("scrapy frontier: ")
     assert words in lines[0]
+
+
+def test_no_such_crawl_on_the_page_and_in_status(redis_url, tmp_path):
+    with dashboard(redis_url) as url:
+        page = browser(url, tmp_path)
+    assert page.css("#state::attr(data-state)").get() == "no such crawl"
+    result = frontier(redis_url, "status")
+    assert result.returncode == 1
+    assert result.stdout.startswith("Crawl 'bfs': no such crawl")
