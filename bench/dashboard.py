@@ -92,10 +92,10 @@ def write_traffic(
         requests = rng.randint(1, 400)
         errors = rng.randint(0, 5)
         failures = errors + rng.randint(0, 9)
-        fields = {"requests": requests, "bytes": requests * 3000, "2xx": requests,
+        fields: dict[str, str | int] = {"requests": requests, "bytes": requests * 3000, "2xx": requests,
                   "errors": errors, "failures": failures, "delay": "5",
                   "reason": rng.choice(("day", "night", "crawl-delay", "override"))}  # fmt: skip
-        pipe.hset(KEYS.traffic(host), mapping=fields)
+        pipe.hset(KEYS.traffic(host), mapping=fields)  # type: ignore[arg-type]
         for metric in ("requests", "bytes", "errors", "failures"):
             pipe.zadd(KEYS.traffic_rank(metric), {host: fields[metric]})
         if i % 5 == 0:

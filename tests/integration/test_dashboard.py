@@ -121,7 +121,7 @@ def dashboard(redis_url: str, *args: str) -> Iterator[str]:
         assert web.stdout is not None
         line = web.stdout.readline()
         found = re.search(r" at (http://\S+) ", line)
-        assert found, (line, web.stderr.read() if web.poll() is not None else "")
+        assert found, (line, web.poll())
         yield found[1]
     finally:
         web.terminate()
@@ -157,9 +157,9 @@ def dom_numbers(page: Selector) -> dict[str, Any]:
     """What the dashboard shows, read from its elements' ids and data attributes."""
     numbers: dict[str, Any] = {"state": page.css("#state::attr(data-state)").get()}
     for name in TOTALS:
-        numbers[name] = int(page.css(f"#total-{name}::attr(data-value)").get())
+        numbers[name] = int(page.css(f"#total-{name}::attr(data-value)").get(""))
     for name in ("ready", "waiting"):
-        numbers[name] = int(page.css(f"#hosts-{name}::attr(data-value)").get())
+        numbers[name] = int(page.css(f"#hosts-{name}::attr(data-value)").get(""))
     numbers["by_depth"] = {
         int(row.attrib["data-depth"]): int(row.attrib["data-count"])
         for row in page.css("#by-depth tbody tr")
@@ -247,7 +247,7 @@ def test_the_dashboard_agrees_with_status_during_and_after_a_crawl(redis_url, tm
     assert shown == said
     # Pages/s over the last hour: the node's minutes hold the pages it did.
     paced = [
-        int(re.search(r"\((\d+) pages in that minute\)", title)[1])
+        int(title.partition(" (")[2].partition(" pages in that minute")[0])
         for title in page.css("#pace-cluster svg rect title::text").getall()
     ]
     assert sum(paced) == said["done"]
@@ -259,7 +259,7 @@ def test_the_dashboard_agrees_with_status_during_and_after_a_crawl(redis_url, tm
 def post(url: str, path: str, token: str | None) -> int:
     """The status of a POST of *path* to the dashboard at *url*, with *token*."""
     parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    connection = http.client.HTTPConnection(parts.netloc, timeout=10)
     try:
         headers = {} if token is None else {"X-Dashboard-Token": token}
         connection.request("POST", path, headers=headers)
@@ -313,9 +313,11 @@ HOSTILE = [
 
 def test_hostile_host_names_and_node_ids_are_shown_as_text(redis, redis_url, tmp_path):
     redis.hset(KEYS.meta, "schema_version", "4")
-    for rank, host in enumerate([*HOSTILE, b"\xff\xfe<i>"], start=1):
-        redis.hset(KEYS.traffic(host), mapping={"requests": rank, "4xx": rank,
-                                                "failures": rank, "reason": host})  # fmt: skip
+    names = [*(host.encode() for host in HOSTILE), b"\xff\xfe<i>"]
+    for rank, host in enumerate(names, start=1):
+        key = KEYS.traffic("").encode() + host  # the bytes, UTF-8 or not
+        counts = {"requests": rank, "4xx": rank, "failures": rank}
+        redis.hset(key, mapping={**counts, "reason": host})
         redis.zadd(KEYS.traffic_rank("requests"), {host: rank})
         redis.zadd(KEYS.traffic_rank("failures"), {host: rank})
     entry = {"heartbeat": time.time(), "shards": [0, 1], "pages": 3}
@@ -327,6 +329,10 @@ def test_hostile_host_names_and_node_ids_are_shown_as_text(redis, redis_url, tmp
     hosts = page.css("#busiest td.host::text").getall()
     assert hosts == ["\\udcff\\udcfe<i>", *reversed(HOSTILE)]
     assert page.css("#failing td.host::text").getall() == hosts
+    requests = page.css("#busiest tbody tr td:nth-child(2)::text").getall()
+    assert requests == ["4", "3", "2", "1"]  # each host's own counters were read
+    reasons = page.css("#busiest tbody tr td:nth-child(11)::text").getall()
+    assert reasons == hosts
     assert page.css("#nodes tbody td::text").get() == HOSTILE[0]
     assert not page.css("img, i, main script")  # no element came from the data
     assert page.css("b::attr(id)").getall() == [  # the page's own <b>s only
