@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.commands.hoststable import health_text
 from crawler.commands.report import shard_ranges
-from crawler.crawlstate.readers import decoded, mapping, whole_count
+from crawler.crawlstate.readers import decoded, encoded, mapping, whole_count
 from crawler.crawlstate.status import CrawlStatus, read_status
 from crawler.frontier.progress import PACE_MINUTES, pace_fields
 from crawler.policy.tiers import BadHealthRecordError, HostHealth
@@ -85,9 +85,9 @@ def _details(
     unique = list(dict.fromkeys(hosts))
     pipe = client.pipeline(transaction=False)
     for host in unique:
-        pipe.hgetall(raw_key(keys.traffic(host)))
+        pipe.hgetall(encoded(keys.traffic(host)))
     for node in nodes:
-        pipe.hgetall(raw_key(keys.pace(node)))
+        pipe.hgetall(encoded(keys.pace(node)))
     if health:
         pipe.hgetall(keys.health)
     replies = pipe.execute(raise_on_error=False)
@@ -186,13 +186,6 @@ def _paused(records: dict[str, bytes], now: float) -> int:
         except BadHealthRecordError:
             continue
     return paused
-
-
-def raw_key(key: str) -> bytes:
-    """*key* as the bytes Redis holds: a host name that was not UTF-8 keeps its
-    bytes (hiredis packs str arguments as strict UTF-8, whatever the client's
-    ``encoding_errors``)."""
-    return key.encode("utf-8", "surrogateescape")
 
 
 def _names(reply: object) -> list[str]:

@@ -389,3 +389,17 @@ def test_no_such_crawl_on_the_page_and_in_status(redis_url, tmp_path):
     result = frontier(redis_url, "status")
     assert result.returncode == 1
     assert result.stdout.startswith("Crawl 'bfs': no such crawl")
+
+
+def test_scrapy_frontier_hosts_reads_a_host_name_that_is_not_utf8(redis, redis_url):
+    """The readers the dashboard shares with `hosts` pass names as their bytes."""
+    host = b"\xff\xfe.example"
+    redis.hset(KEYS.traffic("").encode() + host, mapping={"requests": 7, "5xx": 2})
+    redis.zadd(KEYS.traffic_rank("requests"), {host: 7})
+    redis.hset(KEYS.health, host, '{"e":[],"s":true,"ok":0,"d":0,"p":0}')
+    result = frontier(redis_url, "hosts")
+    assert result.returncode == 0, result.stderr
+    row = result.stdout.splitlines()[1].split()
+    assert row[:2] == ["\\udcff\\udcfe.example", "7"]
+    assert row[6] == "2"
+    assert row[-1] == "slow"
