@@ -7,13 +7,15 @@ a ``CACHE_SECONDS`` whatever the number of open pages, so watching costs Redis a
 bounded load. Everything read from Redis goes out as JSON, never as HTML: the page
 builds its DOM with ``textContent``. A POST must carry the token in the
 ``X-Dashboard-Token`` header (compared in constant time); a browser on another
-site cannot send that header without a preflight this server never grants.
+site cannot send that header without a preflight this server never grants, nor
+read the page through a name of its own (the ``Host`` header is checked).
 """
 
 from __future__ import annotations
 
 import hmac
 import io
+import ipaddress
 import json
 import logging
 import socket
@@ -24,6 +26,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import redis
 
@@ -135,6 +138,8 @@ class DashboardHandler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         path = self.path.split("?", 1)[0]
+        if not self._host_allowed():
+            return
         if path == "/state.json":
             try:
                 body = self.server.dashboard.state_json()
@@ -154,6 +159,8 @@ class DashboardHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
         dashboard = self.server.dashboard
+        if not self._host_allowed():
+            return
         if not dashboard.allowed(self.headers.get(TOKEN_HEADER)):
             self._send(HTTPStatus.FORBIDDEN, b"forbidden\n", "text/plain")
             return
@@ -163,6 +170,15 @@ class DashboardHandler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.OK, b'{"ok": true}', "application/json")
         else:
             self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain")
+
+    def _host_allowed(self) -> bool:
+        """Answer 403 (and False) to a request naming another host (see
+        ``host_allowed``)."""
+        bound = str(self.server.server_address[0])
+        if host_allowed(self.headers.get("Host"), bound):
+            return True
+        self._send(HTTPStatus.FORBIDDEN, b"unknown Host\n", "text/plain")
+        return False
 
     def _send(self, status: HTTPStatus, body: bytes, content_type: str) -> None:
         self.send_response(status)
@@ -195,3 +211,25 @@ class DashboardServer(ThreadingHTTPServer):
         return (
             f"http://[{shown}]:{port}/" if ":" in shown else f"http://{shown}:{port}/"
         )
+
+
+def host_allowed(host: str | None, bound: str) -> bool:
+    """Whether a request's ``Host`` header names this server as an operator does:
+    by an IP address, ``localhost``, or the name it was told to serve on; any name
+    when it serves on every address. A page of another site that points its own
+    name at this address (DNS rebinding) sends that name, and is refused."""
+    if bound in {"0.0.0.0", "::"}:  # noqa: S104 (compared, not bound)
+        return True
+    try:
+        name = urlsplit(f"//{host}").hostname if host else None
+    except ValueError:  # "[::1" and the like
+        return False
+    if name is None:
+        return False
+    if name == "localhost":
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return name == bound.lower()
+    return True

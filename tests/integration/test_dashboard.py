@@ -256,13 +256,18 @@ def test_the_dashboard_agrees_with_status_during_and_after_a_crawl(redis_url, tm
         shutil.copyfile(running, copy)
 
 
-def post(url: str, path: str, token: str | None) -> int:
-    """The status of a POST of *path* to the dashboard at *url*, with *token*."""
+def ask(
+    url: str, path: str, token: str | None, *, method: str = "POST", host: str = ""
+) -> int:
+    """The status of a request (POST) of *path* to the dashboard at *url*, with *token* (and
+    another Host header than the URL's if *host*)."""
     parts = urlsplit(url)
     connection = http.client.HTTPConnection(parts.netloc, timeout=10)
     try:
         headers = {} if token is None else {"X-Dashboard-Token": token}
-        connection.request("POST", path, headers=headers)
+        if host:
+            headers["Host"] = host
+        connection.request(method, path, headers=headers)
         return connection.getresponse().status
     finally:
         connection.close()
@@ -275,22 +280,27 @@ def test_controls_need_control_and_the_token(redis, redis_url, tmp_path):
         page = browser(url, tmp_path)
         assert page.css("#state::attr(data-state)").get() == "stopped"
         assert not page.css("#pause, #resume")
-        assert post(url, "/control/pause", "anything-at-all") == 403
-        assert post(url, "/control/pause", None) == 403
+        assert ask(url, "/control/pause", "anything-at-all") == 403
+        assert ask(url, "/control/pause", None) == 403
     assert not redis.exists(KEYS.control)
     with dashboard(redis_url, "--control", "--token", "0123456789ab") as url:
         assert url.endswith("/#token=0123456789ab")
         page = browser(url, tmp_path)
         assert page.css("#pause")
         assert page.css("#resume")
-        assert post(url, "/control/pause", None) == 403
-        assert post(url, "/control/pause", "0123456789ac") == 403
+        assert ask(url, "/control/pause", None) == 403
+        assert ask(url, "/control/pause", "0123456789ac") == 403
         assert not redis.exists(KEYS.control)
-        assert post(url, "/control/pause", "0123456789ab") == 200
+        rebound = "evil.example:80"  # another site's name pointed at this address
+        assert ask(url, "/control/pause", "0123456789ab", host=rebound) == 403
+        assert ask(url, "/state.json", None, method="GET", host=rebound) == 403
+        assert ask(url, "/state.json", None, method="GET") == 200
+        assert not redis.exists(KEYS.control)
+        assert ask(url, "/control/pause", "0123456789ab") == 200
         assert redis.hget(KEYS.control, "paused") == b"1"
         page = browser(url, tmp_path)
         assert page.css("#state::attr(data-state)").get() == "paused"
-        assert post(url, "/control/resume", "0123456789ab") == 200
+        assert ask(url, "/control/resume", "0123456789ab") == 200
         assert not redis.hexists(KEYS.control, "paused")
 
 
@@ -299,8 +309,8 @@ def test_a_generated_token_is_printed_in_the_url(redis, redis_url):
     with dashboard(redis_url, "--control") as url:
         token = url.partition("#token=")[2]
         assert len(token) >= 16
-        assert post(url, "/control/pause", token[:-1]) == 403
-        assert post(url, "/control/pause", token) == 200
+        assert ask(url, "/control/pause", token[:-1]) == 403
+        assert ask(url, "/control/pause", token) == 200
     assert redis.hget(KEYS.control, "paused") == b"1"
 
 
