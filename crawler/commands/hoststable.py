@@ -53,7 +53,7 @@ def add_hosts_options(parser: argparse.ArgumentParser) -> None:
         "--top",
         type=int,
         default=DEFAULT_TOP,
-        help=f"hosts: how many to show (default {DEFAULT_TOP})",
+        help=f"hosts, web: how many hosts to show (default {DEFAULT_TOP})",
     )
     parser.add_argument(
         "--sort",
