@@ -214,7 +214,9 @@ def status_numbers(redis_url: str) -> dict[str, Any]:
     return numbers
 
 
-def test_the_dashboard_agrees_with_status_during_and_after_a_crawl(redis_url, tmp_path):
+def test_the_dashboard_agrees_with_status_during_and_after_a_crawl(
+    redis_url, tmp_path, capsys
+):
     """During the crawl the page shows it running, with a count of pages done
     between two `status` runs around it; after, every number is status's."""
     delays = {"POLITENESS_DAY_DELAY": 0.25, "POLITENESS_NIGHT_DELAY": 0.25}
@@ -240,7 +242,8 @@ def test_the_dashboard_agrees_with_status_during_and_after_a_crawl(redis_url, tm
         assert crawl.wait(90) == 0
         screenshot = tmp_path / "dashboard.png"
         page = browser(url, tmp_path, screenshot=screenshot)
-        print(f"\nDashboard screenshots: {running} (during), {screenshot} (after)")
+        with capsys.disabled():  # shown in the test output, captured or not
+            print(f"\nDashboard screenshots: {running} (during), {screenshot} (after)")
         shown, said = dom_numbers(page), status_numbers(redis_url)
     assert said["state"] == "finished"
     assert said["failed"] > 0  # the fates site's pages fail in several ways
