@@ -363,3 +363,12 @@ METRICS_HOST = "127.0.0.1"
 # hosts, nodes alive), however often /metrics is scraped; scrapes in between get the
 # last read.
 METRICS_REFRESH = 5.0
+
+# --- Dashboard (scrapy frontier web) -------------------------------------------------
+
+# The address the dashboard serves on (--host); loopback: only this machine sees it.
+DASHBOARD_HOST = "127.0.0.1"
+# Its port (--port; 0: any free port, printed at start).
+DASHBOARD_PORT = 8080
+# Seconds between two refreshes of the page's numbers.
+DASHBOARD_REFRESH = 3.0
