@@ -47,8 +47,10 @@ function chart(counts, width, height) {
   // Bars of pages/s a minute (count / 60), the last hour, oldest on the left.
   const svg = document.createElementNS(SVG, "svg");
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
-  svg.setAttribute("width", String(width));
+  // As wide as its box: the newest minute at the right edge.
+  svg.setAttribute("width", "100%");
   svg.setAttribute("height", String(height));
+  svg.setAttribute("preserveAspectRatio", "none");
   svg.setAttribute("class", "bars");
   const top = Math.max(1, ...counts);
   const step = width / counts.length;
