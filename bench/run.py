@@ -13,7 +13,9 @@ Prints two tables and writes ``bench/out/results.json``.
 Plain Scrapy and scrapy-redis crawl with a CrawlSpider and Scrapy's LinkExtractor
 (``bench/plainspiders.py``), as their users write them; ``plain-bfs`` is the
 project's ``bfs`` spider under Scrapy's own scheduler, so frontier / plain-bfs is
-the frontier's share alone. No crawl runs item pipelines.
+the frontier's share alone; ``frontier+metrics`` is the frontier's crawl with its
+Prometheus endpoint on, scraped every second (what watching a node costs; the scrape
+alone: ``python -m bench.metricscost``). No crawl runs item pipelines.
 
 Seconds are from the crawl's first to its last response (``wall s``: process start
 to exit); CPU is the crawler process' user + system time.
@@ -22,6 +24,7 @@ to exit); CPU is the crawler process' user + system time.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -36,23 +39,25 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from bench import procs, redisprobe, report
+from bench import metricsscrape, procs, redisprobe, report
 from bench.crawls import BENCH, FRONTIER_PREFIX, ROOT, CrawlSpec, command
 from bench.crawls import CRAWLERS as CRAWLS
 from bench.realcrawls import PLAIN_SPIDER
 from crawler.crawlstate.embedded import EmbeddedRedis, redis_server_binary
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     import redis
 
 OUT = BENCH / "out"
 QUEUE_COST_TIMEOUT = 600.0
 REDIS_CRAWLERS = ("frontier", "scrapy-redis")
-# Crawls of this benchmark that run another's scheduler with another spider.
-SCHEDULER_OF = {"plain-bfs": "plain"}
-CRAWLERS = (*CRAWLS, "plain-bfs")
+# Crawls of this benchmark that run another's scheduler with another spider, or the
+# frontier with its metrics endpoint on, scraped every second (bench/metricsscrape.py).
+METRICS_CRAWL = "frontier+metrics"
+SCHEDULER_OF = {"plain-bfs": "plain", METRICS_CRAWL: "frontier"}
+CRAWLERS = (*CRAWLS, "plain-bfs", METRICS_CRAWL)
 
 
 @dataclass(frozen=True)
@@ -200,19 +205,21 @@ def run_crawl(bench: Bench, name: str, index: int) -> dict[str, Any]:
     profile = args.out / "profile" / f"{tag}.prof" if args.profile else None
     if profile is not None:
         profile.parent.mkdir(parents=True, exist_ok=True)
+    metrics_port = metricsscrape.free_port() if name == METRICS_CRAWL else None
     spec = CrawlSpec(
         bench.site.seeds[0], bench.server.url, bench.total_pages, args.timeout,
-        stats_file, profile, **spider_of(name, bench.site),
+        stats_file, profile, **spider_of(name, bench.site, metrics_port),
     )  # fmt: skip
     print(f"Crawl {tag} ...", flush=True)
     redis_cpu = procs.cpu_seconds(bench.server.pid)
     site_cpu = procs.cpu_seconds(bench.site.process.pid)
     before = redisprobe.activity(client)
-    result = procs.run_measured(
-        command(SCHEDULER_OF.get(name, name), spec),
-        args.out / "logs" / f"{tag}.log",
-        args.timeout,
-    )
+    with scraping(metrics_port) as scrapes:
+        result = procs.run_measured(
+            command(SCHEDULER_OF.get(name, name), spec),
+            args.out / "logs" / f"{tag}.log",
+            args.timeout,
+        )
     activity = redisprobe.activity(client) - before
     run = {
         "crawler": name,
@@ -223,7 +230,10 @@ def run_crawl(bench: Bench, name: str, index: int) -> dict[str, Any]:
         "profiled": profile is not None,
     }
     run |= figures(name, result, _read_stats(stats_file), activity)
-    run |= redis_figures(client, name, run["pages"], activity)
+    run |= redis_figures(client, SCHEDULER_OF.get(name, name), run["pages"], activity)
+    if scrapes is not None:
+        run["metrics_scrapes"] = asdict(scrapes)
+        print(f"  /metrics scraped {scrapes.answered} times during the crawl")
     run["warnings"] = check(tag, run, bench.total_pages, result)
     if profile is not None and profile.exists():
         run["profile_text"] = str(write_profile_text(profile))
@@ -233,17 +243,33 @@ def run_crawl(bench: Bench, name: str, index: int) -> dict[str, Any]:
     return run
 
 
-def spider_of(name: str, site: procs.Site) -> dict[str, Any]:
+@contextlib.contextmanager
+def scraping(port: int | None) -> Iterator[metricsscrape.Scrapes | None]:
+    """Scrape the crawl's metrics every second while it runs, if it serves them."""
+    if port is None:
+        yield None
+        return
+    with metricsscrape.scraping(port) as scrapes:
+        yield scrapes
+
+
+def spider_of(
+    name: str, site: procs.Site, metrics_port: int | None = None
+) -> dict[str, Any]:
     """The spider of crawl *name*: plain Scrapy's and scrapy-redis' crawls run a
     CrawlSpider with Scrapy's LinkExtractor, as their users write them, on every
     host of the site; ``plain-bfs`` runs the project's spider under Scrapy's
     scheduler, so that frontier / plain-bfs is the scheduler's share alone. No
     crawl runs item pipelines (the frontier's page store and records database
-    are off: the others keep nothing either)."""
+    are off: the others keep nothing either). ``frontier+metrics`` serves its
+    metrics on *metrics_port*."""
     if name in ("plain", "scrapy-redis"):
         hosts = ",".join(urlsplit(seed).netloc for seed in site.seeds)
         return {"spider_file": PLAIN_SPIDER, "spider_args": {"hosts": hosts}}
-    return {"extra": {"ITEM_PIPELINES": {}}}
+    extra: dict[str, Any] = {"ITEM_PIPELINES": {}}
+    if metrics_port is not None:
+        extra |= {"METRICS_PORT": metrics_port, "METRICS_HOST": metricsscrape.HOST}
+    return {"extra": extra}
 
 
 def _read_stats(path: Path) -> dict[str, Any]:

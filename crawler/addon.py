@@ -27,6 +27,7 @@ from crawler import defaults
 from crawler.crawlstate.connection import CrawlRedis
 from crawler.frontier.hostdelays import HostDelays, machine_zone
 from crawler.frontier.outage import RedisOutage
+from crawler.frontier.roundtrip import RoundTripTimes
 from crawler.frontier.runsettings import RunSettings, RunSettingsHolder
 from crawler.render import install as render
 
@@ -71,8 +72,12 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         # WARC records (WARC_DIR), nearest the downloader so bodies are still raw.
         ("crawler.middlewares.warc.WarcMiddleware", 960),
     ),
-    # Moves due URLs from the URL library into the frontier (REVISIT_POLICY).
-    "EXTENSIONS": (("crawler.revisit.feeder.RevisitFeeder", 500),),
+    "EXTENSIONS": (
+        # Moves due URLs from the URL library into the frontier (REVISIT_POLICY).
+        ("crawler.revisit.feeder.RevisitFeeder", 500),
+        # Prometheus metrics on METRICS_HOST:METRICS_PORT (off without a port).
+        ("crawler.metrics.exporter.MetricsExporter", 510),
+    ),
     # Page store, page records, then the analysis task that reads both.
     "ITEM_PIPELINES": (
         ("crawler.pipelines.pagestore.PageStorePipeline", 300),
@@ -107,6 +112,8 @@ class Frontier:
         self._delays: HostDelays | None = None
         self._outage: RedisOutage | None = None
         self._redis: CrawlRedis | None = None
+        # The frontier's script round trips, timed for the metrics endpoint.
+        self.round_trip_times = RoundTripTimes()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Frontier:

@@ -351,3 +351,24 @@ RENDER_RECHECK_INTERVAL = 3600.0
 RENDER_MIN_GAINED_LINKS = 1
 # ...or this much more text (0.2: a fifth more).
 RENDER_MIN_GAINED_TEXT = 0.2
+
+# --- Metrics (crawler/metrics/) ------------------------------------------------------
+
+# Port of this node's Prometheus endpoint (http://METRICS_HOST:METRICS_PORT/metrics);
+# None or 0: no endpoint. A port in use stops start-up (one line, exit status 1).
+METRICS_PORT: int | None = None
+# Address the endpoint listens on; 0.0.0.0 lets another machine's Prometheus scrape it.
+METRICS_HOST = "127.0.0.1"
+# Seconds between two reads of the cluster-wide gauges from Redis (queued, leased,
+# hosts, nodes alive), however often /metrics is scraped; scrapes in between get the
+# last read.
+METRICS_REFRESH = 5.0
+
+# --- Dashboard (scrapy frontier web) -------------------------------------------------
+
+# The address the dashboard serves on (--host); loopback: only this machine sees it.
+DASHBOARD_HOST = "127.0.0.1"
+# Its port (--port; 0: any free port, printed at start).
+DASHBOARD_PORT = 8080
+# Seconds between two refreshes of the page's numbers.
+DASHBOARD_REFRESH = 3.0

@@ -54,13 +54,13 @@ RENDER = "render"
 RENDER_ACTION = "render_action"
 # A static fetch picked as a sample (RENDER_MODE = auto): its page is fetched
 # rendered too, and both results compared.
-RENDER_SAMPLE = "render_sample"
+RENDER_SAMPLE = "frontier_render_sample"
 # On the rendered fetch of a sample: what the static fetch found, {"links": [...],
 # "text": characters of text}.
-RENDER_STATIC = "render_static"
+RENDER_STATIC = "frontier_render_static"
 # Set on a rendered request (by a spider or the render advisor): keep the page's
 # main document as its host served it, before any script ran, so that one browser
 # fetch gives both the static and the rendered page.
 RENDER_KEEP_STATIC = "render_keep_static"
 # On the response of such a request: those bytes (never stored with the request).
-RENDER_STATIC_BODY = "render_static_body"
+RENDER_STATIC_BODY = "frontier_render_static_body"

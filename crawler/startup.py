@@ -32,6 +32,12 @@ STARTUP_FAILED = "startup_failed"
 _FAILED: WeakSet[Crawler] = WeakSet()
 
 
+def failed_at_startup(crawler: Crawler) -> bool:
+    """Whether a component of *crawler* reported a start-up failure (the spider is
+    then closed as soon as it opens: nothing more should start)."""
+    return crawler in _FAILED
+
+
 class StartupFailure:
     """Logs why the crawl cannot run, then closes the spider once it is open.
 

@@ -2,7 +2,8 @@
 
 Subcommands live in ``SUBCOMMANDS`` (name -> function): ``hosts``
 (``crawler.commands.hoststable``), ``status``, ``seed``, ``pause``, ``resume``, ``set``,
-``reset`` (``crawler.commands.steering``) and ``retry``. The crawl is the one the
+``reset`` (``crawler.commands.steering``), ``retry`` and ``web`` (the live dashboard,
+``crawler.commands.web``). The crawl is the one the
 spider SPIDER runs (``crawler.commands.crawltarget``: ``FRONTIER_KEY_PREFIX``, else
 the spider's name; without SPIDER, the project's only spider), or ``--prefix``, in
 the Redis its settings name; with none named, the command opens the private Redis of
@@ -39,6 +40,7 @@ from crawler.commands.steering import (
     bind_arguments,
 )
 from crawler.commands.steering import status as crawl_status
+from crawler.commands.web import add_web_options, web
 from crawler.crawlstate.connection import (
     CrawlRedis,
     RedisUnreachableError,
@@ -88,6 +90,7 @@ class Command(ScrapyCommand):
         add_hosts_options(parser)
         add_control_options(parser)
         add_retry_options(parser)
+        add_web_options(parser)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
@@ -149,7 +152,13 @@ def revisits_section(url: str, *, now: float) -> str:
 # "status" keeps its place among the subcommands (their order is the usage's).
 SUBCOMMANDS: dict[
     str, Callable[[redis.Redis, CrawlKeys, argparse.Namespace, IO[str]], int]
-] = {"hosts": hosts, **CONTROL_SUBCOMMANDS, "status": status, "retry": retry}
+] = {
+    "hosts": hosts,
+    **CONTROL_SUBCOMMANDS,
+    "status": status,
+    "retry": retry,
+    "web": web,
+}
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ from typing import IO, TYPE_CHECKING, cast
 
 import redis
 
+from crawler.crawlstate.readers import encoded
 from crawler.middlewares.traffic import RANK_METRICS
 from crawler.policy.tiers import BadHealthRecordError, HostHealth
 
@@ -52,7 +53,7 @@ def add_hosts_options(parser: argparse.ArgumentParser) -> None:
         "--top",
         type=int,
         default=DEFAULT_TOP,
-        help=f"hosts: how many to show (default {DEFAULT_TOP})",
+        help=f"hosts, web: how many hosts to show (default {DEFAULT_TOP})",
     )
     parser.add_argument(
         "--sort",
@@ -86,7 +87,7 @@ def read_hosts(
     names = [host.decode("utf-8", "surrogateescape") for host in ranked]
     pipe = client.pipeline(transaction=False)
     for name in names:
-        pipe.hgetall(keys.traffic(name))
+        pipe.hgetall(encoded(keys.traffic(name)))
     return [
         (name, {} if isinstance(fields, Exception) else _texts(fields))
         for name, fields in zip(names, pipe.execute(raise_on_error=False), strict=True)
@@ -102,7 +103,8 @@ def read_health(
     if not names:
         return {}
     try:
-        records = cast("list[bytes | None]", client.hmget(keys.health, names))
+        fields = [encoded(name) for name in names]
+        records = cast("list[bytes | None]", client.hmget(keys.health, fields))
     except redis.ResponseError:  # WRONGTYPE: someone else's key
         return dict.fromkeys(names, "?")
     return {

@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from crawler.commands.hoststable import cell
-from crawler.policy.fates import FAILED_FATES, FATES
 from crawler.revisit.duestatus import OVERDUE_GRACE
 
 if TYPE_CHECKING:
@@ -29,6 +28,10 @@ def render_status(status: CrawlStatus, *, now: float) -> str:
     if not status.exists:
         return f"Crawl {status.prefix!r}: no such crawl (no key {status.prefix}:meta)\n"
     lines = [f"Crawl {status.prefix!r}: {status.state}, {status.shards} shards"]
+    if status.state == "finished" and status.alive:
+        nodes = "1 node" if status.alive == 1 else f"{status.alive} nodes"
+        lines[0] += f" ({nodes} alive, idle: taking seeds pushed to {status.prefix}"
+        lines[0] += ":seeds)"
     lines += _node_lines(status, now=now)
     lines.append(
         f"Queued {status.queued}, in flight {status.in_flight}; hosts ready "
@@ -55,18 +58,15 @@ def totals_line(status: CrawlStatus) -> str:
     """``Done 12: fetched 9, redirected 1; failed 2 (http_error 1, timed_out 1);
     held 3``: URLs whose lease was acknowledged, by fate, and those held (a crawl
     whose nodes kept no fate counters says so)."""
-    fates = status.fates
-    if status.acked and not any(fates.values()):  # written by an earlier version
-        return f"Done {status.acked} (not counted by fate); held {status.held}"
-    failed = {
-        fate: fates[fate] for fate in FATES if fate in FAILED_FATES and fates.get(fate)
-    }
-    why = ", ".join(f"{fate} {count}" for fate, count in failed.items())
+    totals = status.totals()
+    if not totals.by_fate:  # written by an earlier version
+        return f"Done {totals.done} (not counted by fate); held {totals.held}"
+    why = ", ".join(f"{fate} {count}" for fate, count in totals.failed_by_fate.items())
     return (
-        f"Done {status.acked}: fetched {fates.get('fetched', 0)}, redirected "
-        f"{fates.get('redirected', 0)}; failed {sum(failed.values())}"
+        f"Done {totals.done}: fetched {totals.fetched}, redirected "
+        f"{totals.redirected}; failed {totals.failed}"
         + (f" ({why})" if why else "")
-        + f"; held {status.held}"
+        + f"; held {totals.held}"
     )
 
 

@@ -31,7 +31,10 @@ def add_retry_options(parser: argparse.ArgumentParser) -> None:
         help="retry: queue again every request that failed for good",
     )
     parser.add_argument(
-        "--host", metavar="HOST", help="retry: only the requests of HOST"
+        "--host",
+        metavar="HOST",
+        help="retry: only the requests of HOST; web: the address to serve on "
+        "(default DASHBOARD_HOST)",
     )
 
 

@@ -73,9 +73,21 @@ class CrawlKeys:
         return f"{self.prefix}:traffic:{host}"
 
     def traffic_rank(self, metric: str) -> str:
-        """ZSET host -> *metric* (``requests``, ``bytes``, ``errors``), for top-N
+        """ZSET host -> *metric* (``requests``, ``bytes``, ``errors``, ``failures``), for top-N
         tables."""
         return f"{self.prefix}:traffic-by:{metric}"
+
+    def pace(self, node_id: str) -> str:
+        """HASH of *node_id*'s pages done a minute over the last hour, a ring of 60
+        slots: ``m<slot>`` -> the minute (``time // 60``), ``p<slot>`` -> pages done
+        in it; expires an hour after the node's last write."""
+        return f"{self.prefix}:pace:{node_id}"
+
+    @property
+    def pace_nodes(self) -> str:
+        """ZSET node id -> time (s) of its last ``pace`` write, for the dashboard's
+        pages/s over the last hour (entries older than an hour are dropped)."""
+        return f"{self.prefix}:pace-nodes"
 
     @property
     def analysis_tasks(self) -> str:

@@ -169,6 +169,15 @@ def decoded(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
+def encoded(text: str) -> bytes:
+    """Text read with ``decoded`` (a key, a host name) as the bytes Redis holds.
+
+    Pass keys built from names Redis returned as these bytes: hiredis packs a str
+    argument as strict UTF-8, whatever the client's ``encoding_errors``, so a host
+    name that was not UTF-8 would raise ``UnicodeEncodeError``."""
+    return text.encode("utf-8", "surrogateescape")
+
+
 def finite_number(value: object) -> float | None:
     """A finite int or float of a JSON entry; None for anything else."""
     if isinstance(value, int | float) and not isinstance(value, bool):

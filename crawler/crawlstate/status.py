@@ -3,10 +3,13 @@
 Reading takes two pipelined round trips of single-key commands (so it works on a
 Redis Cluster): the crawl's meta hash, the registry, the control hash, the seeds list
 and each shard's counters, then one ``EXISTS`` per node heartbeat. The state is
-``no such crawl`` (no meta hash: no node ever opened it), ``paused``, ``running`` (a
-node is alive), ``finished`` (nothing queued, in flight, held or seeded, and no node
-alive) or ``stopped`` (work left, no node alive: a rerun resumes it). Nothing Redis
-holds makes it raise: a value that is not what this crawler writes counts as absent.
+``no such crawl`` (no meta hash: no node ever opened it), ``finished`` (nothing
+queued, in flight, held or seeded, whether nodes are still alive, idle, or not),
+``paused`` (work left, paused), ``running`` (work left and a node alive, or a node
+that has done nothing yet: it is starting) or ``stopped`` (work left, no node alive:
+a rerun resumes it). ``scrapy frontier status`` and the dashboard both read it here,
+with its ``totals()``. Nothing Redis holds makes it raise: a value that is not what
+this crawler writes counts as absent.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from crawler.crawlstate.readers import (
     whole_number,
 )
 from crawler.frontier.runcontrol import Control, read_control
-from crawler.policy.fates import FATES
+from crawler.policy.fates import FAILED_FATES, FATES
 from crawler.policy.order import TIERS_PER_DEPTH
 
 if TYPE_CHECKING:
@@ -89,16 +92,70 @@ class CrawlStatus:
 
     @property
     def state(self) -> str:
-        """``no such crawl``, ``paused``, ``running``, ``finished`` or ``stopped``."""
+        """``no such crawl``, ``paused``, ``running``, ``finished`` or ``stopped``.
+
+        A live node does not make a crawl with nothing left to do ``running``: a
+        node kept alive (FRONTIER_CLOSE_WHEN_DRAINED=False, revisits) idles, and the
+        crawl is ``finished`` until new work comes. Only a node that has done
+        nothing yet keeps it ``running`` (starting: its seeds may not be queued).
+        """
         if not self.exists:
             return "no such crawl"
+        starting = self.alive > 0 and not self.acked
+        if not (self.work_left or starting):
+            return "finished"
         if self.control.paused:
             return "paused"
-        if any(node.alive for node in self.nodes):
-            return "running"
-        if self.queued or self.in_flight or self.held or self.seeds:
-            return "stopped"
-        return "finished"
+        return "running" if self.alive else "stopped"
+
+    @property
+    def work_left(self) -> bool:
+        """Whether anything is queued, in flight, held for a later try or seeded."""
+        return bool(self.queued or self.in_flight or self.held or self.seeds)
+
+    @property
+    def alive(self) -> int:
+        """How many registered nodes are alive."""
+        return sum(node.alive for node in self.nodes)
+
+    def totals(self) -> Totals:
+        """URLs done (by fate), failed, held, queued, in flight and seeded: what
+        ``scrapy frontier status`` and the dashboard both show."""
+        failed: dict[str, int] = {
+            fate: self.fates[fate]
+            for fate in FATES
+            if fate in FAILED_FATES and self.fates.get(fate)
+        }
+        return Totals(
+            done=self.acked,
+            fetched=self.fates.get("fetched", 0),
+            redirected=self.fates.get("redirected", 0),
+            failed=sum(failed.values()),
+            failed_by_fate=failed,
+            by_fate=not self.acked or any(self.fates.values()),
+            held=self.held,
+            queued=self.queued,
+            in_flight=self.in_flight,
+            seeds=self.seeds,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """The crawl's totals over every shard. *by_fate* is False when the nodes kept
+    no fate counters (a crawl written by an earlier version): then only *done*
+    counts."""
+
+    done: int
+    fetched: int
+    redirected: int
+    failed: int
+    failed_by_fate: dict[str, int]
+    by_fate: bool
+    held: int
+    queued: int
+    in_flight: int
+    seeds: int
 
 
 def read_status(client: redis.Redis, keys: CrawlKeys, shards: int) -> CrawlStatus:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
     from crawler.crawlstate.keys import Keys
     from crawler.frontier.frontierconfig import FrontierConfig
+    from crawler.frontier.roundtrip import RoundTripTimes
 
 logger = logging.getLogger(__name__)
 
@@ -49,13 +50,18 @@ class SchemaMismatchError(RuntimeError):
 class CrawlShards:
     """A crawl's shards in Redis, with the summaries of their last replies."""
 
-    def __init__(self, client: Redis, config: FrontierConfig) -> None:
+    def __init__(
+        self,
+        client: Redis,
+        config: FrontierConfig,
+        times: RoundTripTimes | None = None,
+    ) -> None:
         self.client = client
         self.config = config
         self.crawl_keys = CrawlKeys(config.prefix)
         self.keys = [self.crawl_keys.shard(s) for s in range(config.shards)]
         self.summaries = ShardSummaries(config.shards, config.order)
-        self._scripts = script_runner(client)
+        self._scripts = script_runner(client, times)  # times: the metrics'
         self._repair = ShardRepair(client, self._scripts, config, self.keys)
         # Values found damaged (not written by the crawler) and set aside or fixed.
         self.bad_entries = 0

@@ -92,7 +92,8 @@ class NodeRuntime:
         use_reactor_retry(client)  # a longer wait is the gate's, off the reactor
         try:
             check_reachable(client, Frontier.of(self._crawler).redis.url)
-            store = FrontierStore(client, self._config)
+            times = Frontier.of(self._crawler).round_trip_times
+            store = FrontierStore(client, self._config, times)
             store.prepare(now)
             self.membership = Membership(
                 client, store.crawl_keys, self._config, on_damage=store.damaged
@@ -128,6 +129,8 @@ class NodeRuntime:
         assert self.store is not None
         if self.membership is not None:
             self.membership.leave()
+            # The pages done since the last heartbeat count in the crawl's pace.
+            self.progress.record_pace(self.store, self.membership.node_id, time.time())
         if self._config.persist:
             return
         settled = self.store.settled_totals()  # None: other nodes are at work
@@ -197,6 +200,7 @@ class NodeRuntime:
             self.wake_engine()  # stranded hosts are ready again
         self._work.count_damage()
         self.progress.maybe_log(self.store, now)
+        self.progress.record_pace(self.store, self.membership.node_id, now)
 
     def _follow_control(self) -> None:
         """Apply `scrapy frontier pause|resume|set`, read once a heartbeat."""

@@ -7,6 +7,7 @@ The sources are in ``crawler.frontier.queuescripts`` and
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, cast
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from redis.typing import EncodableT, KeyT
 
     from crawler.crawlstate.keys import Keys
+    from crawler.frontier.roundtrip import RoundTripTimes
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +60,10 @@ class ScriptRunner:
         "repair_counts": REPAIR_COUNTS,
     }
 
-    def __init__(self, client: Redis) -> None:
+    def __init__(self, client: Redis, times: RoundTripTimes | None = None) -> None:
         self._client = client
         self._sha: dict[str, str] = {}
+        self._times = times
 
     def load(self) -> None:
         for name, source in self.SOURCES.items():
@@ -121,7 +124,15 @@ class ScriptRunner:
                 call.keys.tag,
                 *call.args,
             )
-        return list(pipe.execute(raise_on_error=False))
+        return self._send(pipe)
+
+    def _send(self, pipe: Pipeline) -> list[Any]:
+        """Execute *pipe*: one round trip, timed when ``times`` was given."""
+        started = time.monotonic()
+        replies = list(pipe.execute(raise_on_error=False))
+        if self._times is not None:
+            self._times.add(time.monotonic() - started)
+        return replies
 
 
 class ClusterScriptRunner(ScriptRunner):
@@ -135,8 +146,10 @@ class ClusterScriptRunner(ScriptRunner):
     calls go in a pipeline of their own, unless every call is for one node.
     """
 
-    def __init__(self, client: RedisCluster) -> None:
-        super().__init__(cast("Redis", client))
+    def __init__(
+        self, client: RedisCluster, times: RoundTripTimes | None = None
+    ) -> None:
+        super().__init__(cast("Redis", client), times)
         self._cluster = client
 
     def run(
@@ -162,14 +175,15 @@ class ClusterScriptRunner(ScriptRunner):
             keys = _shard_keys(call.keys)
             args = (call.keys.tag, *call.args)
             queue_on_slot(pipe, "EVALSHA", self._sha[call.script], keys, args)
-        return list(pipe.execute(raise_on_error=False))
+        return self._send(pipe)
 
 
-def script_runner(client: Redis) -> ScriptRunner:
-    """The runner of the frontier's scripts on *client*, a single server or a Cluster."""
+def script_runner(client: Redis, times: RoundTripTimes | None = None) -> ScriptRunner:
+    """The runner of the frontier's scripts on *client*, a single server or a
+    Cluster; each round trip's time goes to *times*, if given."""
     if isinstance(client, RedisCluster):
-        return ClusterScriptRunner(client)
-    return ScriptRunner(client)
+        return ClusterScriptRunner(client, times)
+    return ScriptRunner(client, times)
 
 
 def queue_script(

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 from weakref import WeakSet
 
 import redis
@@ -47,8 +48,9 @@ logger = logging.getLogger(__name__)
 
 # Seconds between two writes of the buffered counts to Redis.
 FLUSH_INTERVAL = 1.0
-# Counters kept in a ZSET each (host -> value), so a top-N table is cheap.
-RANK_METRICS = ("requests", "bytes", "errors")
+# Counters kept in a ZSET each (host -> value), so a top-N table is cheap;
+# failures: 4xx and 5xx answers (robots.txt's aside) and download errors.
+RANK_METRICS = ("requests", "bytes", "errors", "failures")
 # Errors a flush may meet: its counts are kept for the next one.
 _UNREACHABLE = (
     redis.ConnectionError,
@@ -107,6 +109,8 @@ class TrafficMiddleware:
                 status=response.status,
                 size=len(response.body),
                 now=self._clock(),
+                # A robots.txt that is not there is no failure of the host.
+                failed=response.status >= 400 and not _is_robots(request.url),
             )
         return response
 
@@ -274,3 +278,7 @@ def _host_key(url: str) -> str | None:
         return host_of(url)
     except BadURLError:
         return None
+
+
+def _is_robots(url: str) -> bool:
+    return urlsplit(url).path == "/robots.txt"

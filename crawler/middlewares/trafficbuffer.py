@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 # Hash fields of a host's counters, in table order; statuses are counted by class.
 STATUS_CLASSES = ("2xx", "3xx", "4xx", "5xx")
-COUNTERS = ("requests", "bytes", *STATUS_CLASSES, "other", "errors")
+COUNTERS = ("requests", "bytes", *STATUS_CLASSES, "other", "errors", "failures")
 
 
 def status_class(status: int) -> str:
@@ -52,15 +52,28 @@ class TrafficBuffer:
     def request(self, host: str) -> None:
         self._host(host).counts["requests"] += 1
 
-    def response(self, host: str, *, status: int, size: int, now: float) -> None:
+    def response(
+        self,
+        host: str,
+        *,
+        status: int,
+        size: int,
+        now: float,
+        failed: bool | None = None,
+    ) -> None:
+        """Count a response; *failed* (default: a 4xx or 5xx status) also counts it
+        in ``failures``, the rank of the dashboard's most failing hosts."""
         traffic = self._host(host)
         traffic.counts["bytes"] += size
         traffic.counts[status_class(status)] += 1
+        if status >= 400 if failed is None else failed:
+            traffic.counts["failures"] += 1
         traffic.last_fetch = now
 
     def error(self, host: str, *, now: float) -> None:
         traffic = self._host(host)
         traffic.counts["errors"] += 1
+        traffic.counts["failures"] += 1
         traffic.last_fetch = now
 
     def take(self) -> dict[str, HostTraffic]:

@@ -262,7 +262,9 @@ async def test_script_links_are_found_with_meta_render_only(settings, caplog):
         bodies = []
 
         def downloaded(response: Any, request: Any) -> None:
-            bodies.append((response.body, request.meta.get("render_static_body")))
+            bodies.append(
+                (response.body, request.meta.get("frontier_render_static_body"))
+            )
 
         crawler = await crawl(
             settings, seed, spider=RenderSeedsSpider, signals={"downloaded": downloaded}

@@ -160,7 +160,7 @@ JSON_VALUES = st.recursive(
 @given(
     meta=st.dictionaries(
         st.text(max_size=10).filter(
-            lambda k: k != "depth" and not k.startswith("frontier_")
+            lambda k: k not in RESERVED_META and not k.startswith(RESERVED_META_PREFIX)
         ),
         JSON_VALUES,
         max_size=5,

@@ -28,6 +28,8 @@ PREFIXES = (
     "ANALYSIS_",
     "WARC_",
     "BFS_",
+    "METRICS_",
+    "DASHBOARD_",
 )
 UNPREFIXED = frozenset(
     {"REDIS_URL", "REDIS_CLUSTER", "REDIS_HOST", "REDIS_PORT", "REDIS_PARAMS"}

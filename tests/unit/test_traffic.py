@@ -53,9 +53,15 @@ def test_the_buffer_counts_by_host_and_is_taken_whole():
         "bytes": 100,
         "2xx": 1,
         "errors": 1,
+        "failures": 1,
     }
     assert taken["a"].last_fetch == 6.0
-    assert dict(taken["b"].counts) == {"requests": 1, "bytes": 10, "4xx": 1}
+    assert dict(taken["b"].counts) == {
+        "requests": 1,
+        "bytes": 10,
+        "4xx": 1,
+        "failures": 1,
+    }
 
 
 def test_counts_put_back_after_a_failed_flush_add_up():
@@ -67,7 +73,13 @@ def test_counts_put_back_after_a_failed_flush_add_up():
     buffer.response("a", status=500, size=1, now=8.0)
     buffer.put_back(taken)
     again = buffer.take()["a"]
-    assert dict(again.counts) == {"requests": 2, "bytes": 101, "2xx": 1, "5xx": 1}
+    assert dict(again.counts) == {
+        "requests": 2,
+        "bytes": 101,
+        "2xx": 1,
+        "5xx": 1,
+        "failures": 1,
+    }
     assert again.last_fetch == 9.0
 
 
@@ -106,8 +118,10 @@ def test_the_middleware_counts_what_reached_the_downloader():
         "bytes": 123,
         "2xx": 1,
         "errors": 1,
+        "failures": 1,
     }
     assert taken["a.example"].last_fetch == 42.0
+    # A robots.txt that is not there is no failure of the host.
     assert dict(taken["b.example"].counts) == {"requests": 1, "bytes": 4, "4xx": 1}
 
 

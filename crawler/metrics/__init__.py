@@ -1,0 +1,1 @@
+"""Prometheus metrics of a node: the endpoint, its node and cluster-wide families."""
