@@ -81,7 +81,7 @@ class RenderConfig:
         unknown = sorted(block - set(BLOCKABLE))
         if unknown:
             raise BadRenderSetting(
-                f"RENDER_BLOCK may name {', '.join(BLOCKABLE)}; got {', '.join(unknown)}"
+                f"RENDER_BLOCK may name {', '.join(BLOCKABLE)}; got {', '.join(map(repr, unknown))}"
             )
         return cls(
             mode=mode,
