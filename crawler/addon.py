@@ -43,6 +43,9 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         ("crawler.frontier.acks.FrontierDepthMiddleware", 900),
         # Links robots.txt forbids (when their origin's rules are known) are not queued.
         ("crawler.middlewares.robotslinks.RobotsLinkFilter", 950),
+        # RENDER_MODE=auto: a sample's rendered fetch, added below the depth
+        # middleware so that it keeps the page's own depth; outcomes to the advisor.
+        ("crawler.render.sampler.RenderSampler", 850),
     ),
     "DOWNLOADER_MIDDLEWARES": (
         # Next to the engine, after Scrapy's immediate retries: a failure that may
