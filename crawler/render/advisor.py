@@ -165,7 +165,7 @@ class RenderAdvisor:
         self._reading: dict[str, asyncio.Future[HostRecord | None]] = {}
         self._tasks: set[asyncio.Future[Any]] = set()
         self._bad_logged = False
-        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self.close, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RenderAdvisor:
@@ -200,7 +200,7 @@ class RenderAdvisor:
         key (read again in the background when old), Redis asked for a sample."""
         self._hosts.move_to_end(key.host)
         answer = self._verdict(record, key)
-        old = time.monotonic() - read_at >= REFRESH_SECONDS
+        old = self._clock() - read_at >= REFRESH_SECONDS
         if answer == "sample":
             if old:
                 return self._read_then_decide(request, key)
@@ -281,7 +281,7 @@ class RenderAdvisor:
             self._bad_state(
                 bad, f"{bad} unreadable fields in {self._keys.render(host)}"
             )
-        self._hosts[host] = (record, time.monotonic())
+        self._hosts[host] = (record, self._clock())
         self._hosts.move_to_end(host)
         while len(self._hosts) > CACHE_SIZE:
             self._hosts.popitem(last=False)
@@ -428,7 +428,8 @@ class RenderAdvisor:
         is fetched statically, the outcome dropped; counted, logged once."""
         self._bad_state(1, f"Redis refused a command: {error}")
 
-    async def _spider_closed(self) -> None:
+    async def close(self) -> None:
+        """Stop background reads; close the client."""
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
