@@ -175,6 +175,35 @@ def deciding_level(record: HostRecord, pattern: str) -> str:
     return pattern if record.level(HOST).decision == "mixed" else HOST
 
 
+def undecided(record: HostRecord, pattern: str) -> bool:
+    """Whether a URL of *pattern* waits for a decision its level's samples will
+    make (a pattern past ``MAX_PATTERNS`` waits for none)."""
+    level = deciding_level(record, pattern)
+    if level != HOST and level not in record.levels:
+        return record.patterns < MAX_PATTERNS
+    return record.level(level).decision is None
+
+
+def held_fate(record: HostRecord) -> tuple[list[str], list[str]]:
+    """The levels whose held pages (fetched statically while undecided) are to be
+    rendered now, and those whose held pages static fetches were right about:
+    the host's (``HOST``: all its pages), or a mixed host's patterns'."""
+    decision = record.level(HOST).decision
+    if decision == "render":
+        return [HOST], []
+    if decision == "static":
+        return [], [HOST]
+    if decision != "mixed":
+        return [], []
+    render, static = [], []
+    for level, found in record.levels.items():
+        if level != HOST and found.decision == "render":
+            render.append(level)
+        elif level != HOST and found.decision == "static":
+            static.append(level)
+    return render, static
+
+
 def verdict(
     record: HostRecord,
     pattern: str,

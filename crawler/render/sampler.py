@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
@@ -32,7 +32,7 @@ from crawler import meta
 from crawler.links import HtmlDocument
 from crawler.policy.hosts import BadURLError, host_of
 from crawler.render.adaptive import text_gain
-from crawler.render.advisor import SAMPLE_LEVEL, advisor_of
+from crawler.render.advisor import SAMPLE_LEVEL, UNDECIDED, advisor_of
 from crawler.render.config import RenderConfig
 from crawler.spiders.follow import Follower
 from crawler.spiders.pagerecords import is_html
@@ -61,13 +61,15 @@ HIDDEN = ["script", "style", "noscript", "template"]
 # What the rendered copy does not inherit from the sample: the fetch's own history,
 # and what would make the frontier treat it as a seed, a revisit or a reparse.
 NOT_INHERITED = frozenset({
-    meta.RENDER_SAMPLE, SAMPLE_LEVEL, meta.REVISIT, meta.HELD_TIMES, meta.HOLD_UNTIL,
+    meta.RENDER_SAMPLE, SAMPLE_LEVEL, UNDECIDED, meta.REVISIT, meta.HELD_TIMES, meta.HOLD_UNTIL,
     meta.FATE, meta.REQUEUED, meta.STARTED, meta.REVIVE, meta.REPARSE, meta.REPARSED,
     meta.LEASE, meta.NODE, "is_start_request", "redirect_times", "redirect_ttl",
     "redirect_urls", "redirect_reasons", "retry_times", "download_slot",
     "download_latency", "download_timeout",
 })  # fmt: skip
 CONDITIONAL_HEADERS = (b"If-None-Match", b"If-Modified-Since")
+# The meta keys of the responses this middleware looks at.
+WATCHED = frozenset({meta.RENDER_SAMPLE, meta.RENDER_STATIC, UNDECIDED})
 
 
 class RenderSampler:
@@ -95,9 +97,11 @@ class RenderSampler:
         self, response: Response, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
         request = response.request
-        sample = request is not None and request.meta.get(meta.RENDER_SAMPLE)
-        static = request.meta.get(meta.RENDER_STATIC) if request is not None else None
-        if request is None or not (sample or static) or meta.REPARSED in request.meta:
+        if (
+            request is None
+            or meta.REPARSED in request.meta
+            or not (request.meta.keys() & WATCHED)
+        ):
             async for item in result:
                 yield item
             return
@@ -106,12 +110,19 @@ class RenderSampler:
             if isinstance(item, Request):
                 urls.append(item.url)
             yield item
-        if sample:
+        static = request.meta.get(meta.RENDER_STATIC)
+        if request.meta.get(meta.RENDER_SAMPLE):
             rendered = await self._rendered_copy(response, request, urls)
             if rendered is not None:
                 yield rendered
         elif isinstance(static, dict):
-            await self._compare(response, static, urls)
+            for late in await self._compare(response, static, urls):
+                yield late
+        elif request.meta.get(UNDECIDED) and _is_page(response):
+            again = _again(response, request)
+            if await self._advisor.hold(again):
+                self._stats.inc_value("render/late_pages")
+                yield again
 
     async def _rendered_copy(
         self, response: Response, request: Request, urls: list[str]
@@ -130,49 +141,64 @@ class RenderSampler:
             "count": len(digests),
             "text": text,
         }
-        inherited = {k: v for k, v in request.meta.items() if k not in NOT_INHERITED}
-        headers = request.headers.copy()
-        for name in CONDITIONAL_HEADERS:
-            headers.pop(name, None)
         self._stats.inc_value("render/samples")
-        return request.replace(
-            url=response.url,
-            headers=headers,
-            dont_filter=True,
-            priority=request.priority + SAMPLE_PRIORITY,
-            meta={
-                **inherited,
-                "depth": response.meta.get("depth", 0),
-                meta.RENDER: True,
-                meta.RENDER_STATIC: static,
-            },
-        )
+        return _again(response, request, {meta.RENDER_STATIC: static})
 
     async def _compare(
         self, response: Response, static: dict[str, Any], urls: list[str]
-    ) -> None:
+    ) -> list[Request]:
         """Count what the rendered page found that the static one did not; tell
-        the advisor."""
+        the advisor. Returns the held pages its decision sends to be rendered."""
         found = _page(self._follower, response)
         if found is None:
             self._stats.inc_value("render/samples_unusable")
-            return
+            return []
         links, text = found
         gained = _gained(static, urls, _own_host(response.url, links))
         growth = text_gain(_count(static.get("text")), text)
         self._stats.inc_value("render/gained_links", gained)
-        await self._advisor.record_sample(
+        return await self._advisor.record_sample(
             response.url, gained_links=gained, gained_text=growth
         )
+
+
+def _again(
+    response: Response, request: Request, extra: dict[str, Any] | None = None
+) -> Request:
+    """*request*'s page to be fetched again, rendered: at the page's own depth,
+    ahead of its host's other requests of that depth, past the seen filter."""
+    inherited = {k: v for k, v in request.meta.items() if k not in NOT_INHERITED}
+    headers = request.headers.copy()
+    for name in CONDITIONAL_HEADERS:
+        headers.pop(name, None)
+    return request.replace(
+        url=response.url,
+        headers=headers,
+        dont_filter=True,
+        priority=request.priority + SAMPLE_PRIORITY,
+        meta={
+            **inherited,
+            "depth": response.meta.get("depth", 0),
+            meta.RENDER: True,
+            **(extra or {}),
+        },
+    )
+
+
+def _is_page(response: Response) -> TypeGuard[TextResponse]:
+    """Whether *response* is an HTML page fetched successfully."""
+    return (
+        isinstance(response, TextResponse)
+        and is_html(response)
+        and 200 <= response.status < 300
+    )
 
 
 def _page(follower: Follower, response: Response) -> tuple[list[str], int] | None:
     """The links of an HTML page and the length of its visible text (whitespace
     runs counted as one character), or None for a response that is not an HTML
     page (nothing to compare)."""
-    if not isinstance(response, TextResponse) or not is_html(response):
-        return None
-    if not 200 <= response.status < 300:
+    if not _is_page(response):
         return None
     try:
         document = HtmlDocument.from_response(response)

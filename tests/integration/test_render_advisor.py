@@ -20,6 +20,7 @@ from crawler.crawlstate.readers import delete_crawl
 from crawler.render.advisor import (
     CLAIM_SECONDS,
     REFRESH_SECONDS,
+    UNDECIDED,
     RenderAdvisor,
     advisor_of,
 )
@@ -57,6 +58,7 @@ def advisors(
     made = []
     for _ in range(count):
         crawler = get_crawler(BfsSpider, settings(RENDER_MODE="auto", **overrides))
+        crawler.spider = crawler._create_spider()  # held pages are stored with it
         config = RenderConfig.from_settings(crawler.settings)
         made.append(RenderAdvisor(crawler, config, KEYS, clock=clock or Clock()))
     return made
@@ -300,6 +302,112 @@ async def test_decisions_go_with_the_crawls_keys(settings, redis):
     assert redis.exists(KEYS.render(HOST), KEYS.render("other.test:80")) == 2
     delete_crawl(redis, KEYS)
     assert list(redis.scan_iter("bfs:*")) == []
+
+
+# --- pages fetched while undecided ---------------------------------------------------
+
+
+def rendered_again(request: Request, callback: Any = None) -> Request:
+    """What the sampler holds for a page fetched while its host was undecided."""
+    meta_again = {"depth": 1, meta.RENDER: True}
+    return request.replace(callback=callback, dont_filter=True, meta=meta_again)
+
+
+def parse_of(advisor: RenderAdvisor) -> Any:
+    spider = advisor._crawler.spider
+    assert isinstance(spider, BfsSpider)
+    return spider.parse
+
+
+def held(redis: redis_py.Redis, host: str = HOST) -> list[str]:
+    names: list[bytes] = redis.hkeys(KEYS.render_held(host))  # type: ignore[assignment]
+    return sorted(name.decode() for name in names)
+
+
+@deferred_f_from_coro_f
+async def test_pages_fetched_while_undecided_are_rendered_once_it_pays(settings, redis):
+    one, two = advisors(settings, RENDER_SAMPLE_PAGES=2)
+    await sample_many(one, ["http://site.test/1", "http://site.test/2"])
+    _, waiting = await ask(two, "http://site.test/w.html")  # every slot is out
+    assert waiting.meta.get(UNDECIDED) is True
+    again = rendered_again(waiting, parse_of(two))
+    assert await two.hold(again) is False  # held, not sent
+    assert held(redis) == ["/ http://site.test/w.html"]
+    assert (
+        await one.record_sample("http://site.test/1", gained_links=2, gained_text=0)
+        == []
+    )
+    late = await one.record_sample("http://site.test/2", gained_links=2, gained_text=0)
+    await close(one, two)
+    assert [(r.url, r.meta[meta.RENDER], r.dont_filter) for r in late] == [
+        ("http://site.test/w.html", True, True)
+    ]
+    assert late[0].callback == parse_of(one)
+    assert held(redis) == []
+    assert two._stats.get_value("render/held_pages") == 1
+
+
+@deferred_f_from_coro_f
+async def test_pages_held_for_a_static_host_are_dropped(settings, redis):
+    (one,) = advisors(settings, count=1, RENDER_SAMPLE_PAGES=1)
+    await sample_many(one, ["http://site.test/1"])
+    _, waiting = await ask(one, "http://site.test/w.html")
+    await one.hold(rendered_again(waiting))
+    late = await one.record_sample("http://site.test/1", gained_links=0, gained_text=0)
+    _, decided = await ask(one, "http://site.test/after.html")
+    await close(one)
+    assert late == []
+    assert held(redis) == []
+    assert UNDECIDED not in decided.meta  # static as decided: nothing to hold
+
+
+@deferred_f_from_coro_f
+async def test_a_page_whose_decision_came_meanwhile_is_sent_at_once(settings, redis):
+    one, two = advisors(settings, RENDER_SAMPLE_PAGES=1)
+    await sample_many(one, ["http://site.test/1"])
+    _, waiting = await ask(two, "http://site.test/w.html")
+    await one.record_sample("http://site.test/1", gained_links=1, gained_text=0)
+    assert await two.hold(rendered_again(waiting)) is True
+    await close(one, two)
+    assert held(redis) == []
+
+
+@deferred_f_from_coro_f
+async def test_a_mixed_hosts_held_pages_follow_their_patterns(settings, redis):
+    (one,) = advisors(settings, count=1, RENDER_SAMPLE_PAGES=2)
+    await sample_many(one, ["http://site.test/app/1", "http://site.test/doc/1"])
+    for url in ("http://site.test/app/w", "http://site.test/doc/w"):
+        _, waiting = await ask(one, url)
+        await one.hold(rendered_again(waiting))
+    await one.record_sample("http://site.test/app/1", gained_links=3, gained_text=0)
+    late = await one.record_sample(
+        "http://site.test/doc/1", gained_links=0, gained_text=0
+    )
+    assert late == []  # mixed: each pattern decides for its pages
+    await sample_many(one, ["http://site.test/app/2", "http://site.test/doc/2"])
+    late = await one.record_sample(
+        "http://site.test/app/2", gained_links=1, gained_text=0
+    )
+    assert [r.url for r in late] == ["http://site.test/app/w"]
+    late = await one.record_sample(
+        "http://site.test/doc/2", gained_links=0, gained_text=0
+    )
+    await close(one)
+    assert late == []
+    assert held(redis) == []
+
+
+@deferred_f_from_coro_f
+async def test_held_pages_are_bounded_and_hostile_ones_skipped(settings, redis):
+    (one,) = advisors(settings, count=1, RENDER_SAMPLE_PAGES=1)
+    await sample_many(one, ["http://site.test/1"])
+    redis.hset(KEYS.render_held(HOST), mapping={"/ x": "not json", "/ y": '{"v": 99}'})
+    _, waiting = await ask(one, "http://site.test/w.html")
+    await one.hold(rendered_again(waiting))
+    late = await one.record_sample("http://site.test/1", gained_links=1, gained_text=0)
+    await close(one)
+    assert [r.url for r in late] == ["http://site.test/w.html"]
+    assert one._stats.get_value("render/bad_state") == 2
 
 
 # --- the sampler ---------------------------------------------------------------------
