@@ -21,6 +21,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from scrapy.exceptions import (
     CannotResolveHostError,
+    DownloadCancelledError,
     DownloadConnectionRefusedError,
     DownloadFailedError,
     DownloadTimeoutError,
@@ -44,10 +45,14 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
+# scrapy-playwright's logger: it warns, with a traceback, of every page it closes
+# after a failure, which Scrapy logs already and render/timeouts or
+# render/errors count.
+PLAYWRIGHT_LOGGER = logging.getLogger("scrapy-playwright")
 
-# Seconds of a page's timeout kept for reading its DOM after the actions and the
-# settling (at most this, and at most a quarter of the timeout).
-READ_RESERVE = 2.0
+# Seconds a browser context and page may take to open, on top of the page's
+# timeout (which starts once the page is open).
+OPEN_LIMIT = 30.0
 # What the browser context of rendered pages is opened with: service workers
 # would answer the page's requests without our route seeing them.
 CONTEXT_OPTIONS: dict[str, Any] = {"service_workers": "block"}
@@ -72,8 +77,10 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
         self._render = RenderConfig.from_settings(crawler.settings)
         self._places = asyncio.Semaphore(self._render.concurrency)
         self._rota = ContextRota(self._render.max_pages_per_context)
+        self._maxsize = crawler.settings.getint("DOWNLOAD_MAXSIZE")
         self._started = False
         self._start_lock = asyncio.Lock()
+        PLAYWRIGHT_LOGGER.addFilter(_quiet_failures)
 
     async def _maybe_launch_in_thread(self) -> None:
         """Nothing at engine start: Playwright starts with the first render."""
@@ -86,6 +93,10 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
             await self._start()
             return await self._render_page(request)
 
+    async def close(self) -> None:
+        PLAYWRIGHT_LOGGER.removeFilter(_quiet_failures)
+        await super().close()
+
     async def _start(self) -> None:
         async with self._start_lock:
             if not self._started:
@@ -94,20 +105,13 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
 
     async def _render_page(self, request: Request) -> Response:
         timeout = float(request.meta.get("download_timeout") or self._render.timeout)
-        loop = asyncio.get_running_loop()
-        reserve = min(READ_RESERVE, timeout / 4)
         rules = PageRules(
             actions=self._actions(request),
             block=self._render.block,
             settle=self._render.settle,
             robots=self._robots_verdict(),
         )
-        session = PageSession(
-            request,
-            rules,
-            stats=self._render_stats,
-            deadline=loop.time() + timeout - reserve,
-        )
+        session = PageSession(request, rules, stats=self._render_stats, timeout=timeout)
         context, retired = self._rota.take()
         for name in retired:
             await self._close_context(name)
@@ -123,7 +127,7 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
             },
         )
         try:
-            async with asyncio.timeout(timeout):
+            async with session.time_limit(OPEN_LIMIT):
                 response = await self._download_request(request)
         except (TimeoutError, PlaywrightError) as exc:
             raise self._failure(request, exc) from exc
@@ -131,8 +135,18 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
             await session.close()
             if self._rota.release(context):
                 await self._close_context(context)
+        self._check_size(request, response)
         self._render_stats.inc_value("render/pages")
         return rendered(response)
+
+    def _check_size(self, request: Request, response: Response) -> None:
+        """A rendered DOM over DOWNLOAD_MAXSIZE is refused as a static body is."""
+        limit = request.meta.get("download_maxsize", self._maxsize)
+        if limit and len(response.body) > limit:
+            raise DownloadCancelledError(
+                f"Rendered {request.url}: {len(response.body)} bytes, over "
+                f"DOWNLOAD_MAXSIZE ({limit})"
+            )
 
     def _actions(self, request: Request) -> tuple[str, ...]:
         """The request's own actions (a bad meta value: RENDER_ACTION's, counted)."""
@@ -187,3 +201,8 @@ def rendered(response: Response) -> Response:
     if "playwright_suggested_filename" in response.meta:
         return response.replace(flags=flags)
     return response.replace(cls=HtmlResponse, flags=flags)
+
+
+def _quiet_failures(record: logging.LogRecord) -> bool:
+    """Drops scrapy-playwright's warning of a page closed after a failure."""
+    return not str(record.msg).startswith("Closing page due to failed request")

@@ -12,8 +12,10 @@ named by the crawl's settings, never code read from a page or from Redis.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,7 +27,7 @@ from crawler.render.subrequests import blocked_reason
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from playwright.async_api import Page, Route
+    from playwright.async_api import BrowserContext, Page, Route
     from playwright.async_api import Request as BrowserRequest
     from scrapy import Request
     from scrapy.statscollectors import StatsCollector
@@ -38,10 +40,15 @@ FUNCTION = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?P<call>\(\))?")
 # A name that is no function of the page but may be a CSS selector: tag names and
 # classes are lower case without "$" or "_" ("loadMore" or "$init" is a function).
 TAG_LIKE = re.compile(r"[a-z][a-z0-9-]*(?:\.[a-z][a-z0-9-]*)*")
+# Seconds of a page's timeout kept for reading its DOM after the actions and the
+# settling (at most this, and at most a quarter of the timeout).
+READ_RESERVE = 2.0
 # Scroll steps at most: an endless feed stops growing the page's text here.
 MAX_SCROLL_STEPS = 30
 # Seconds between two looks at whether the page has settled.
 POLL_INTERVAL = 0.05
+# Browser contexts whose route refuses every request of a page not ours.
+_GUARDED: weakref.WeakSet[BrowserContext] = weakref.WeakSet()
 # Request types that never end by design: they do not keep a page from settling.
 ENDLESS_TYPES = frozenset({"eventsource", "websocket"})
 
@@ -97,7 +104,7 @@ class PageSession:
         rules: PageRules,
         *,
         stats: StatsCollector,
-        deadline: float,
+        timeout: float,
     ) -> None:
         self._host = host_of(request.url)
         self._actions = rules.actions
@@ -105,24 +112,42 @@ class PageSession:
         self._settle = rules.settle
         self._robots = rules.robots
         self._stats = stats
-        # loop.time() by which the page must be read: actions and settling stop then.
-        self._deadline = deadline
+        self._timeout = timeout
+        self._limit: asyncio.Timeout | None = None
         self._loop = asyncio.get_running_loop()
+        # loop.time() by which the page must be read: actions and settling stop then.
+        self._deadline = self._loop.time() + timeout
         self._in_flight: set[BrowserRequest] = set()
         self._last_request = self._loop.time()
         self._navigated = False
         self.page: Page | None = None
 
+    def time_limit(self, open_limit: float) -> asyncio.Timeout:
+        """The render's time limit: *open_limit* seconds more to open the page, then
+        the page's own timeout from when it is open (opening a browser context or a
+        page is the browser's time, not the host's)."""
+        self._limit = asyncio.timeout(open_limit + self._timeout)
+        return self._limit
+
     # --- the page's own requests -------------------------------------------------
 
     async def install(self, page: Page, request: Request) -> None:
-        """Page init callback: filter the page's requests, track those in flight."""
+        """Page init callback: start the page's time, filter its requests, track
+        those in flight."""
         self.page = page
+        now = self._loop.time()
+        if self._limit is not None:
+            self._limit.reschedule(now + self._timeout)
+        self._deadline = now + self._timeout - min(READ_RESERVE, self._timeout / 4)
+        await page.route("**", self._route)  # first: nothing goes out unfiltered
+        if page.context not in _GUARDED:  # windows the page opens: nothing at all
+            _GUARDED.add(page.context)
+            await page.context.route("**", self._refuse)
+        page.on("popup", self._close_popup)
         page.set_default_timeout(self._left() * 1000)
         page.on("request", self._started)
         page.on("requestfinished", self._ended)
         page.on("requestfailed", self._ended)
-        await page.route("**", self._route)
 
     async def _route(self, route: Route, request: BrowserRequest) -> None:
         first = not self._navigated and request.is_navigation_request()
@@ -137,6 +162,17 @@ class PageSession:
         else:
             self._stats.inc_value("render/subrequests")
         await route.fallback()  # to scrapy-playwright's route: it sends it
+
+    async def _refuse(self, route: Route) -> None:
+        """The context's route: only requests of pages the crawler did not open (a
+        window a page opened) reach it."""
+        self._stats.inc_value("render/subrequests_blocked")
+        self._stats.inc_value("render/subrequests_blocked_reason_count/popup")
+        await route.abort("blockedbyclient")
+
+    async def _close_popup(self, popup: Page) -> None:
+        with contextlib.suppress(PlaywrightError):
+            await popup.close()
 
     def _blocked(self, request: BrowserRequest) -> str | None:
         url = request.url
