@@ -9,6 +9,7 @@ import inspect
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import redis as redis_py
 from scrapy import Request
 from scrapy.http import HtmlResponse, TextResponse
 from scrapy.utils.defer import deferred_f_from_coro_f
@@ -27,11 +28,11 @@ from crawler.render.advisor import (
 from crawler.render.config import RenderConfig
 from crawler.render.sampler import SAMPLE_PRIORITY, RenderSampler
 from crawler.spiders.bfs import BfsSpider
+from tests.servers import RestartableRedis
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterable
-
-    import redis as redis_py
+    from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+    from pathlib import Path
 
 pytestmark = pytest.mark.integration
 
@@ -518,3 +519,45 @@ async def test_a_sample_that_is_not_a_page_is_not_fetched_again(settings, redis)
     assert out == [{"record": 1}]
     assert crawler.stats.get_value("render/samples_unusable") == 1
     assert next_request.meta.get(meta.RENDER_SAMPLE) is True  # the slot came back
+
+
+# --- Redis going away --------------------------------------------------------------
+
+
+@pytest.fixture
+def restartable(tmp_path: Path) -> Iterator[RestartableRedis]:
+    server = RestartableRedis(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@deferred_f_from_coro_f
+async def test_an_outcome_waits_for_redis_and_requests_do_not(settings, restartable):
+    (one,) = advisors(
+        settings, count=1, REDIS_URL=restartable.url, RENDER_SAMPLE_PAGES=1
+    )
+    await sample_many(one, ["http://site.test/1"])
+    restartable.stop()
+    try:
+        outcome = asyncio.ensure_future(
+            one.record_sample("http://site.test/1", gained_links=1, gained_text=0)
+        )
+        answers = [await ask(one, f"http://other.test/{i}") for i in range(3)]
+        await asyncio.sleep(2.0)
+        assert not outcome.done()  # waiting for Redis, not failed
+        restartable.start()
+        await asyncio.wait_for(outcome, timeout=15)
+        answer, _ = await ask(one, "http://site.test/2")
+    finally:
+        await close(one)
+    assert [rendered for rendered, _ in answers] == [False] * 3  # static meanwhile
+    assert answer is True  # the outcome reached Redis: the host is decided
+    reader = redis_py.Redis.from_url(restartable.url)
+    try:
+        assert hash_of(reader)["decision:"] == "render"
+    finally:
+        reader.close()
+    assert one._stats.get_value("redis/outages") == 1
