@@ -35,6 +35,8 @@ MAX_PATTERN_LENGTH = 100
 # Patterns of one mixed host sampled at most; a host with more (a spider trap
 # inventing directories) decides the others by its own samples' majority.
 MAX_PATTERNS = 64
+# Characters of text a page's growth is counted against, at least.
+TEXT_BASE = 500
 DECISIONS = ("render", "static", "mixed")
 Decision = Literal["render", "static", "mixed"]
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -259,10 +261,11 @@ def sample_pays(config: RenderConfig, *, gained_links: int, gained_text: float) 
 
 
 def text_gain(static_text: int, rendered_text: int) -> float:
-    """The relative growth of a page's text once rendered (0.2: a fifth more;
-    text where the static page had none counts as that many times one
-    character)."""
-    return (rendered_text - static_text) / max(static_text, 1)
+    """The growth of a page's text once rendered, relative to its static text
+    (0.2: a fifth more), counted against at least ``TEXT_BASE`` characters: a
+    short line a script writes into a small page (a date, a greeting) is not the
+    content rendering is for."""
+    return (rendered_text - static_text) / max(static_text, TEXT_BASE)
 
 
 def decide(paid: int, static: int, *, level: str) -> Decision:

@@ -494,11 +494,27 @@ async def test_more_text_alone_makes_rendering_pay(settings, redis):
     advisor = advisor_of(crawler)
     url = "http://site.test/p.html"
     _, request = await ask(advisor, url)
-    (again,) = await run(sampler, page(url, [], "x" * 100, request), [])
-    await run(sampler, page(url, [], "x" * 100 + " y" * 15, again), [])
+    text = "word " * 200  # 1,000 characters
+    (again,) = await run(sampler, page(url, [], text, request), [])
+    await run(sampler, page(url, [], text + "more " * 50, again), [])  # +250
     await advisor.close()
     assert crawler.stats.get_value("render/gained_links") == 0
     assert hash_of(redis)["decision:"] == "render"
+
+
+@deferred_f_from_coro_f
+async def test_a_line_a_script_adds_to_a_small_page_does_not_pay(settings, redis):
+    crawler = get_crawler(
+        BfsSpider, settings(RENDER_MODE="auto", RENDER_SAMPLE_PAGES=1)
+    )
+    sampler = RenderSampler.from_crawler(crawler)
+    advisor = advisor_of(crawler)
+    url = "http://site.test/p.html"
+    _, request = await ask(advisor, url)
+    (again,) = await run(sampler, page(url, [], "Page 3", request), [])
+    await run(sampler, page(url, [], "Page 3 Updated 2026-11-25 01:00", again), [])
+    await advisor.close()
+    assert hash_of(redis)["decision:"] == "static"
 
 
 @deferred_f_from_coro_f

@@ -284,7 +284,15 @@ def test_sample_pays(links, text, min_links, min_text, pays):
 
 @pytest.mark.parametrize(
     ("static", "rendered", "gain"),
-    [(100, 120, 0.2), (100, 100, 0.0), (100, 50, -0.5), (0, 30, 30.0), (0, 0, 0.0)],
+    [
+        (1000, 1200, 0.2),
+        (1000, 1000, 0.0),
+        (1000, 500, -0.5),
+        (100, 200, 0.2),  # a small page: counted against 500 characters
+        (0, 60, 0.12),
+        (0, 500, 1.0),
+        (0, 0, 0.0),
+    ],
 )
 def test_text_gain(static, rendered, gain):
     assert text_gain(static, rendered) == pytest.approx(gain)
