@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from scrapy import Request
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from selectolax.lexbor import LexborHTMLParser
 
     from crawler.render.advisor import RenderAdvisor
 
@@ -112,8 +114,7 @@ class RenderSampler:
             yield item
         static = request.meta.get(meta.RENDER_STATIC)
         if request.meta.get(meta.RENDER_SAMPLE):
-            rendered = await self._rendered_copy(response, request, urls)
-            if rendered is not None:
+            for rendered in await self._rendered_copy(response, request, urls):
                 yield rendered
         elif isinstance(static, dict):
             for late in await self._compare(response, static, urls):
@@ -126,23 +127,30 @@ class RenderSampler:
 
     async def _rendered_copy(
         self, response: Response, request: Request, urls: list[str]
-    ) -> Request | None:
-        """The sample's page again, to be rendered, with what this fetch found; None
-        (its slot given back) for a page that cannot be compared."""
+    ) -> list[Request]:
+        """The sample's page again, to be rendered, with what this fetch found.
+        A page that cannot be compared gives its slot back; a page that runs no
+        script is static enough as it is (a browser would show the same): its
+        outcome is recorded at once, and the held pages its decision may send to
+        be rendered are returned instead."""
         found = _page(self._follower, response)
         if found is None:
             self._stats.inc_value("render/samples_unusable")
             await self._advisor.release(request)
-            return None
-        links, text = found
-        digests = list(dict.fromkeys(_digest(url) for url in [*urls, *links]))
+            return []
+        if not found.scripted:
+            self._stats.inc_value("render/samples_without_scripts")
+            return await self._advisor.record_sample(
+                response.url, gained_links=0, gained_text=0.0
+            )
+        digests = list(dict.fromkeys(_digest(url) for url in [*urls, *found.links]))
         static = {
             "links": digests[:MAX_STATIC_LINKS],
             "count": len(digests),
-            "text": text,
+            "text": found.text,
         }
         self._stats.inc_value("render/samples")
-        return _again(response, request, {meta.RENDER_STATIC: static})
+        return [_again(response, request, {meta.RENDER_STATIC: static})]
 
     async def _compare(
         self, response: Response, static: dict[str, Any], urls: list[str]
@@ -153,9 +161,8 @@ class RenderSampler:
         if found is None:
             self._stats.inc_value("render/samples_unusable")
             return []
-        links, text = found
-        gained = _gained(static, urls, _own_host(response.url, links))
-        growth = text_gain(_count(static.get("text")), text)
+        gained = _gained(static, urls, _own_host(response.url, found.links))
+        growth = text_gain(_count(static.get("text")), found.text)
         self._stats.inc_value("render/gained_links", gained)
         return await self._advisor.record_sample(
             response.url, gained_links=gained, gained_text=growth
@@ -194,10 +201,19 @@ def _is_page(response: Response) -> TypeGuard[TextResponse]:
     )
 
 
-def _page(follower: Follower, response: Response) -> tuple[list[str], int] | None:
-    """The links of an HTML page and the length of its visible text (whitespace
-    runs counted as one character), or None for a response that is not an HTML
-    page (nothing to compare)."""
+@dataclass(frozen=True, slots=True)
+class PageFacts:
+    """What a fetch of a page found: its links, the length of its visible text
+    (whitespace runs counted as one character), whether it runs any script."""
+
+    links: list[str]
+    text: int
+    scripted: bool
+
+
+def _page(follower: Follower, response: Response) -> PageFacts | None:
+    """The facts of an HTML page, or None for a response that is not one
+    (nothing to compare)."""
     if not _is_page(response):
         return None
     try:
@@ -206,10 +222,25 @@ def _page(follower: Follower, response: Response) -> tuple[list[str], int] | Non
     except (ValueError, TypeError, AttributeError, UnicodeError):
         return None
     tree = document.tree
+    scripted = _runs_scripts(tree)
     tree.strip_tags(HIDDEN)
     body = tree.body
     text = " ".join(body.text(separator=" ").split()) if body is not None else ""
-    return (found.links if found is not None else []), len(text)
+    return PageFacts(found.links if found is not None else [], len(text), scripted)
+
+
+def _runs_scripts(tree: LexborHTMLParser) -> bool:
+    """Whether a browser would run any script of the page: a ``<script>``
+    element, or an event handler attribute (``onload=``...)."""
+    if tree.css_first("script") is not None:
+        return True
+    if tree.root is None:
+        return False
+    return any(
+        name.lower().startswith("on")
+        for node in tree.root.traverse(include_text=False)
+        for name in node.attributes
+    )
 
 
 def _gained(static: dict[str, Any], urls: list[str], links: Iterable[str]) -> int:

@@ -517,6 +517,36 @@ async def test_a_line_a_script_adds_to_a_small_page_does_not_pay(settings, redis
     assert hash_of(redis)["decision:"] == "static"
 
 
+@pytest.mark.parametrize(
+    ("body", "copies"),
+    [
+        (b"<html><body><p>Plain</p><a href='/a'>a</a></body></html>", 0),
+        (b"<html><body onload='more()'><p>Plain</p></body></html>", 1),
+        (b"<html><body><svg><script>more()</script></svg></body></html>", 1),
+    ],
+)
+@deferred_f_from_coro_f
+async def test_a_page_that_runs_no_script_is_static_enough_unrendered(
+    settings, redis, body, copies
+):
+    crawler = get_crawler(
+        BfsSpider, settings(RENDER_MODE="auto", RENDER_SAMPLE_PAGES=1)
+    )
+    sampler = RenderSampler.from_crawler(crawler)
+    advisor = advisor_of(crawler)
+    url = "http://site.test/p.html"
+    _, request = await ask(advisor, url)
+    response = HtmlResponse(url, body=body, encoding="utf-8", request=request)
+    out = await run(sampler, response, [])
+    await advisor.close()
+    assert len(out) == copies
+    if copies == 0:  # decided from the static fetch alone
+        assert hash_of(redis)["decision:"] == "static"
+        assert crawler.stats.get_value("render/samples_without_scripts") == 1
+    else:
+        assert "decision:" not in hash_of(redis)
+
+
 @deferred_f_from_coro_f
 async def test_a_sample_that_is_not_a_page_is_not_fetched_again(settings, redis):
     crawler = get_crawler(
