@@ -32,7 +32,7 @@ from scrapy_playwright.handler import (  # type: ignore[import-untyped]
 )
 from scrapy_playwright.page import PageMethod  # type: ignore[import-untyped]
 
-from crawler.meta import RENDER_ACTION
+from crawler.meta import RENDER_ACTION, RENDER_KEEP_STATIC, RENDER_STATIC_BODY
 from crawler.render.config import RenderConfig, parse_actions
 from crawler.render.contexts import ContextRota
 from crawler.render.page import PageRules, PageSession
@@ -110,6 +110,7 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
             block=self._render.block,
             settle=self._render.settle,
             robots=self._robots_verdict(),
+            keep_static=bool(request.meta.get(RENDER_KEEP_STATIC)),
         )
         session = PageSession(request, rules, stats=self._render_stats, timeout=timeout)
         context, retired = self._rota.take()
@@ -136,6 +137,8 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
             if self._rota.release(context):
                 await self._close_context(context)
         self._check_size(request, response)
+        if session.static_body is not None:
+            request.meta[RENDER_STATIC_BODY] = session.static_body
         self._render_stats.inc_value("render/pages")
         return rendered(response)
 

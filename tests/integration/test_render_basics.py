@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import redis as redis_py
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 from warcio.archiveiterator import ArchiveIterator
@@ -195,6 +195,7 @@ class RenderSeedsSpider(BfsSpider):
         async for output in super().start():
             if isinstance(output, Request):
                 output.meta["render"] = True
+                output.meta["render_keep_static"] = True
                 action = self.ACTIONS.get(urlsplit(output.url).path)
                 if action is not None:
                     output.meta["render_action"] = action
@@ -223,7 +224,12 @@ async def crawl(
     client = redis_py.Redis.from_url(values["REDIS_URL"])
     client.flushdb()  # each crawl from scratch (the seen filter)
     client.close()
+    handlers = values.pop("signals", {})
     crawler = get_crawler(spider, values)
+    if "downloaded" in handlers:
+        crawler.signals.connect(
+            handlers["downloaded"], signal=signals.response_downloaded
+        )
     await crawler.crawl_async(seeds=",".join(seeds), scope="seed-hosts")
     return crawler
 
@@ -237,9 +243,22 @@ async def test_script_links_are_found_with_meta_render_only(settings, caplog):
     caplog.set_level(logging.INFO, logger="scrapy-playwright")
     with render_site() as site:
         seed = [site.bases[0] + "/script.html"]
-        crawler = await crawl(settings, seed, spider=RenderSeedsSpider)
+        bodies = []
+
+        def downloaded(response: Any, request: Any) -> None:
+            bodies.append((response.body, request.meta.get("render_static_body")))
+
+        crawler = await crawl(
+            settings, seed, spider=RenderSeedsSpider, signals={"downloaded": downloaded}
+        )
         assert "/from-script.html" in site.paths()
         assert stat(crawler, "render/pages") == 1  # the seed; its link is static
+        # The seed asked to keep its document as served: one fetch, both pages.
+        rendered, served = bodies[0]
+        assert b"from-script.html" in served  # in the script's text
+        assert b'href="/from-script.html"' in rendered
+        assert b'href="/from-script.html"' not in served
+        assert served == SITE["/script.html"].encode()
         assert "Starting download handler" in caplog.text  # Playwright started
         caplog.clear()
         static = await crawl(settings, seed, RENDER_MODE="never")
