@@ -548,7 +548,7 @@ async def test_a_sample_that_cannot_be_compared_is_given_back(
     crawler, sampler, advisor = sampling(settings)
     url = "http://site.test/doc.pdf"
     _, request = await ask(advisor, url)
-    response = rendered_sample(url, static, rendered, request)
+    response: TextResponse = rendered_sample(url, static, rendered, request)
     if static is not None:  # not a page: what the browser showed is no HTML
         pdf = {"Content-Type": "application/pdf"}
         response = TextResponse(url, body=rendered, request=request, headers=pdf)
