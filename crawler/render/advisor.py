@@ -37,6 +37,7 @@ from crawler.render.adaptive import (
     deciding_level,
     held_fate,
     key_of,
+    pattern_of,
     read_host,
     sample_pays,
     undecided,
@@ -257,6 +258,8 @@ class RenderAdvisor:
         if not (isinstance(claimed, list) and len(claimed) == 2):
             return  # a re-check: nothing to give back
         host, level = (str(part) for part in claimed)
+        if level not in (HOST, pattern_of(level)) or _host_of_key(host) is None:
+            return  # not what this advisor wrote (a hostile queue entry)
         await self._state.release(host, level)
         self._hosts.pop(host, None)
 
@@ -329,6 +332,14 @@ class RenderAdvisor:
         if self._tasks:
             await asyncio.wait(list(self._tasks))
         await self._state.close()
+
+
+def _host_of_key(host: str) -> str | None:
+    """*host* if it is a decision key's host (``host:port``), else None."""
+    try:
+        return host if key_of(f"http://{host}/").host == host else None
+    except BadURLError:
+        return None
 
 
 def _log_change(

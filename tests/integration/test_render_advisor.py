@@ -21,6 +21,7 @@ from crawler.crawlstate.readers import delete_crawl
 from crawler.render.advisor import (
     CLAIM_SECONDS,
     REFRESH_SECONDS,
+    SAMPLE_LEVEL,
     UNDECIDED,
     RenderAdvisor,
     advisor_of,
@@ -250,6 +251,19 @@ async def test_a_sample_that_cannot_be_compared_gives_its_slot_back(settings, re
     _, again = await ask(one, "http://site.test/page.html")
     await close(one)
     assert again.meta.get(meta.RENDER_SAMPLE) is True
+
+
+@pytest.mark.parametrize(
+    "claimed",
+    [["site.test:80", "not a pattern"], ["evil key", ""], ["site.test:80"], "x"],
+)
+@deferred_f_from_coro_f
+async def test_a_hostile_sample_mark_gives_nothing_back(settings, redis, claimed):
+    (one,) = advisors(settings, count=1)
+    request = Request("http://site.test/1", meta={SAMPLE_LEVEL: claimed})
+    await one.release(request)
+    await close(one)
+    assert list(redis.scan_iter("*")) == []
 
 
 @pytest.mark.parametrize(
