@@ -45,6 +45,10 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         ("crawler.frontier.acks.FrontierDepthMiddleware", 900),
         # Links robots.txt forbids (when their origin's rules are known) are not queued.
         ("crawler.middlewares.robotslinks.RobotsLinkFilter", 950),
+        # RENDER_MODE=auto: each sample's rendered page against its static document
+        # (outcomes to the render advisor), held pages sent to be rendered; below
+        # the depth middleware, so that a request it adds keeps its page's depth.
+        ("crawler.render.sampler.RenderSampler", 850),
     ),
     "DOWNLOADER_MIDDLEWARES": (
         # Next to the engine, after Scrapy's immediate retries: a failure that may

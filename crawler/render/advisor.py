@@ -1,0 +1,370 @@
+"""RenderAdvisor: whether a request is rendered, in ``RENDER_MODE = auto``.
+
+One per crawler (``advisor_of``). Decisions live in Redis (``crawler.render.state``),
+shared by the cluster and deleted with the crawl's keys; this process keeps a copy of
+each host's hash, read again every ``REFRESH_SECONDS`` (in the background for a
+decided host: a decided request never waits on Redis) and at once on its own
+samples. An undecided host takes samples: a sample slot is claimed by a Lua script,
+so at most RENDER_SAMPLE_PAGES are out at once across the cluster; a sample is
+rendered, keeping the static document its host served, and compared by
+``crawler.render.sampler``. A page fetched
+statically while its host was undecided is held in Redis and rendered if the
+decision says rendering pays (its links would be lost otherwise). The rules are pure
+functions in ``crawler.render.adaptive``; this module is their I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
+
+from scrapy import signals
+
+from crawler import meta
+from crawler.crawlstate.keys import CrawlKeys
+from crawler.frontier import codec
+from crawler.policy.hosts import BadURLError
+from crawler.render.adaptive import (
+    HOST,
+    DecisionKey,
+    HostRecord,
+    LevelRecord,
+    after_outcome,
+    deciding_level,
+    held_fate,
+    key_of,
+    pattern_of,
+    read_host,
+    sample_pays,
+    undecided,
+    verdict,
+)
+from crawler.render.config import RenderConfig
+from crawler.render.state import RenderState
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+    from crawler.render.adaptive import Change
+
+logger = logging.getLogger(__name__)
+
+# Seconds a host's copy is trusted before it is read again from Redis.
+REFRESH_SECONDS = 5.0
+# Seconds after which sample claims with no outcome are given again (their static
+# or rendered fetch failed, or the node fetching them died).
+CLAIM_SECONDS = 120.0
+# Hosts whose copy this process keeps (least recently used ones are dropped).
+CACHE_SIZE = 65536
+# Pages of one host held for its decision at most (the rest stay static).
+MAX_HELD = 200
+# Set by the advisor, read back by it through the sampler. On a sample: the [host,
+# level] its slot was claimed at (to give it back if the page cannot be compared).
+SAMPLE_LEVEL = "render_sample_level"
+# On a page fetched statically while its host was undecided: held for the decision.
+UNDECIDED = "render_undecided"
+
+_ADVISORS: WeakKeyDictionary[Crawler, RenderAdvisor] = WeakKeyDictionary()
+
+
+def advisor_of(crawler: Crawler) -> RenderAdvisor:
+    """The crawler's advisor, made on first use."""
+    advisor = _ADVISORS.get(crawler)
+    if advisor is None:
+        advisor = _ADVISORS[crawler] = RenderAdvisor.from_crawler(crawler)
+    return advisor
+
+
+class RenderAdvisor:
+    """Learns, per host and URL pattern, whether rendering pays (see the module)."""
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        config: RenderConfig,
+        keys: CrawlKeys,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        assert crawler.stats is not None
+        self._crawler = crawler
+        self._stats = crawler.stats
+        self._config = config
+        self._clock = clock
+        self._state = RenderState(crawler, keys)
+        self._hosts: OrderedDict[str, tuple[HostRecord, float]] = OrderedDict()
+        self._reading: dict[str, asyncio.Future[HostRecord | None]] = {}
+        self._tasks: set[asyncio.Future[Any]] = set()
+        crawler.signals.connect(self.close, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RenderAdvisor:
+        """Raises ``BadRenderSetting`` on a bad ``RENDER_*`` setting."""
+        keys = CrawlKeys.of(crawler.settings, crawler.spidercls.name)
+        return cls(crawler, RenderConfig.from_settings(crawler.settings), keys)
+
+    # --- deciding ------------------------------------------------------------------
+
+    def wants_render(self, request: Request) -> bool | Awaitable[bool]:
+        """True to render *request*, False to fetch it statically; an awaitable
+        when Redis must be asked (a host not known yet, or a sample to claim). A
+        sample is rendered, keeping its page's static document to compare
+        (``meta[RENDER_SAMPLE]``, ``meta[RENDER_KEEP_STATIC]``)."""
+        if request.meta.get(meta.RENDER_SAMPLE):
+            return True  # a sample tried again: still a sample
+        if request.meta.get(meta.ROBOTS_FETCH):
+            return False
+        try:
+            key = key_of(request.url)
+        except BadURLError:
+            return False
+        cached = self._hosts.get(key.host)
+        if cached is None:
+            return self._read_then_decide(request, key)
+        return self._from_copy(request, key, *cached)
+
+    def _from_copy(
+        self, request: Request, key: DecisionKey, record: HostRecord, read_at: float
+    ) -> bool | Awaitable[bool]:
+        """The answer from this process's copy of the host: at once for a decided
+        key (read again in the background when old), Redis asked for a sample."""
+        self._hosts.move_to_end(key.host)
+        answer = self._verdict(record, key)
+        old = self._clock() - read_at >= REFRESH_SECONDS
+        if answer == "sample":
+            if old:
+                return self._read_then_decide(request, key)
+            return self._claim(request, key, record)
+        if old:
+            self._in_background(self._read(key.host))
+        return self._answer(request, record, key, answer)
+
+    def _verdict(self, record: HostRecord, key: DecisionKey) -> str:
+        return verdict(
+            record,
+            key.pattern,
+            now=self._clock(),
+            config=self._config,
+            claim_seconds=CLAIM_SECONDS,
+        )
+
+    def _answer(
+        self, request: Request, record: HostRecord, key: DecisionKey, answer: str
+    ) -> bool:
+        """*answer* as a boolean; a static fetch that waits for a decision is
+        marked, to be held for it."""
+        if answer == "static" and undecided(record, key.pattern):
+            request.meta[UNDECIDED] = True
+        else:
+            request.meta.pop(UNDECIDED, None)
+        return answer == "render"
+
+    async def _read_then_decide(self, request: Request, key: DecisionKey) -> bool:
+        record = await self._read(key.host)
+        if record is None:  # Redis away: static, unless a copy says otherwise
+            cached = self._hosts.get(key.host)
+            return cached is not None and self._verdict(cached[0], key) == "render"
+        answer = self._verdict(record, key)
+        if answer == "sample":
+            return await self._claim(request, key, record)
+        return self._answer(request, record, key, answer)
+
+    async def _claim(
+        self, request: Request, key: DecisionKey, record: HostRecord
+    ) -> bool:
+        """Ask Redis for a sample at the level deciding *key*; the request becomes
+        one if granted (rendered, keeping its static document); else the decision
+        as Redis has it."""
+        level = deciding_level(record, key.pattern)
+        args = [level, self._config.sample_pages, f"{self._clock():.3f}"]
+        args += [CLAIM_SECONDS, self._config.recheck_interval]
+        reply = await self._state.claim(key.host, args)
+        if reply is None:
+            return False
+        granted, hash_fields = reply
+        record = self._store(key.host, hash_fields)
+        if not granted:
+            return self._answer(request, record, key, self._verdict(record, key))
+        request.meta[meta.RENDER_SAMPLE] = True
+        request.meta[meta.RENDER_KEEP_STATIC] = True
+        request.meta.pop(UNDECIDED, None)
+        if record.level(level).decision is None:  # a slot, not a re-check
+            request.meta[SAMPLE_LEVEL] = [key.host, level]
+        return True
+
+    # --- reading -------------------------------------------------------------------
+
+    async def _read(self, host: str) -> HostRecord | None:
+        """The host's record from Redis (one read at a time per host), or None when
+        Redis is away."""
+        if (reading := self._reading.get(host)) is not None:
+            return await asyncio.shield(reading)
+        future = asyncio.get_running_loop().create_future()
+        self._reading[host] = future
+        try:
+            hash_fields = await self._state.read(host)
+            record = None if hash_fields is None else self._store(host, hash_fields)
+            future.set_result(record)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: awaited by nobody else, maybe
+            raise
+        finally:
+            del self._reading[host]
+        return record
+
+    def _store(self, host: str, hash_fields: dict[bytes, bytes]) -> HostRecord:
+        record, bad = read_host(hash_fields)
+        if bad:
+            self._state.bad(bad, f"{bad} unreadable fields of host {host}")
+        self._hosts[host] = (record, self._clock())
+        self._hosts.move_to_end(host)
+        while len(self._hosts) > CACHE_SIZE:
+            self._hosts.popitem(last=False)
+        return record
+
+    # --- learning ------------------------------------------------------------------
+
+    async def record_sample(
+        self, url: str, *, gained_links: int, gained_text: float
+    ) -> list[Request]:
+        """Count one sample's outcome for its host and pattern, and decide the
+        levels it completes. Returns the held pages the decision sends to be
+        rendered. Waits while Redis is away."""
+        try:
+            key = key_of(url)
+        except BadURLError:
+            return []
+        pays = sample_pays(
+            self._config, gained_links=gained_links, gained_text=gained_text
+        )
+        if not pays:
+            self._stats.inc_value("render/static_enough")
+        args = ["paid" if pays else "static", gained_links, HOST, key.pattern]
+        record = self._store(key.host, await self._state.record(key.host, args))
+        return await self._settle(key, record)
+
+    async def release(self, request: Request) -> None:
+        """Give back the sample slot of *request*, a sample that cannot be compared
+        (not an HTML page): another page of its host is sampled instead."""
+        claimed = request.meta.get(SAMPLE_LEVEL)
+        if not (isinstance(claimed, list) and len(claimed) == 2):
+            return  # a re-check: nothing to give back
+        host, level = (str(part) for part in claimed)
+        if level not in (HOST, pattern_of(level)) or _host_of_key(host) is None:
+            return  # not what this advisor wrote (a hostile queue entry)
+        await self._state.release(host, level)
+        self._hosts.pop(host, None)
+
+    async def hold(self, again: Request) -> bool:
+        """Keep *again* (the rendered fetch of a page fetched statically while its
+        host was undecided) for the decision; True if the decision is in already
+        and says render (then it is the caller's to send)."""
+        try:
+            key = key_of(again.url)
+            entry = codec.encode(again, self._crawler.spider)  # type: ignore[arg-type]
+        except (BadURLError, codec.UnencodableRequestError):
+            return False
+        field = f"{key.pattern} {again.url}"
+        reply = await self._state.hold(key.host, [key.pattern, field, entry, MAX_HELD])
+        if reply == "held":
+            self._stats.inc_value("render/held_pages")
+        return reply == "render"
+
+    async def _settle(self, key: DecisionKey, record: HostRecord) -> list[Request]:
+        """Write what the new outcome makes of the host's and pattern's levels;
+        the held pages a decision sends to be rendered."""
+        now = self._clock()
+        changes: list[tuple[str, Change, LevelRecord]] = []
+        for level in (HOST, key.pattern):
+            current = record.level(level)
+            found = after_outcome(
+                current, level=level, now=now, pages=self._config.sample_pages
+            )
+            if found is not None:
+                changes.append((level, *found))
+        if not changes:
+            return []
+        await self._state.settle(key.host, changes)
+        self._hosts.pop(key.host, None)  # read again on its next request
+        levels = dict(record.levels)
+        levels.update((level, new) for level, _, new in changes)
+        settled = HostRecord(levels)
+        for level, change, new in changes:
+            # A pattern's decision is kept from the first, but it applies (and is
+            # worth a line) only once its host is mixed.
+            if level == HOST or settled.level(HOST).decision == "mixed":
+                _log_change(key.host, level, change, new, record.level(level))
+        return await self._release_held(key.host, settled)
+
+    async def _release_held(self, host: str, record: HostRecord) -> list[Request]:
+        render, static = held_fate(record)
+        await self._state.take(host, static)
+        entries = await self._state.take(host, render)
+        requests = []
+        for entry in entries:
+            try:
+                requests.append(codec.decode(entry, self._crawler.spider))  # type: ignore[arg-type]
+            except codec.BadEntryError as exc:
+                self._state.bad(1, f"a held page of host {host}: {exc}")
+        if requests:
+            self._stats.inc_value("render/late_pages", len(requests))
+        return requests
+
+    # --- bookkeeping ---------------------------------------------------------------
+
+    def _in_background(self, call: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(call)
+        self._tasks.add(task)  # kept until done: the loop holds tasks weakly
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        """Stop background reads; close the client."""
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks))
+        await self._state.close()
+
+
+def _host_of_key(host: str) -> str | None:
+    """*host* if it is a decision key's host (``host:port``), else None."""
+    try:
+        return host if key_of(f"http://{host}/").host == host else None
+    except BadURLError:
+        return None
+
+
+def _log_change(
+    host: str, level: str, change: Change, decided: LevelRecord, seen: LevelRecord
+) -> None:
+    where = f"host {host}" if level == HOST else f"{host} pattern {level}"
+    if change == "reset":
+        logger.info(
+            "Re-check of %(where)s disagrees with its decision: sampling it again",
+            {"where": where},
+        )
+    elif decided.decision == "render":
+        logger.info(
+            "Rendering %(where)s: %(samples)d samples found %(links)d links static "
+            "fetches missed",
+            {"where": where, "samples": seen.samples, "links": seen.links},
+        )
+    elif decided.decision == "static":
+        logger.info(
+            "%(where)s is static enough (%(samples)d samples)",
+            {"where": where[0].upper() + where[1:], "samples": seen.samples},
+        )
+    else:
+        logger.info(
+            "Host %(host)s mixes pages rendering helps with and pages it does not "
+            "(%(paid)d of %(samples)d samples paid): deciding per URL pattern",
+            {"host": host, "paid": seen.paid, "samples": seen.samples},
+        )
