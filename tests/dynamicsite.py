@@ -141,6 +141,9 @@ def page_html(
 def page_script(dynamic: Dynamic, page: int, hrefs: list[str]) -> str:
     """The inline script: the render mark, then what writes the links.
 
+    The mark is written in as a parser-blocking script, so the page's load waits
+    for it: a mark in the log means the page was in a browser until then at least.
+
     The links a script writes are base64 in the HTML, so no URL of them shows in
     what a plain fetch gets.
     """
@@ -167,9 +170,7 @@ def page_script(dynamic: Dynamic, page: int, hrefs: list[str]) -> str:
         ),
     }
     return (
-        'var mark = document.createElement("script");\n'
-        f'mark.src = "{mark_path(page)}";\n'
-        "document.head.appendChild(mark);\n"
+        f"document.write('<script src=\"{mark_path(page)}\"><\\/script>');\n"
         "function add(links) {\n"
         '  var list = document.getElementById("links");\n'
         "  links.forEach(function (href, k) {\n"

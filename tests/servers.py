@@ -110,10 +110,10 @@ def running_site(
             "--cross", str(cross), "--seed", str(seed), "--log", str(log_path),
             "--latency", str(latency),
         ]  # fmt: skip
-        for index, spec in (robots or {}).items():
-            command += ["--robots", f"{index}={spec}"]
-        for index, spec in (behave or {}).items():
-            command += ["--behave", f"{index}={spec}"]
+        for index, items in (robots or {}).items():
+            command += ["--robots", f"{index}={items}"]
+        for index, items in (behave or {}).items():
+            command += ["--behave", f"{index}={items}"]
         if hostile:
             command.append("--hostile")
         if fates:
