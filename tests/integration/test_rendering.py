@@ -5,6 +5,7 @@ never from the crawler's own stats."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sqlite3
 import subprocess
@@ -173,16 +174,20 @@ def crawl_command(redis_url: str, database: Path, seeds: list[str]) -> list[str]
     ]
 
 
-def kill_with_its_browser(process: subprocess.Popen[bytes]) -> None:
-    """kill -9 the crawl, then end what it started and left behind (its browser),
-    each by pid, bounded in time."""
+def kill_with_its_browser(process: subprocess.Popen[bytes]) -> list[str]:
+    """kill -9 the crawl, then end what it started and left behind, each by pid,
+    bounded in time; returns the names of those that outlived it by 10 s."""
     children = psutil.Process(process.pid).children(recursive=True)
     process.send_signal(signal.SIGKILL)
     process.wait(10)
-    _gone, alive = psutil.wait_procs(children, timeout=5)
+    _gone, alive = psutil.wait_procs(children, timeout=10)
+    left = []
     for child in alive:
-        child.kill()
+        with contextlib.suppress(psutil.Error):
+            left.append(child.name())
+            child.kill()
     psutil.wait_procs(alive, timeout=5)
+    return left
 
 
 def answered(site: RunningSite, index: int, path: str) -> bool:
@@ -213,7 +218,7 @@ def test_kill_9_while_rendering_loses_nothing(redis_url, tmp_path):
             # function's fetch will take another 0.8 s.
             assert wait_for(lambda: site.renders(1), timeout=60, interval=0.01)
         finally:
-            kill_with_its_browser(first)
+            left_behind = kill_with_its_browser(first)
         cut = site.renders(1)[-1]
         assert not answered(site, 1, links_path(cut))  # killed mid-render
         second = run([*command, "-s", "FRONTIER_NODE_NAME=successor"])
@@ -222,6 +227,7 @@ def test_kill_9_while_rendering_loses_nothing(redis_url, tmp_path):
         served = {f"http://{r['host']}{r['path']}" for r in site.pages()}
         renders_of_cut = site.renders(1).count(cut)
     urls = recorded(database)
+    assert left_behind == []  # the killed crawl's browser went with it
     assert served == every  # every page fetched, after the kill and the resume
     assert renders_of_cut >= 2  # the page cut short was rendered again
     assert sorted(set(urls)) == sorted(every)  # and every page recorded
