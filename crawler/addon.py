@@ -28,6 +28,7 @@ from crawler.crawlstate.connection import CrawlRedis
 from crawler.frontier.hostdelays import HostDelays, machine_zone
 from crawler.frontier.outage import RedisOutage
 from crawler.frontier.runsettings import RunSettings, RunSettingsHolder
+from crawler.render import install as render
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -43,6 +44,9 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         ("crawler.frontier.acks.FrontierDepthMiddleware", 900),
         # Links robots.txt forbids (when their origin's rules are known) are not queued.
         ("crawler.middlewares.robotslinks.RobotsLinkFilter", 950),
+        # RENDER_MODE=auto: a sample's rendered fetch, added below the depth
+        # middleware so that it keeps the page's own depth; outcomes to the advisor.
+        ("crawler.render.sampler.RenderSampler", 850),
     ),
     "DOWNLOADER_MIDDLEWARES": (
         # Next to the engine, after Scrapy's immediate retries: a failure that may
@@ -55,6 +59,11 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         ("crawler.middlewares.robots.RobotsMiddleware", 100),
         # Rotating User-Agent and Referer.
         ("crawler.middlewares.useragent.UserAgentMiddleware", 500),
+        # Render or not (crawler/render): after robots.txt and the frontier's
+        # decisions (only a request about to go out is rendered), and before the
+        # timeouts (560), which give a rendered request its tier's render timeout;
+        # the rendered response comes back through every middleware like any other.
+        ("crawler.middlewares.render.RenderMiddleware", 540),
         # Timeout tiers: a timeout goes back to the frontier one tier down, before
         # Scrapy's RetryMiddleware (550) sees it.
         ("crawler.middlewares.timeouts.TimeoutsMiddleware", 560),
@@ -141,6 +150,7 @@ class Frontier:
             for path in paths:
                 settings.set_in_component_priority_dict(name, load_object(path), None)
         _move_download_delay(settings)
+        render.install(settings, ADDON_PRIORITY)
 
     @property
     def delays(self) -> HostDelays:

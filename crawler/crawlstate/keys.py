@@ -77,6 +77,12 @@ class CrawlKeys:
         tables."""
         return f"{self.prefix}:traffic-by:{metric}"
 
+    def render(self, host: str) -> str:
+        """HASH of what RENDER_MODE=auto learnt of *host* (``host:port``): sample
+        claims, outcomes and decisions of the host and its URL patterns
+        (``crawler.render.adaptive``)."""
+        return f"{self.prefix}:render:{host}"
+
     @property
     def analysis_tasks(self) -> str:
         """STREAM of analysis tasks (one per stored page), read by ``scrapy analyze``

@@ -46,6 +46,18 @@ TRANSIENT_META = frozenset(
         meta_keys.REPARSE,
         meta_keys.REPARSED,
         "_frontier_host",
+        # The render middleware and handler's (scrapy-playwright): decided again
+        # for each attempt, and some hold callables.
+        "playwright",
+        "playwright_context",
+        "playwright_context_kwargs",
+        "playwright_include_page",
+        "playwright_page",
+        "playwright_page_goto_kwargs",
+        "playwright_page_init_callback",
+        "playwright_page_methods",
+        "playwright_security_details",
+        "playwright_suggested_filename",
     }
 )
 _CLASSES: dict[str, type[Request]] = {

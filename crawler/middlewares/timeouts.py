@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 from typing import TYPE_CHECKING, Self
 
@@ -33,6 +34,7 @@ from crawler.policy.tiers import (
     after_give_up,
     after_success,
 )
+from crawler.render.config import RenderConfig
 from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:
@@ -59,6 +61,7 @@ class TimeoutsMiddleware:
         config: TiersConfig,
         far: Callable[[str], bool],
         delays: HostDelays,
+        render_timeout: float,
     ) -> None:
         assert crawler.stats is not None
         self._crawler = crawler
@@ -66,6 +69,9 @@ class TimeoutsMiddleware:
         self._config = config
         self._far = far
         self._delays = delays
+        # RENDER_TIMEOUT: a rendered page's timeout on tier 0; later tiers scale it
+        # as they scale DOWNLOAD_TIMEOUT.
+        self._render_timeout = render_timeout
         self._records = HostRecords(crawler)
 
     @classmethod
@@ -76,9 +82,10 @@ class TimeoutsMiddleware:
             config = TiersConfig.from_settings(crawler.settings)
             far = far_hosts(crawler.settings.get("TIMEOUTS_FAR_HOSTS"))
             delays = Frontier.of(crawler).delays
+            render_timeout = RenderConfig.from_settings(crawler.settings).timeout
         except ValueError as exc:
             return StartupFailure(crawler, f"Bad setting: {exc}")
-        return cls(crawler, config, far, delays)
+        return cls(crawler, config, far, delays, render_timeout)
 
     def process_request(self, request: Request) -> None:
         if request.meta.get(ROBOTS_FETCH):
@@ -90,7 +97,10 @@ class TimeoutsMiddleware:
             request.meta[TIER] = self._config.start_tier(health, far=far)
         else:
             request.meta[TIER] = tier_of(request)  # a queue entry's: maybe not an int
-        request.meta["download_timeout"] = self._config.timeout_of(request.meta[TIER])
+        timeout = self._config.timeout_of(request.meta[TIER])
+        if request.meta.get("playwright"):  # rendered (crawler.middlewares.render)
+            timeout *= self._render_timeout / self._config.tiers[0]
+        request.meta["download_timeout"] = timeout
 
     def process_response(self, request: Request, response: Response) -> Response:
         if request.meta.get(ROBOTS_FETCH) or (host := _host(request)) is None:
@@ -105,7 +115,7 @@ class TimeoutsMiddleware:
     def process_exception(
         self, request: Request, exception: Exception
     ) -> Request | None:
-        if not isinstance(exception, TIMEOUTS) or request.meta.get(ROBOTS_FETCH):
+        if not is_timeout(exception) or request.meta.get(ROBOTS_FETCH):
             return None
         if (host := _host(request)) is None:
             return None
@@ -159,6 +169,16 @@ _EVENT_TEXT: dict[HealthEvent, str] = {
     "recovered": "answers quickly again; no longer slow",
     "paused": "timed out on every tier repeatedly; paused",
 }
+
+
+def is_timeout(exception: Exception) -> bool:
+    """A download timeout: Scrapy's and Twisted's, or Playwright's (a rendered page
+    over its time), recognised without importing Playwright."""
+    if isinstance(exception, TIMEOUTS):
+        return True
+    errors = sys.modules.get("playwright._impl._errors")
+    timeout = getattr(errors, "TimeoutError", None)
+    return isinstance(timeout, type) and isinstance(exception, timeout)
 
 
 def _host(request: Request) -> str | None:

@@ -1,0 +1,243 @@
+"""One rendered page: its own requests filtered and counted, the lazy-load actions
+run after the load, and the wait until the page settles, all within its deadline.
+
+A ``PageSession`` is handed to scrapy-playwright through the request's meta: its
+``install`` is the page init callback (it runs before the navigation, after
+scrapy-playwright's own route, so its route is asked first and falls back to
+that one), and its ``lazy_load`` the page method run after the load. Nothing a
+page says is executed here: actions are property lookups and selector waits
+named by the crawl's settings, never code read from a page or from Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from playwright.async_api import Error as PlaywrightError
+
+from crawler.policy.hosts import host_of
+from crawler.render.subrequests import blocked_reason
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from playwright.async_api import Page, Route
+    from playwright.async_api import Request as BrowserRequest
+    from scrapy import Request
+    from scrapy.statscollectors import StatsCollector
+
+logger = logging.getLogger(__name__)
+
+# "name", "a.b.name" or "name()": a function the page defines (else, without the
+# parentheses, a CSS selector such as "article" or "div.items").
+FUNCTION = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?P<call>\(\))?")
+# A name that is no function of the page but may be a CSS selector: tag names and
+# classes are lower case without "$" or "_" ("loadMore" or "$init" is a function).
+TAG_LIKE = re.compile(r"[a-z][a-z0-9-]*(?:\.[a-z][a-z0-9-]*)*")
+# Scroll steps at most: an endless feed stops growing the page's text here.
+MAX_SCROLL_STEPS = 30
+# Seconds between two looks at whether the page has settled.
+POLL_INTERVAL = 0.05
+# Request types that never end by design: they do not keep a page from settling.
+ENDLESS_TYPES = frozenset({"eventsource", "websocket"})
+
+# Calls the function at a dotted path of window, awaiting a promise it returns;
+# false when there is no such function.
+CALL_JS = """async (path) => {
+  let owner = window, target = window;
+  for (const name of path.split(".")) {
+    owner = target;
+    target = target == null ? undefined : target[name];
+  }
+  if (typeof target !== "function") return false;
+  await target.call(owner);
+  return true;
+}"""
+# Scrolls to the end; returns the height scrolled to.
+SCROLL_JS = """() => {
+  const element = document.scrollingElement || document.documentElement;
+  const height = element.scrollHeight;
+  window.scrollTo(0, height);
+  return height;
+}"""
+HEIGHT_JS = "() => (document.scrollingElement || document.documentElement).scrollHeight"
+# Milliseconds since the DOM last changed (a MutationObserver installed on first call).
+QUIET_JS = """() => {
+  let state = window.__crawlerRenderQuiet;
+  if (!state || typeof state.last !== "number") {
+    state = window.__crawlerRenderQuiet = { last: performance.now() };
+    new MutationObserver(() => { state.last = performance.now(); }).observe(
+      document, { subtree: true, childList: true, attributes: true, characterData: true });
+  }
+  return performance.now() - state.last;
+}"""
+
+
+@dataclass(frozen=True)
+class PageRules:
+    """What a rendered page may fetch and does after its load."""
+
+    actions: tuple[str, ...]
+    block: frozenset[str]
+    settle: float
+    # What robots.txt says of a URL when the crawl knows (None: no robots rules).
+    robots: Callable[[str], bool | None] | None
+
+
+class PageSession:
+    """The rules and the lazy-load of one rendered request."""
+
+    def __init__(
+        self,
+        request: Request,
+        rules: PageRules,
+        *,
+        stats: StatsCollector,
+        deadline: float,
+    ) -> None:
+        self._host = host_of(request.url)
+        self._actions = rules.actions
+        self._block = rules.block
+        self._settle = rules.settle
+        self._robots = rules.robots
+        self._stats = stats
+        # loop.time() by which the page must be read: actions and settling stop then.
+        self._deadline = deadline
+        self._loop = asyncio.get_running_loop()
+        self._in_flight: set[BrowserRequest] = set()
+        self._last_request = self._loop.time()
+        self._navigated = False
+        self.page: Page | None = None
+
+    # --- the page's own requests -------------------------------------------------
+
+    async def install(self, page: Page, request: Request) -> None:
+        """Page init callback: filter the page's requests, track those in flight."""
+        self.page = page
+        page.set_default_timeout(self._left() * 1000)
+        page.on("request", self._started)
+        page.on("requestfinished", self._ended)
+        page.on("requestfailed", self._ended)
+        await page.route("**", self._route)
+
+    async def _route(self, route: Route, request: BrowserRequest) -> None:
+        first = not self._navigated and request.is_navigation_request()
+        reason = None if first else self._blocked(request)
+        if reason is not None:
+            self._stats.inc_value("render/subrequests_blocked")
+            self._stats.inc_value(f"render/subrequests_blocked_reason_count/{reason}")
+            await route.abort("blockedbyclient")
+            return
+        if first:
+            self._navigated = True
+        else:
+            self._stats.inc_value("render/subrequests")
+        await route.fallback()  # to scrapy-playwright's route: it sends it
+
+    def _blocked(self, request: BrowserRequest) -> str | None:
+        url = request.url
+        reason = blocked_reason(
+            url, request.resource_type, page_host=self._host, block=self._block
+        )
+        if reason is None and self._robots is not None and self._robots(url) is False:
+            return "robots"
+        return reason
+
+    def _started(self, request: BrowserRequest) -> None:
+        self._last_request = self._loop.time()
+        if request.resource_type not in ENDLESS_TYPES:
+            self._in_flight.add(request)
+
+    def _ended(self, request: BrowserRequest) -> None:
+        self._last_request = self._loop.time()
+        self._in_flight.discard(request)
+
+    # --- after the load ----------------------------------------------------------
+
+    async def lazy_load(self, page: Page) -> None:
+        """Page method: run each action, then wait until the page settles."""
+        for action in self._actions:
+            if self._left() <= 0:
+                break
+            if action == "scroll":
+                await self._scroll(page)
+            elif not await self._call(page, action):
+                await self._wait_for(page, action)
+        await self._settled(page)
+
+    async def _call(self, page: Page, action: str) -> bool:
+        """Call *action* if it names a function of the page (awaited within the time
+        left); False when it is a selector to wait for instead."""
+        match = FUNCTION.fullmatch(action)
+        if match is None:
+            return False
+        path = action.removesuffix("()")
+        try:
+            called = await asyncio.wait_for(page.evaluate(CALL_JS, path), self._left())
+        except TimeoutError:
+            return True  # still running: what it did so far is read
+        except PlaywrightError as exc:
+            logger.debug("Lazy-load function %s failed: %s", action, exc)
+            return True
+        if called:
+            return True
+        if match["call"] is None and TAG_LIKE.fullmatch(action):
+            return False  # "article", "div.items": a selector after all
+        self._missing(action)
+        return True
+
+    async def _wait_for(self, page: Page, selector: str) -> None:
+        try:
+            await page.wait_for_selector(
+                selector, state="attached", timeout=self._left() * 1000
+            )
+        except PlaywrightError:  # not there in time, or not a selector
+            self._missing(selector)
+
+    async def _scroll(self, page: Page) -> None:
+        """Scroll to the end until the page stops growing once settled."""
+        for _ in range(MAX_SCROLL_STEPS):
+            height = await self._evaluate(page, SCROLL_JS)
+            await self._settled(page)
+            grown = await self._evaluate(page, HEIGHT_JS)
+            if height is None or grown is None or grown <= height or self._left() <= 0:
+                return
+
+    async def _settled(self, page: Page) -> None:
+        """Wait until the DOM has not changed and no request has been in flight for
+        ``RENDER_SETTLE`` seconds, or the time is up."""
+        while (left := self._left()) > 0:
+            dom_quiet = await self._evaluate(page, QUIET_JS)
+            quiet = min(
+                float(dom_quiet or 0) / 1000, self._loop.time() - self._last_request
+            )
+            if not self._in_flight and quiet >= self._settle:
+                return
+            await asyncio.sleep(min(POLL_INTERVAL, left))
+
+    async def _evaluate(self, page: Page, script: str) -> float | None:
+        """A number from the page, None if it has none now (it is navigating)."""
+        try:
+            value = await asyncio.wait_for(page.evaluate(script), self._left())
+        except (PlaywrightError, TimeoutError):
+            return None
+        return float(value) if isinstance(value, int | float) else None
+
+    def _missing(self, action: str) -> None:
+        self._stats.inc_value("render/action_missing")
+        logger.debug("Lazy-load action %r: nothing of that name on the page", action)
+
+    def _left(self) -> float:
+        return max(self._deadline - self._loop.time(), 0.0)
+
+    async def close(self) -> None:
+        """Close the page if the render ended before scrapy-playwright closed it."""
+        if self.page is not None and not self.page.is_closed():
+            try:
+                await self.page.close()
+            except PlaywrightError:
+                logger.debug("Page already gone at close")
