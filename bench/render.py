@@ -1,6 +1,6 @@
 """Benchmark: rendering (issue 14) on the local site's pages for a browser.
 
-``python -m bench.render [--hosts 20] [--pages 30] [--delay 1.0] [--render-pages 40]``
+``python -m bench.render [--hosts 20] [--pages 20] [--delay 1.0] [--render-pages 8]``
 
 Two parts, each crawl its own ``scrapy crawl bfs`` process on a private redis-server
 and ``tests.site`` (pages made for a browser: tests/dynamicsite.py), confined to the
@@ -77,11 +77,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--hosts", type=int, default=20, help="part 2's hosts")
-    parser.add_argument("--pages", type=int, default=30, help="part 2's pages a host")
+    parser.add_argument("--pages", type=int, default=20, help="part 2's pages a host")
     parser.add_argument("--links", type=int, default=4)
     parser.add_argument("--delay", type=float, default=1.0, help="part 2's politeness")
     parser.add_argument(
-        "--render-pages", type=int, default=40, help="part 1's pages a host (4 hosts)"
+        "--render-pages", type=int, default=8, help="part 1's pages a host (4 hosts)"
     )
     parser.add_argument("--only", default="throughput,auto", help="parts to run")
     parser.add_argument("--timeout", type=float, default=300.0)
