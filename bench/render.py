@@ -22,7 +22,11 @@ seeds' hosts:
    ``RENDER_MODE=never`` (static only: it misses the dynamic hosts' pages) and
    ``auto``. Crawl time is the crawl process's wall time (start to exit: the
    browser's start included); the target is auto / never <= 1.3. Pages found are
-   distinct pages the site served 200; renders are render marks at the site.
+   distinct pages the site served 200; renders are render marks at the site. Where
+   the time went: for the dynamic hosts and for the static ones, the mean seconds
+   between two page fetches of a host (the delay, plus the fetch or render: the
+   frontier starts a host's delay when its fetch ends) and when the group's last
+   page was fetched.
 
 Prints a table and writes ``bench/out/render.json``.
 """
@@ -111,10 +115,15 @@ def lab(shape: procs.SiteShape, behave: Sequence[str]) -> Iterator[procs.Lab]:
 
 
 def crawl(
-    lab: procs.Lab, label: str, settings: dict[str, Any], args: argparse.Namespace
+    lab: procs.Lab,
+    label: str,
+    settings: dict[str, Any],
+    args: argparse.Namespace,
+    dynamic: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """One crawl of the site's hosts: its process and browser measured, and what the
-    site saw of it."""
+    site saw of it (*dynamic*: the hosts whose links need a browser, as
+    ``address:port``)."""
     lab.client.flushall()
     assert lab.log is not None
     seen = len(read_log(lab.log)) if lab.log.exists() else 0
@@ -138,7 +147,10 @@ def crawl(
     row = {"crawl": label, "exit": returncode, "wall_seconds": wall}
     row |= {"browser_rss": memory.rss, "browser_pss": memory.pss}
     row |= {"browser_processes": memory.processes}
-    row |= site_view(read_log(lab.log)[seen:])
+    rows = read_log(lab.log)[seen:]
+    row |= site_view(rows)
+    if dynamic:
+        row |= host_paces(rows, dynamic)
     print(
         f"  {row['pages']} pages, {row['renders']} renders in {wall:.1f} s; "
         f"browser peak PSS {memory.pss / 2**20:.0f} MiB",
@@ -223,6 +235,32 @@ def site_view(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def host_paces(rows: list[dict[str, Any]], dynamic: frozenset[str]) -> dict[str, Any]:
+    """Where a crawl's time went, for the *dynamic* hosts and for the others: the
+    mean seconds between two page fetches of a host, and when the last page of the
+    group was fetched (seconds from the crawl's first page fetch)."""
+    pages = [r for r in rows if page_index(r["path"], 1 << 30) is not None]
+    if not pages:
+        return {}
+    start = pages[0]["t"]
+    times: dict[str, list[float]] = {}
+    for row in pages:
+        times.setdefault(row["host"], []).append(row["t"])
+    paces: dict[str, Any] = {}
+    for group in ("dynamic", "static"):
+        hosts = [h for h in times if (h in dynamic) == (group == "dynamic")]
+        gaps = [
+            (times[h][-1] - times[h][0]) / (len(times[h]) - 1)
+            for h in hosts
+            if len(times[h]) > 1
+        ]
+        paces[f"{group}_seconds_a_page"] = sum(gaps) / len(gaps) if gaps else 0.0
+        paces[f"{group}_done_at"] = max(
+            (times[h][-1] - start for h in hosts), default=0.0
+        )
+    return paces
+
+
 def throughput(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Part 1: RENDER_MODE=always, no delay, at RENDER_CONCURRENCY 1 and 4."""
     shape = procs.SiteShape(len(THROUGHPUT_KINDS), args.render_pages, args.links, 0.0)
@@ -249,8 +287,10 @@ def adaptive(args: argparse.Namespace) -> list[dict[str, Any]]:
         "POLITENESS_JITTER": 0,
     }
     with lab(shape, behave) as running:
+        port = running.site.port
+        dynamic = frozenset(f"127.0.0.{2 + i}:{port}" for i in range(0, args.hosts, 10))
         return [
-            crawl(running, mode, {"RENDER_MODE": mode, **polite}, args)
+            crawl(running, mode, {"RENDER_MODE": mode, **polite}, args, dynamic)
             for mode in ("never", "auto")
         ]
 
@@ -291,6 +331,14 @@ def summary(rows: dict[str, dict[str, Any]]) -> list[str]:
             f"auto / never crawl time: {ratio:.2f} ({verdict} the {TARGET} target); "
             f"pages found: never {never['pages']}, auto {auto['pages']}"
         )
+        lines += [
+            f"{row['crawl']}: a page every {row['static_seconds_a_page']:.2f} s on "
+            f"a static host (last at {row['static_done_at']:.1f} s), every "
+            f"{row['dynamic_seconds_a_page']:.2f} s on a dynamic one (last at "
+            f"{row['dynamic_done_at']:.1f} s)"
+            for row in (never, auto)
+            if "static_done_at" in row
+        ]
     return lines
 
 
