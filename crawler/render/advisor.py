@@ -374,8 +374,15 @@ class RenderAdvisor:
             return
         await self._patiently(key.host, "settle", changes)
         self._hosts.pop(key.host, None)  # read again on its next request
+        # A pattern's decision is kept from the first, but it applies (and is
+        # worth a line) only once its host is mixed.
+        mixed = record.level(HOST).decision == "mixed" or any(
+            level == HOST and new.decision == "mixed" for level, _, new in changes
+        )
         for level, change, level_record in changes:
-            _log_change(key.host, level, change, level_record, record.level(level))
+            if level == HOST or mixed:
+                seen = record.level(level)
+                _log_change(key.host, level, change, level_record, seen)
 
     async def _patiently(self, host: str, what: str, args: Any) -> Any:
         """A write that waits for Redis (an outcome must not be lost)."""

@@ -9,6 +9,7 @@ URL pattern, where rendering finds links or text the static fetch does not).
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -86,16 +87,16 @@ class RenderConfig:
             mode=mode,
             actions=parse_actions(settings.get("RENDER_ACTION")),
             timeout=_positive(settings, "RENDER_TIMEOUT"),
-            concurrency=int(_positive(settings, "RENDER_CONCURRENCY")),
+            concurrency=_count(settings, "RENDER_CONCURRENCY", least=1),
             block=block,
-            max_pages_per_context=int(
-                _positive(settings, "RENDER_MAX_PAGES_PER_CONTEXT")
+            max_pages_per_context=_count(
+                settings, "RENDER_MAX_PAGES_PER_CONTEXT", least=1
             ),
             settle=_at_least_zero(settings, "RENDER_SETTLE"),
             browser=find_browser(str(settings.get("RENDER_BROWSER") or "")),
-            sample_pages=int(_positive(settings, "RENDER_SAMPLE_PAGES")),
+            sample_pages=_count(settings, "RENDER_SAMPLE_PAGES", least=1),
             recheck_interval=_at_least_zero(settings, "RENDER_RECHECK_INTERVAL"),
-            min_gained_links=int(_at_least_zero(settings, "RENDER_MIN_GAINED_LINKS")),
+            min_gained_links=_count(settings, "RENDER_MIN_GAINED_LINKS", least=0),
             min_gained_text=_at_least_zero(settings, "RENDER_MIN_GAINED_TEXT"),
         )
 
@@ -108,7 +109,7 @@ def parse_actions(value: object) -> tuple[str, ...]:
     if isinstance(value, str) and value.lstrip().startswith("["):
         try:
             value = json.loads(value)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise BadRenderSetting(f"RENDER_ACTION is not a JSON list: {exc}") from None
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)) or not all(
@@ -139,7 +140,7 @@ def _names(value: object, name: str) -> list[str]:
         if value.lstrip().startswith("["):
             try:
                 value = json.loads(value)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 raise BadRenderSetting(f"{name} is not a JSON list: {exc}") from None
         else:
             value = value.split(",")
@@ -149,12 +150,25 @@ def _names(value: object, name: str) -> list[str]:
 
 
 def _number(settings: BaseSettings, name: str) -> float:
+    """A finite number (inf or nan would overflow or never end a wait)."""
     try:
-        return float(settings.get(name))
-    except (TypeError, ValueError):
+        value = float(settings.get(name))
+    except (TypeError, ValueError, OverflowError):
+        value = math.nan
+    if not math.isfinite(value):
+        raise BadRenderSetting(f"{name} must be a number; got {settings.get(name)!r}")
+    return value
+
+
+def _count(settings: BaseSettings, name: str, *, least: int) -> int:
+    """A whole number of at least *least* (2.5 pages is a mistake, not 2)."""
+    value = _number(settings, name)
+    if not value.is_integer() or value < least:
         raise BadRenderSetting(
-            f"{name} must be a number; got {settings.get(name)!r}"
-        ) from None
+            f"{name} must be a whole number of {least} or more; "
+            f"got {settings.get(name)!r}"
+        )
+    return int(value)
 
 
 def _positive(settings: BaseSettings, name: str) -> float:

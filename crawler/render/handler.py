@@ -45,9 +45,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Seconds of a page's timeout kept for reading its DOM after the actions and the
-# settling (at most this, and at most a quarter of the timeout).
-READ_RESERVE = 2.0
+# Seconds a browser context and page may take to open, on top of the page's
+# timeout (which starts once the page is open).
+OPEN_LIMIT = 30.0
 # What the browser context of rendered pages is opened with: service workers
 # would answer the page's requests without our route seeing them.
 CONTEXT_OPTIONS: dict[str, Any] = {"service_workers": "block"}
@@ -94,20 +94,13 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
 
     async def _render_page(self, request: Request) -> Response:
         timeout = float(request.meta.get("download_timeout") or self._render.timeout)
-        loop = asyncio.get_running_loop()
-        reserve = min(READ_RESERVE, timeout / 4)
         rules = PageRules(
             actions=self._actions(request),
             block=self._render.block,
             settle=self._render.settle,
             robots=self._robots_verdict(),
         )
-        session = PageSession(
-            request,
-            rules,
-            stats=self._render_stats,
-            deadline=loop.time() + timeout - reserve,
-        )
+        session = PageSession(request, rules, stats=self._render_stats, timeout=timeout)
         context, retired = self._rota.take()
         for name in retired:
             await self._close_context(name)
@@ -123,7 +116,7 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
             },
         )
         try:
-            async with asyncio.timeout(timeout):
+            async with session.time_limit(OPEN_LIMIT):
                 response = await self._download_request(request)
         except (TimeoutError, PlaywrightError) as exc:
             raise self._failure(request, exc) from exc

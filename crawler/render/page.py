@@ -38,6 +38,9 @@ FUNCTION = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?P<call>\(\))?")
 # A name that is no function of the page but may be a CSS selector: tag names and
 # classes are lower case without "$" or "_" ("loadMore" or "$init" is a function).
 TAG_LIKE = re.compile(r"[a-z][a-z0-9-]*(?:\.[a-z][a-z0-9-]*)*")
+# Seconds of a page's timeout kept for reading its DOM after the actions and the
+# settling (at most this, and at most a quarter of the timeout).
+READ_RESERVE = 2.0
 # Scroll steps at most: an endless feed stops growing the page's text here.
 MAX_SCROLL_STEPS = 30
 # Seconds between two looks at whether the page has settled.
@@ -97,7 +100,7 @@ class PageSession:
         rules: PageRules,
         *,
         stats: StatsCollector,
-        deadline: float,
+        timeout: float,
     ) -> None:
         self._host = host_of(request.url)
         self._actions = rules.actions
@@ -105,19 +108,33 @@ class PageSession:
         self._settle = rules.settle
         self._robots = rules.robots
         self._stats = stats
-        # loop.time() by which the page must be read: actions and settling stop then.
-        self._deadline = deadline
+        self._timeout = timeout
+        self._limit: asyncio.Timeout | None = None
         self._loop = asyncio.get_running_loop()
+        # loop.time() by which the page must be read: actions and settling stop then.
+        self._deadline = self._loop.time() + timeout
         self._in_flight: set[BrowserRequest] = set()
         self._last_request = self._loop.time()
         self._navigated = False
         self.page: Page | None = None
 
+    def time_limit(self, open_limit: float) -> asyncio.Timeout:
+        """The render's time limit: *open_limit* seconds more to open the page, then
+        the page's own timeout from when it is open (opening a browser context or a
+        page is the browser's time, not the host's)."""
+        self._limit = asyncio.timeout(open_limit + self._timeout)
+        return self._limit
+
     # --- the page's own requests -------------------------------------------------
 
     async def install(self, page: Page, request: Request) -> None:
-        """Page init callback: filter the page's requests, track those in flight."""
+        """Page init callback: start the page's time, filter its requests, track
+        those in flight."""
         self.page = page
+        now = self._loop.time()
+        if self._limit is not None:
+            self._limit.reschedule(now + self._timeout)
+        self._deadline = now + self._timeout - min(READ_RESERVE, self._timeout / 4)
         page.set_default_timeout(self._left() * 1000)
         page.on("request", self._started)
         page.on("requestfinished", self._ended)

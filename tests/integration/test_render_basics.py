@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
 import pytest
@@ -22,7 +22,9 @@ import redis as redis_py
 from scrapy import Request
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
+from warcio.archiveiterator import ArchiveIterator
 
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.spiders.bfs import BfsSpider
 
 if TYPE_CHECKING:
@@ -46,7 +48,7 @@ def _add_link(path: str) -> str:
     )
 
 
-# Host 0's pages (path -> body); {b1} is host 1's base URL.
+# Every host's pages (path -> body); {b1} is host 1's base URL.
 SITE: dict[str, str] = {
     "/script.html": _page(
         f"window.addEventListener('load', function () {{ {_add_link('/from-script.html')} }});"
@@ -80,8 +82,10 @@ SITE: dict[str, str] = {
     "/tracker.js": "var tracked = true;",
     "/picture.png": "png",
 }
+# Pages /busy.html links to.
+BUSY_PAGES = 3
 # Seconds a path makes its answer wait.
-DELAYS = {"/hang.js": 2.0, "/hold.js": 0.4}
+DELAYS = {"/hang.js": 2.0, "/hold.js": 0.3}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -120,10 +124,12 @@ class _Handler(BaseHTTPRequestHandler):
                 "fetch('/context.txt?' + id);</script>",
             )
         if path == "/busy.html":
-            return "".join(f"<a href='/busy-{n}.html'>{n}</a>" for n in range(5))
+            return "".join(
+                f"<a href='/busy-{n}.html'>{n}</a>" for n in range(BUSY_PAGES)
+            )
         if path in ("/hold.js", "/hang.js", "/context.txt"):
             return ""
-        if server.index == 0 and path in SITE:
+        if path in SITE:
             return SITE[path].replace("{b1}", server.bases[1])
         return None
 
@@ -177,13 +183,28 @@ def render_site() -> Iterator[Site]:
 
 
 class RenderSeedsSpider(BfsSpider):
-    """The bfs spider whose seeds carry meta["render"] = True."""
+    """The bfs spider whose seeds carry meta["render"] = True, and the lazy-load
+    action ACTIONS gives their path (meta["render_action"])."""
+
+    ACTIONS: ClassVar[dict[str, str]] = {}
 
     async def start(self) -> AsyncIterator[Any]:
         async for output in super().start():
             if isinstance(output, Request):
                 output.meta["render"] = True
+                action = self.ACTIONS.get(urlsplit(output.url).path)
+                if action is not None:
+                    output.meta["render_action"] = action
             yield output
+
+
+class ActionsSpider(RenderSeedsSpider):
+    ACTIONS: ClassVar[dict[str, str]] = {
+        "/function.html": "site.loadMore()",
+        "/scroll.html": "scroll",
+        "/late.html": "div.late",
+        "/script.html": "notDefinedHere()",
+    }
 
 
 async def crawl(
@@ -193,7 +214,7 @@ async def crawl(
     **overrides: Any,
 ) -> Any:
     values = settings(
-        RENDER_SETTLE=0.3, TIMEOUTS_TIERS=[10.0, 60.0], BFS_SCOPE="seed-hosts"
+        RENDER_SETTLE=0.2, TIMEOUTS_TIERS=[10.0, 60.0], BFS_SCOPE="seed-hosts"
     )
     values.update(overrides)
     client = redis_py.Redis.from_url(values["REDIS_URL"])
@@ -215,61 +236,69 @@ async def test_script_links_are_found_with_meta_render_only(settings):
         crawler = await crawl(settings, seed, spider=RenderSeedsSpider)
         assert "/from-script.html" in site.paths()
         assert stat(crawler, "render/pages") == 1  # the seed; its link is static
-        never = site.asked
         await crawl(settings, seed, RENDER_MODE="never")
-        assert site.paths().count("/from-script.html") == 1  # the first crawl's
-        assert len(site.asked) == len(never) + 1
+        assert site.paths() == ["/script.html", "/from-script.html", "/script.html"]
 
 
 @deferred_f_from_coro_f
-async def test_always_renders_every_page_and_finds_their_script_links(settings):
+async def test_always_renders_every_page_through_the_same_counters(
+    settings, redis, tmp_path
+):
     with render_site() as site:
         crawler = await crawl(
-            settings, [site.bases[0] + "/script.html"], RENDER_MODE="always"
+            settings,
+            [site.bases[0] + "/script.html"],
+            RENDER_MODE="always",
+            WARC_DIR=str(tmp_path),
         )
         assert "/from-script.html" in site.paths()
         assert stat(crawler, "render/pages") == 2
+        # The traffic counters see the rendered requests as any other.
+        traffic = redis.hget(CrawlKeys("bfs").traffic(ADDRESSES[0]), "requests")
+        assert int(traffic) == len(site.paths()) == 2
+    # WARC keeps each rendered page's request and response: the DOM as rendered.
+    responses = {}
+    for path in tmp_path.iterdir():
+        with path.open("rb") as stream:
+            for record in ArchiveIterator(stream, check_digests="raise"):
+                if record.rec_type == "response":
+                    url = record.rec_headers.get_header("WARC-Target-URI")
+                    responses[urlsplit(url).path] = record.content_stream().read()
+    assert set(responses) == {"/script.html", "/from-script.html"}
+    assert b'href="/from-script.html"' in responses["/script.html"]
 
 
 @deferred_f_from_coro_f
-async def test_a_named_function_is_called_and_a_missing_one_counted(settings):
+async def test_lazy_load_actions_function_scroll_and_selector(settings):
+    with render_site() as site:
+        paths = ("/function.html", "/scroll.html", "/late.html", "/script.html")
+        seeds = [site.bases[n % 3] + path for n, path in enumerate(paths)]
+        found = {"/from-function.html", "/from-scroll.html", "/from-selector.html"}
+        crawler = await crawl(settings, seeds, spider=ActionsSpider, RENDER_ACTION="")
+        asked = {path for _, path, _ in site.asked}
+        assert found <= asked
+        assert "/more.txt" in site.paths(host=1)  # asked for by the scrolled page
+        assert stat(crawler, "render/subrequests") == 1
+        assert stat(crawler, "render/action_missing") == 1  # notDefinedHere()
+        before = len(site.asked)
+        # The control: rendered, no action; only the script's own link is found.
+        await crawl(settings, seeds, spider=RenderSeedsSpider, RENDER_ACTION="")
+        again = {path for _, path, _ in site.asked[before:]}
+        assert "/from-script.html" in again
+        assert not found & again
+
+
+@deferred_f_from_coro_f
+async def test_a_global_action_missing_from_a_page_is_counted(settings):
     with render_site() as site:
         seeds = [site.bases[0] + "/function.html", site.bases[0] + "/script.html"]
         crawler = await crawl(
-            settings, seeds, RENDER_MODE="always", RENDER_ACTION="site.loadMore()"
+            settings, seeds, RENDER_MODE="always", RENDER_ACTION="site.loadMore"
         )
         assert "/from-function.html" in site.paths()
-        # script.html and the pages found have no site.loadMore.
-        assert (
-            stat(crawler, "render/action_missing") == stat(crawler, "render/pages") - 1
-        )
-        await crawl(settings, seeds[:1], RENDER_MODE="always", RENDER_ACTION="")
-        assert site.paths().count("/from-function.html") == 1  # not without the action
-
-
-@deferred_f_from_coro_f
-async def test_scroll_loads_what_the_page_adds_at_its_end(settings):
-    with render_site() as site:
-        seed = [site.bases[0] + "/scroll.html"]
-        crawler = await crawl(
-            settings, seed, RENDER_MODE="always", RENDER_ACTION="scroll"
-        )
-        assert "/more.txt" in site.paths()
-        assert "/from-scroll.html" in site.paths()
-        assert stat(crawler, "render/subrequests") == 1  # more.txt
-        await crawl(settings, seed, RENDER_MODE="always", RENDER_ACTION="")
-        assert site.paths().count("/from-scroll.html") == 1
-
-
-@deferred_f_from_coro_f
-async def test_a_selector_is_waited_for(settings):
-    with render_site() as site:
-        seed = [site.bases[0] + "/late.html"]
-        await crawl(settings, seed, RENDER_MODE="always", RENDER_ACTION="div.late")
-        assert "/from-selector.html" in site.paths()
-        crawler = await crawl(settings, seed, RENDER_MODE="always", RENDER_ACTION="")
-        assert site.paths().count("/from-selector.html") == 1  # settled before it
-        assert stat(crawler, "render/action_missing") is None
+        # script.html and the two pages found have no site.loadMore.
+        assert stat(crawler, "render/pages") == 4
+        assert stat(crawler, "render/action_missing") == 3
 
 
 @deferred_f_from_coro_f
@@ -282,19 +311,21 @@ async def test_third_party_and_image_requests_are_blocked_and_counted(settings):
         assert site.paths(host=1) == []
         assert "/picture.png" not in site.paths()
         assert stat(crawler, "render/subrequests_blocked") == 2
-        assert stat(crawler, "render/subrequests_blocked_reason_count/third-party") == 1
-        assert stat(crawler, "render/subrequests_blocked_reason_count/image") == 1
+        blocked = "render/subrequests_blocked_reason_count"
+        assert stat(crawler, f"{blocked}/third-party") == 1
+        assert stat(crawler, f"{blocked}/image") == 1
 
 
 @deferred_f_from_coro_f
 async def test_render_concurrency_bounds_the_pages_open_at_once(settings):
     with render_site() as site:
-        seeds = [base + "/busy.html" for base in site.bases]
+        seeds = [base + "/busy-0.html" for base in site.bases]
         await crawl(settings, seeds, RENDER_MODE="always", RENDER_CONCURRENCY=1)
-        assert site.paths().count("/hold.js") == 5
+        assert site.paths(0).count("/hold.js") == 1
+        assert len([p for _, p, _ in site.asked if p == "/hold.js"]) == 3
         assert site.most_open == 1
     with render_site() as site:  # the control: three hosts render side by side
-        seeds = [base + "/busy.html" for base in site.bases]
+        seeds = [base + "/busy-0.html" for base in site.bases]
         await crawl(settings, seeds, RENDER_MODE="always", RENDER_CONCURRENCY=3)
         assert site.most_open > 1
 
@@ -307,15 +338,16 @@ async def test_contexts_are_replaced_after_their_pages(settings):
     with render_site() as site:
         seed = [site.bases[0] + "/busy.html"]
         crawler = await crawl(
-            settings, seed, RENDER_MODE="always", RENDER_MAX_PAGES_PER_CONTEXT=2
+            settings, seed, RENDER_MODE="always", RENDER_MAX_PAGES_PER_CONTEXT=1
         )
-        assert len(contexts(site)) == 3  # 6 pages: index and 5 busy pages, 2 a context
-        assert stat(crawler, "playwright/context_count") == 3
-    with render_site() as site:
-        await crawl(
-            settings, seed := [site.bases[0] + "/busy.html"], RENDER_MODE="always"
-        )
-        assert len(contexts(site)) == 1, seed
+        assert stat(crawler, "render/pages") == 1 + BUSY_PAGES
+        # Each busy page tells its context's id (localStorage is per context); the
+        # index page has a context of its own and tells nothing.
+        assert len(contexts(site)) == BUSY_PAGES
+        assert stat(crawler, "playwright/context_count") == 1 + BUSY_PAGES
+    with render_site() as site:  # the control: one context for all
+        await crawl(settings, [site.bases[0] + "/busy.html"], RENDER_MODE="always")
+        assert len(contexts(site)) == 1
 
 
 @deferred_f_from_coro_f
@@ -344,7 +376,8 @@ async def test_without_a_browser_one_warning_and_a_static_crawl(settings, caplog
             RENDER_MODE="always",
             RENDER_BROWSER="/nonexistent/chromium",
         )
-        assert len([p for p in site.paths() if p.startswith("/busy-")]) == 5
+        busy = [p for p in site.paths() if p.startswith("/busy-")]
+        assert len(busy) == BUSY_PAGES
         assert "/hold.js" not in site.paths()  # nothing rendered
         said = [
             r.getMessage()
@@ -352,5 +385,22 @@ async def test_without_a_browser_one_warning_and_a_static_crawl(settings, caplog
             if "apt-get install chromium" in r.getMessage()
         ]
         assert len(said) == 1, said
-        assert stat(crawler, "render/unavailable") == 6
+        assert stat(crawler, "render/unavailable") == 1 + BUSY_PAGES
         assert stat(crawler, "render/pages") is None
+        # RENDER_MODE = never: the first meta["render"] says it, once.
+        caplog.clear()
+        crawler = await crawl(
+            settings,
+            [site.bases[0] + "/script.html", site.bases[1] + "/script.html"],
+            spider=RenderSeedsSpider,
+            RENDER_BROWSER="/nonexistent/chromium",
+        )
+        said = [
+            r.getMessage()
+            for r in caplog.records
+            if "apt-get install chromium" in r.getMessage()
+        ]
+        assert len(said) == 1, said
+        assert "meta['render']" in said[0]
+        assert stat(crawler, "render/unavailable") == 2
+        assert "/from-script.html" not in site.paths()

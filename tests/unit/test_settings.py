@@ -15,6 +15,7 @@ SETTINGS_FILE = CRAWLER_DIR / "defaults.py"
 SCRAPY_SETTINGS = frozenset(name for name in dir(default_settings) if name.isupper())
 PREFIXES = (
     "FRONTIER_",
+    "RENDER_",
     "POLITENESS_",
     "ROBOTS_",
     "TIMEOUTS_",
