@@ -46,6 +46,9 @@ PAGES = 6
 ACTIONS = ["scroll", "loadMore"]
 SAMPLE_PAGES = 2
 DELAY = 0.8
+# Seconds after which an in-process crawl is closed whatever it is doing (its finish
+# reason then fails the test): every crawl here ends in well under a minute.
+CRAWL_DEADLINE = 90
 
 
 def rendering(
@@ -58,6 +61,7 @@ def rendering(
         RENDER_ACTION=ACTIONS,
         RENDER_SETTLE=0.1,
         RENDER_SAMPLE_PAGES=SAMPLE_PAGES,
+        CLOSESPIDER_TIMEOUT=CRAWL_DEADLINE,
         **overrides,
     )
 
