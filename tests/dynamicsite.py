@@ -3,11 +3,14 @@
 A dynamic host's pages carry no ``<a href>`` in their HTML: a script writes the links
 into the DOM after load (``script``), a named function the page never calls fetches
 them as JSON from the same host (``lazy:NAME``), or scrolling to the end of the page
-adds them (``scroll``). A ``static`` host has its links in the HTML as usual. Every
-page of these four kinds also runs a tiny script that asks its own host for
-``/_render/mark/<page>.js``, so the site's request log tells which pages a browser
-rendered (a plain HTTP fetch never runs it); ``third-party:K`` adds a script from
-host K in the page's head, which a polite renderer never asks for.
+adds them (``scroll``). A ``static`` host has its links in the HTML as usual. A
+``mixed`` host is static, and also serves ``/app/<page>.html`` pages whose links a
+script writes (to other ``/app/`` pages), entered from a link on its root: a host
+that needs rendering for one URL pattern only. Every page of these kinds also runs a
+tiny script that asks its own host for ``/_render/mark/<page>.js`` (an ``/app/``
+page: ``/_render/mark/app/<page>.js``), so the site's request log tells which pages
+a browser rendered (a plain HTTP fetch never runs it); ``third-party:K`` adds a
+script from host K in the page's head, which a polite renderer never asks for.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ if TYPE_CHECKING:
 # Every path a rendered page asks its own host for starts with this: never a page.
 SUBRESOURCE_PREFIX = "/_render/"
 THIRD_PARTY_PATH = f"{SUBRESOURCE_PREFIX}third-party.js"
-KINDS = ("static", "script", "lazy", "scroll")
+KINDS = ("static", "script", "lazy", "scroll", "mixed")
+# Where a mixed host's pages for a browser live.
+APP_PREFIX = "/app/"
 # The ``script`` kind writes its links this many milliseconds after DOMContentLoaded.
 SCRIPT_DELAY_MS = 50
 # Pixels of empty space above a ``scroll`` page's links: the page is taller than any
@@ -67,6 +72,35 @@ def mark_path(page: int) -> str:
     return f"{SUBRESOURCE_PREFIX}mark/{page}.js"
 
 
+def app_path(page: int) -> str:
+    """Page *page* of a mixed host's pages for a browser."""
+    return f"{APP_PREFIX}{page}.html"
+
+
+def app_index(path: str, pages: int) -> int | None:
+    """Inverse of app_path for a site of *pages* pages a host, else None."""
+    digits = path.removeprefix(APP_PREFIX).removesuffix(".html")
+    if not (path.startswith(APP_PREFIX) and path.endswith(".html")):
+        return None
+    if not digits.isdigit() or digits != str(int(digits)) or int(digits) >= pages:
+        return None
+    return int(digits)
+
+
+def app_mark_path(page: int) -> str:
+    """The render mark of a mixed host's ``/app/`` page *page*."""
+    return f"{SUBRESOURCE_PREFIX}mark{APP_PREFIX}{page}.js"
+
+
+def rendered_app_page(path: str) -> int | None:
+    """The ``/app/`` page index an app mark path names, else None."""
+    prefix = f"{SUBRESOURCE_PREFIX}mark{APP_PREFIX}"
+    digits = path.removeprefix(prefix).removesuffix(".js")
+    if not path.startswith(prefix) or not digits.isdigit():
+        return None
+    return int(digits)
+
+
 def links_path(page: int) -> str:
     """The JSON list of page *page*'s links (``lazy`` pages fetch it)."""
     return f"{SUBRESOURCE_PREFIX}links/{page}.json"
@@ -84,8 +118,8 @@ def rendered_page(path: str) -> int | None:
 def parse_item(name: str, value: str, current: Dynamic) -> Dynamic | None:
     """*current* with one --behave item applied, or None if the item is not ours.
 
-    Items: ``static``, ``script``, ``scroll``, ``lazy:NAME`` (the page's kind, one a
-    host); ``slow:S`` (the page's subrequests answer after S seconds);
+    Items: ``static``, ``script``, ``scroll``, ``lazy:NAME``, ``mixed`` (the pages'
+    kind, one a host); ``slow:S`` (the page's subrequests answer after S seconds);
     ``third-party:K`` (the page's head loads a script from host K). ValueError if
     malformed.
     """
@@ -117,10 +151,12 @@ def page_html(
     hrefs: list[str],
     filler: str,
     third_party_url: str = "",
+    mark: str = "",
 ) -> str:
-    """The HTML of page *page* of a host of this *dynamic* kind."""
+    """The HTML of page *page* of a host of this *dynamic* kind (*mark*: its render
+    mark's path, if not ``mark_path(page)``)."""
     head = f'<script src="{third_party_url}"></script>' if third_party_url else ""
-    static = hrefs if dynamic.kind == "static" else []
+    static = hrefs if dynamic.kind in ("static", "mixed") else []
     items = "".join(
         f'<li><a href="{href}">link {k}</a></li>\n' for k, href in enumerate(static)
     )
@@ -134,11 +170,12 @@ def page_html(
         f'<title>{title}</title><link rel="icon" href="data:,">{head}</head>\n'
         f"<body><h1>{title}</h1>\n"
         f'{spacer}<ul id="links">\n{items}</ul>\n<p>{filler}</p>\n'
-        f"<script>\n{page_script(dynamic, page, hrefs)}</script>\n</body></html>\n"
+        f"<script>\n{page_script(dynamic, page, hrefs, mark or mark_path(page))}"
+        "</script>\n</body></html>\n"
     )
 
 
-def page_script(dynamic: Dynamic, page: int, hrefs: list[str]) -> str:
+def page_script(dynamic: Dynamic, page: int, hrefs: list[str], mark: str) -> str:
     """The inline script: the render mark, then what writes the links.
 
     The mark is written in as a parser-blocking script, so the page's load waits
@@ -151,6 +188,7 @@ def page_script(dynamic: Dynamic, page: int, hrefs: list[str]) -> str:
     show = f'add(JSON.parse(atob("{hidden}")));'
     writers = {
         "static": "",
+        "mixed": "",
         "script": (
             'document.addEventListener("DOMContentLoaded", function () {\n'
             f"  setTimeout(function () {{ {show} }}, {SCRIPT_DELAY_MS});\n}});\n"
@@ -170,7 +208,7 @@ def page_script(dynamic: Dynamic, page: int, hrefs: list[str]) -> str:
         ),
     }
     return (
-        f"document.write('<script src=\"{mark_path(page)}\"><\\/script>');\n"
+        f"document.write('<script src=\"{mark}\"><\\/script>');\n"
         "function add(links) {\n"
         '  var list = document.getElementById("links");\n'
         "  links.forEach(function (href, k) {\n"
@@ -188,6 +226,8 @@ def subresource(path: str, hrefs: Callable[[int], list[str] | None]) -> Answer:
     if path == THIRD_PARTY_PATH:
         return Answer(200, b"/* third party */\n", JAVASCRIPT)
     page = rendered_page(path)
+    if page is None:
+        page = rendered_app_page(path)
     if page is not None and hrefs(page) is not None:
         return Answer(200, f"/* rendered {page} */\n".encode(), JAVASCRIPT)
     prefix = f"{SUBRESOURCE_PREFIX}links/"

@@ -283,8 +283,8 @@ def parse_behaviour(text: str) -> tuple[int, Behaviour]:
     normally (a host that is down for a while); ``busy:S``
     answers every request 503 with ``Retry-After`` (the seconds left) for the first S
     seconds of the site; ``refuse:S`` refuses connections (robots.txt's too) for the
-    first S seconds. ``static``, ``script``, ``lazy:NAME``, ``scroll``, ``slow:S`` and
-    ``third-party:K`` make pages for a browser (``tests.dynamicsite.parse_item``).
+    first S seconds. ``static``, ``script``, ``lazy:NAME``, ``scroll``, ``mixed``,
+    ``slow:S`` and ``third-party:K`` make pages for a browser (``tests.dynamicsite.parse_item``).
     """
     index, sep, items = text.partition("=")
     if not sep or not index.strip().isdigit():
@@ -485,10 +485,7 @@ class Site:
 
     def _render(self, host_index: int, j: int) -> Response:
         """Render a page with deterministic filler of a per-page random size."""
-        rng = random.Random(f"pad:{self.spec.seed}:{host_index}:{j}")
-        size = rng.randint(self.pad_min, self.pad_max)
-        start = rng.randrange(len(self.corpus) - size + 1)
-        filler = self.corpus[start : start + size]
+        filler = self._filler(host_index, j)
         dynamic = self._dynamic(host_index)
         if dynamic.kind:
             html = self._browser_page(host_index, j, dynamic, filler)
@@ -496,6 +493,31 @@ class Site:
             html = page_html(self.spec, host_index, j, filler)
         if self.fates and host_index == 0 and j == 0:
             html = html.replace("</ul>", FATE_LINKS + "</ul>", 1)
+        return Response(200, html.encode("utf-8"), "text/html; charset=utf-8")
+
+    def _filler(self, host_index: int, j: int) -> str:
+        """Page *j*'s deterministic filler, of a per-page random size."""
+        rng = random.Random(f"pad:{self.spec.seed}:{host_index}:{j}")
+        size = rng.randint(self.pad_min, self.pad_max)
+        start = rng.randrange(len(self.corpus) - size + 1)
+        return self.corpus[start : start + size]
+
+    def _app_page(self, host_index: int, j: int) -> Response:
+        """Page *j* of a mixed host's ``/app/`` pages: a script writes its links, to
+        the ``/app/`` pages of its same-host targets."""
+        hrefs = [
+            dynamicsite.app_path(page)
+            for host, page in links_of(self.spec, host_index, j)
+            if host == host_index
+        ]
+        html = dynamicsite.page_html(
+            dynamicsite.Dynamic(kind="script"),
+            page=j,
+            title=f"host {host_index} app {j}",
+            hrefs=hrefs,
+            filler=self._filler(host_index, j),
+            mark=dynamicsite.app_mark_path(j),
+        )
         return Response(200, html.encode("utf-8"), "text/html; charset=utf-8")
 
     def _browser_page(
@@ -508,11 +530,14 @@ class Site:
             if dynamic.third_party is not None
             else ""
         )
+        hrefs = self._hrefs(host_index, j) or []
+        if dynamic.kind == "mixed" and j == 0:  # the way into its /app/ pages
+            hrefs = [dynamicsite.app_path(0), *hrefs]
         return dynamicsite.page_html(
             dynamic,
             page=j,
             title=f"host {host_index} page {j}",
-            hrefs=self._hrefs(host_index, j) or [],
+            hrefs=hrefs,
             filler=filler,
             third_party_url=third_party,
         )
@@ -525,6 +550,9 @@ class Site:
             return NOT_ALLOWED
         if dynamicsite.is_subresource_path(request.target):
             return self._subresource(host_index, request.target)
+        app = dynamicsite.app_index(request.target, self.spec.pages)
+        if app is not None and self._dynamic(host_index).kind == "mixed":
+            return self._app_page(host_index, app)
         return self.route(host_index, request.target)
 
     def misbehave(
@@ -930,7 +958,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             "how host INDEX answers all but robots.txt (others answer at once), "
             "e.g. '0=delay:1.5', '1=flaky', '2=dead', '3=retry-after:2', "
             "'4=busy:20', '5=refuse:20'; pages for a browser: '0=script', "
-            "'1=lazy:loadMore;slow:2', '2=scroll;third-party:5', '3=static'"
+            "'1=lazy:loadMore;slow:2', '2=scroll;third-party:5', '3=static', "
+            "'4=mixed'"
         ),
     )
     parser.add_argument(

@@ -17,7 +17,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from crawler.spiders.bfs import BfsSpider
-from tests.dynamicsite import links_path
+from tests.dynamicsite import app_index, links_path, rendered_app_page
 from tests.integration.test_node_failures import run, scrapy_crawl
 from tests.servers import ROOT, running_site, wait_for
 from tests.site import page_index, url_of
@@ -56,13 +56,15 @@ def rendering(
 ) -> dict[str, Any]:
     """Test settings for a crawl confined to the seeds' hosts, rendering in *mode*."""
     return settings(
-        BFS_SCOPE="seed-hosts",
-        RENDER_MODE=mode,
-        RENDER_ACTION=ACTIONS,
-        RENDER_SETTLE=0.1,
-        RENDER_SAMPLE_PAGES=SAMPLE_PAGES,
-        CLOSESPIDER_TIMEOUT=CRAWL_DEADLINE,
-        **overrides,
+        **{
+            "BFS_SCOPE": "seed-hosts",
+            "RENDER_MODE": mode,
+            "RENDER_ACTION": ACTIONS,
+            "RENDER_SETTLE": 0.1,
+            "RENDER_SAMPLE_PAGES": SAMPLE_PAGES,
+            "CLOSESPIDER_TIMEOUT": CRAWL_DEADLINE,
+            **overrides,
+        }
     )
 
 
@@ -130,6 +132,35 @@ async def test_auto_renders_a_static_host_only_while_sampling_it(settings):
         assert len(site.renders(STATIC)) <= SAMPLE_PAGES
         # The script host, rendered once it paid, not only while sampled.
         assert len(set(site.renders(SCRIPT))) > SAMPLE_PAGES
+
+
+def app_pages(site: RunningSite, index: int) -> tuple[set[int], set[int]]:
+    """The ``/app/`` pages of mixed host *index* the site served 200, and those a
+    browser rendered."""
+    host = site.host(index)
+    rows = [r for r in site.log() if r["host"] == host]
+    served = {app_index(r["path"], site.spec.pages) for r in rows if r["status"] == 200}
+    rendered = {rendered_app_page(r["path"]) for r in rows}
+    return served - {None}, rendered - {None}  # type: ignore[return-value]
+
+
+@deferred_f_from_coro_f
+async def test_auto_renders_only_the_url_pattern_of_a_mixed_host_that_needs_it(
+    settings,
+):
+    """Its root (static) and /app/0.html (script links) are sampled first: the host
+    is found mixed, and each URL pattern decided on its own samples."""
+    pages, samples = 10, 3
+    with running_site(hosts=1, pages=pages, links=2, behave={0: "mixed"}) as site:
+        await crawl(
+            rendering(settings, "auto", RENDER_SAMPLE_PAGES=samples), site.seeds
+        )
+        served, rendered = app_pages(site, 0)
+        assert fetched(site, 0) == set(range(pages))
+        assert served == set(range(pages))  # behind script links only
+        assert len(rendered) > samples  # /app/ rendered beyond its samples
+        static_pattern = [page for page in site.renders(0) if page != 0]  # /p/
+        assert len(static_pattern) <= samples
 
 
 def gaps(site: RunningSite, index: int) -> list[float]:

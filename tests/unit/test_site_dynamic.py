@@ -13,9 +13,13 @@ import pytest
 
 from tests.dynamicsite import (
     THIRD_PARTY_PATH,
+    app_index,
+    app_mark_path,
+    app_path,
     is_subresource_path,
     links_path,
     mark_path,
+    rendered_app_page,
     rendered_page,
 )
 from tests.site import (
@@ -109,6 +113,40 @@ def test_marks_and_subrequests_are_told_from_pages() -> None:
         for path in (mark_path(1), links_path(1), THIRD_PARTY_PATH, "/favicon.ico")
     )
     assert not is_subresource_path("/p/1.html")
+
+
+def mixed_site() -> Site:
+    return Site(SPEC, 0, 0, None, behave=dict([parse_behaviour("1=mixed")]))
+
+
+def test_a_mixed_host_enters_its_app_pages_from_its_root_only() -> None:
+    running = mixed_site()
+    root, page = get(running, 1, "/")[1], get(running, 1, "/p/1.html")[1]
+    assert f'<a href="{app_path(0)}">'.encode() in root
+    assert b"/app/" not in page
+    assert page.count(b"<a href=") == len(link_urls(1, 1))  # static, as usual
+
+
+def test_a_mixed_hosts_app_pages_show_no_link_to_a_plain_fetch() -> None:
+    running = mixed_site()
+    status, body = get(running, 1, app_path(2))
+    assert status == 200
+    assert b"<a href=" not in body
+    for _host, page in links_of(SPEC, 1, 2):  # base64 in the script
+        assert f'"{app_path(page)}"'.encode() not in body
+    assert app_mark_path(2).encode() in body
+    assert get(running, 1, app_mark_path(2))[0] == 200
+    assert get(running, 1, app_path(SPEC.pages))[0] == 404
+    assert get(site(), 1, app_path(2))[0] == 404  # only a mixed host has them
+
+
+def test_app_paths_and_marks_round_trip() -> None:
+    assert app_index(app_path(3), SPEC.pages) == 3
+    assert app_index("/app/03.html", SPEC.pages) is None
+    assert app_index(app_path(SPEC.pages), SPEC.pages) is None
+    assert rendered_app_page(app_mark_path(3)) == 3
+    assert rendered_page(app_mark_path(3)) is None
+    assert rendered_app_page(mark_path(3)) is None
 
 
 @pytest.mark.parametrize(
