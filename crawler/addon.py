@@ -150,7 +150,7 @@ class Frontier:
             for path in paths:
                 settings.set_in_component_priority_dict(name, load_object(path), None)
         _move_download_delay(settings)
-        render.install(settings, ADDON_PRIORITY)
+        render.install(self._crawler, settings, ADDON_PRIORITY)
 
     @property
     def delays(self) -> HostDelays:

@@ -58,3 +58,9 @@ RENDER_SAMPLE = "render_sample"
 # On the rendered fetch of a sample: what the static fetch found, {"links": [...],
 # "text": characters of text}.
 RENDER_STATIC = "render_static"
+# Set on a rendered request (by a spider or the render advisor): keep the page's
+# main document as its host served it, before any script ran, so that one browser
+# fetch gives both the static and the rendered page.
+RENDER_KEEP_STATIC = "render_keep_static"
+# On the response of such a request: those bytes (never stored with the request).
+RENDER_STATIC_BODY = "render_static_body"

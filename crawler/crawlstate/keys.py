@@ -80,8 +80,14 @@ class CrawlKeys:
     def render(self, host: str) -> str:
         """HASH of what RENDER_MODE=auto learnt of *host* (``host:port``): sample
         claims, outcomes and decisions of the host and its URL patterns
-        (``crawler.render.adaptive``)."""
-        return f"{self.prefix}:render:{host}"
+        (``crawler.render.adaptive``). The host is the key's hash tag, shared with
+        ``render_held``: a script reads both."""
+        return f"{self.prefix}:render:{{{host}}}"
+
+    def render_held(self, host: str) -> str:
+        """HASH ``<pattern> <url>`` -> queue entry: pages of *host* fetched
+        statically while undecided, rendered if the decision says so."""
+        return f"{self.prefix}:render-held:{{{host}}}"
 
     @property
     def analysis_tasks(self) -> str:

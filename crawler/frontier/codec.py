@@ -58,6 +58,7 @@ TRANSIENT_META = frozenset(
         "playwright_page_methods",
         "playwright_security_details",
         "playwright_suggested_filename",
+        meta_keys.RENDER_STATIC_BODY,
     }
 )
 _CLASSES: dict[str, type[Request]] = {

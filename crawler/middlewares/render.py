@@ -17,6 +17,9 @@ import importlib
 import inspect
 import logging
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from scrapy.linkextractors import IGNORED_EXTENSIONS
 
 from crawler.meta import RENDER, ROBOTS_FETCH
 from crawler.render.config import BadRenderSetting, RenderConfig
@@ -35,6 +38,12 @@ logger = logging.getLogger(__name__)
 
 # The meta key that sends a request to scrapy-playwright's side of the handler.
 PLAYWRIGHT = "playwright"
+# URL endings of what a browser would only wrap in a page of its own (images,
+# archives, documents, scripts, feeds...): never rendered by RENDER_MODE.
+NOT_PAGES = tuple(
+    f".{ending}"
+    for ending in (*IGNORED_EXTENSIONS, "xml", "json", "txt", "csv", "gz", "woff2")
+)
 
 
 class RenderMiddleware:
@@ -80,7 +89,7 @@ class RenderMiddleware:
         explicit = request.meta.get(RENDER)
         if explicit is True or explicit is False:
             return explicit
-        if self._config.mode == "never":
+        if self._config.mode == "never" or not looks_like_a_page(request.url):
             return False
         if self._config.mode == "always" or self._missing is not None:
             return True
@@ -108,3 +117,13 @@ class RenderMiddleware:
             {"asked_by": asked_by, "missing": self._missing, "hint": INSTALL_HINT},
             extra={"spider": self._crawler.spider},
         )
+
+
+def looks_like_a_page(url: str) -> bool:
+    """Whether *url* may be a page (RENDER_MODE renders only those; meta["render"]
+    = True renders anything)."""
+    try:
+        path = urlsplit(url).path.lower()
+    except ValueError:
+        return False
+    return not path.endswith(NOT_PAGES)

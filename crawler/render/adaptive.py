@@ -35,6 +35,8 @@ MAX_PATTERN_LENGTH = 100
 # Patterns of one mixed host sampled at most; a host with more (a spider trap
 # inventing directories) decides the others by its own samples' majority.
 MAX_PATTERNS = 64
+# Characters of text a page's growth is counted against, at least.
+TEXT_BASE = 500
 DECISIONS = ("render", "static", "mixed")
 Decision = Literal["render", "static", "mixed"]
 DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -175,6 +177,35 @@ def deciding_level(record: HostRecord, pattern: str) -> str:
     return pattern if record.level(HOST).decision == "mixed" else HOST
 
 
+def undecided(record: HostRecord, pattern: str) -> bool:
+    """Whether a URL of *pattern* waits for a decision its level's samples will
+    make (a pattern past ``MAX_PATTERNS`` waits for none)."""
+    level = deciding_level(record, pattern)
+    if level != HOST and level not in record.levels:
+        return record.patterns < MAX_PATTERNS
+    return record.level(level).decision is None
+
+
+def held_fate(record: HostRecord) -> tuple[list[str], list[str]]:
+    """The levels whose held pages (fetched statically while undecided) are to be
+    rendered now, and those whose held pages static fetches were right about:
+    the host's (``HOST``: all its pages), or a mixed host's patterns'."""
+    decision = record.level(HOST).decision
+    if decision == "render":
+        return [HOST], []
+    if decision == "static":
+        return [], [HOST]
+    if decision != "mixed":
+        return [], []
+    render, static = [], []
+    for level, found in record.levels.items():
+        if level != HOST and found.decision == "render":
+            render.append(level)
+        elif level != HOST and found.decision == "static":
+            static.append(level)
+    return render, static
+
+
 def verdict(
     record: HostRecord,
     pattern: str,
@@ -230,10 +261,11 @@ def sample_pays(config: RenderConfig, *, gained_links: int, gained_text: float) 
 
 
 def text_gain(static_text: int, rendered_text: int) -> float:
-    """The relative growth of a page's text once rendered (0.2: a fifth more;
-    text where the static page had none counts as that many times one
-    character)."""
-    return (rendered_text - static_text) / max(static_text, 1)
+    """The growth of a page's text once rendered, relative to its static text
+    (0.2: a fifth more), counted against at least ``TEXT_BASE`` characters: a
+    short line a script writes into a small page (a date, a greeting) is not the
+    content rendering is for."""
+    return (rendered_text - static_text) / max(static_text, TEXT_BASE)
 
 
 def decide(paid: int, static: int, *, level: str) -> Decision:

@@ -21,6 +21,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeoutError
 from scrapy.exceptions import (
     CannotResolveHostError,
+    DownloadCancelledError,
     DownloadConnectionRefusedError,
     DownloadFailedError,
     DownloadTimeoutError,
@@ -31,7 +32,7 @@ from scrapy_playwright.handler import (  # type: ignore[import-untyped]
 )
 from scrapy_playwright.page import PageMethod  # type: ignore[import-untyped]
 
-from crawler.meta import RENDER_ACTION
+from crawler.meta import RENDER_ACTION, RENDER_KEEP_STATIC, RENDER_STATIC_BODY
 from crawler.render.config import RenderConfig, parse_actions
 from crawler.render.contexts import ContextRota
 from crawler.render.page import PageRules, PageSession
@@ -44,6 +45,10 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
 logger = logging.getLogger(__name__)
+# scrapy-playwright's logger: it warns, with a traceback, of every page it closes
+# after a failure, which Scrapy logs already and render/timeouts or
+# render/errors count.
+PLAYWRIGHT_LOGGER = logging.getLogger("scrapy-playwright")
 
 # Seconds a browser context and page may take to open, on top of the page's
 # timeout (which starts once the page is open).
@@ -72,8 +77,10 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
         self._render = RenderConfig.from_settings(crawler.settings)
         self._places = asyncio.Semaphore(self._render.concurrency)
         self._rota = ContextRota(self._render.max_pages_per_context)
+        self._maxsize = crawler.settings.getint("DOWNLOAD_MAXSIZE")
         self._started = False
         self._start_lock = asyncio.Lock()
+        PLAYWRIGHT_LOGGER.addFilter(_quiet_failures)
 
     async def _maybe_launch_in_thread(self) -> None:
         """Nothing at engine start: Playwright starts with the first render."""
@@ -85,6 +92,10 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
         async with self._places:
             await self._start()
             return await self._render_page(request)
+
+    async def close(self) -> None:
+        PLAYWRIGHT_LOGGER.removeFilter(_quiet_failures)
+        await super().close()
 
     async def _start(self) -> None:
         async with self._start_lock:
@@ -99,6 +110,7 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
             block=self._render.block,
             settle=self._render.settle,
             robots=self._robots_verdict(),
+            keep_static=bool(request.meta.get(RENDER_KEEP_STATIC)),
         )
         session = PageSession(request, rules, stats=self._render_stats, timeout=timeout)
         context, retired = self._rota.take()
@@ -124,8 +136,20 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
             await session.close()
             if self._rota.release(context):
                 await self._close_context(context)
+        self._check_size(request, response)
+        if session.static_body is not None:
+            request.meta[RENDER_STATIC_BODY] = session.static_body
         self._render_stats.inc_value("render/pages")
         return rendered(response)
+
+    def _check_size(self, request: Request, response: Response) -> None:
+        """A rendered DOM over DOWNLOAD_MAXSIZE is refused as a static body is."""
+        limit = request.meta.get("download_maxsize", self._maxsize)
+        if limit and len(response.body) > limit:
+            raise DownloadCancelledError(
+                f"Rendered {request.url}: {len(response.body)} bytes, over "
+                f"DOWNLOAD_MAXSIZE ({limit})"
+            )
 
     def _actions(self, request: Request) -> tuple[str, ...]:
         """The request's own actions (a bad meta value: RENDER_ACTION's, counted)."""
@@ -180,3 +204,8 @@ def rendered(response: Response) -> Response:
     if "playwright_suggested_filename" in response.meta:
         return response.replace(flags=flags)
     return response.replace(cls=HtmlResponse, flags=flags)
+
+
+def _quiet_failures(record: logging.LogRecord) -> bool:
+    """Drops scrapy-playwright's warning of a page closed after a failure."""
+    return not str(record.msg).startswith("Closing page due to failed request")

@@ -13,8 +13,11 @@ import importlib.util
 from typing import TYPE_CHECKING
 
 from crawler.render.config import BadRenderSetting, RenderConfig
+from crawler.spiders.arguments import stand_down
+from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
 HANDLER = "crawler.render.handler.RenderDownloadHandler"
@@ -39,13 +42,15 @@ def missing_part(config: RenderConfig) -> str | None:
     return None
 
 
-def install(settings: BaseSettings, priority: int) -> None:
+def install(crawler: Crawler, settings: BaseSettings, priority: int) -> None:
     """The render handler for http and https, and scrapy-playwright's settings,
-    when this machine can render; a bad ``RENDER_*`` value leaves all as it is
-    (the render middleware stops the crawl with one line)."""
+    when this machine can render. A bad ``RENDER_*`` value stops the crawl with one
+    line before anything opens (no Redis, no database)."""
     try:
         config = RenderConfig.from_settings(settings)
-    except BadRenderSetting:
+    except BadRenderSetting as exc:
+        StartupFailure(crawler, f"Bad setting: {exc}")
+        stand_down(crawler)
         return
     if missing_part(config) is not None:
         return

@@ -12,10 +12,12 @@ named by the crawl's settings, never code read from a page or from Redis.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
+import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from playwright.async_api import Error as PlaywrightError
 
@@ -25,13 +27,15 @@ from crawler.render.subrequests import blocked_reason
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from playwright.async_api import Page, Route
+    from playwright.async_api import BrowserContext, Page, Route
     from playwright.async_api import Request as BrowserRequest
+    from playwright.async_api import Response as PlaywrightResponse
     from scrapy import Request
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
 
+ActionKind = Literal["scroll", "function", "selector", "either"]
 # "name", "a.b.name" or "name()": a function the page defines (else, without the
 # parentheses, a CSS selector such as "article" or "div.items").
 FUNCTION = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?P<call>\(\))?")
@@ -45,6 +49,8 @@ READ_RESERVE = 2.0
 MAX_SCROLL_STEPS = 30
 # Seconds between two looks at whether the page has settled.
 POLL_INTERVAL = 0.05
+# Browser contexts whose route refuses every request of a page not ours.
+_GUARDED: weakref.WeakSet[BrowserContext] = weakref.WeakSet()
 # Request types that never end by design: they do not keep a page from settling.
 ENDLESS_TYPES = frozenset({"eventsource", "websocket"})
 
@@ -89,6 +95,8 @@ class PageRules:
     settle: float
     # What robots.txt says of a URL when the crawl knows (None: no robots rules).
     robots: Callable[[str], bool | None] | None
+    # Keep the main document's bytes as served (meta RENDER_KEEP_STATIC).
+    keep_static: bool = False
 
 
 class PageSession:
@@ -107,6 +115,10 @@ class PageSession:
         self._block = rules.block
         self._settle = rules.settle
         self._robots = rules.robots
+        self._keep_static = rules.keep_static
+        self._document: PlaywrightResponse | None = None
+        # The main document as its host served it, when asked for and read.
+        self.static_body: bytes | None = None
         self._stats = stats
         self._timeout = timeout
         self._limit: asyncio.Timeout | None = None
@@ -135,11 +147,17 @@ class PageSession:
         if self._limit is not None:
             self._limit.reschedule(now + self._timeout)
         self._deadline = now + self._timeout - min(READ_RESERVE, self._timeout / 4)
+        await page.route("**", self._route)  # first: nothing goes out unfiltered
+        if page.context not in _GUARDED:  # windows the page opens: nothing at all
+            _GUARDED.add(page.context)
+            await page.context.route("**", self._refuse)
+        page.on("popup", self._close_popup)
+        if self._keep_static:
+            page.on("response", self._main_document)
         page.set_default_timeout(self._left() * 1000)
         page.on("request", self._started)
         page.on("requestfinished", self._ended)
         page.on("requestfailed", self._ended)
-        await page.route("**", self._route)
 
     async def _route(self, route: Route, request: BrowserRequest) -> None:
         first = not self._navigated and request.is_navigation_request()
@@ -154,6 +172,17 @@ class PageSession:
         else:
             self._stats.inc_value("render/subrequests")
         await route.fallback()  # to scrapy-playwright's route: it sends it
+
+    async def _refuse(self, route: Route) -> None:
+        """The context's route: only requests of pages the crawler did not open (a
+        window a page opened) reach it."""
+        self._stats.inc_value("render/subrequests_blocked")
+        self._stats.inc_value("render/subrequests_blocked_reason_count/popup")
+        await route.abort("blockedbyclient")
+
+    async def _close_popup(self, popup: Page) -> None:
+        with contextlib.suppress(PlaywrightError):
+            await popup.close()
 
     def _blocked(self, request: BrowserRequest) -> str | None:
         url = request.url
@@ -175,23 +204,37 @@ class PageSession:
 
     # --- after the load ----------------------------------------------------------
 
+    def _main_document(self, response: PlaywrightResponse) -> None:
+        """Remember the main frame's navigation response (the last: redirects)."""
+        with contextlib.suppress(PlaywrightError):
+            if response.request.is_navigation_request() and (
+                self.page is not None and response.frame == self.page.main_frame
+            ):
+                self._document = response
+
     async def lazy_load(self, page: Page) -> None:
-        """Page method: run each action, then wait until the page settles."""
+        """Page method: keep the static document if asked, run each action, then
+        wait until the page settles."""
+        if self._document is not None:
+            with contextlib.suppress(PlaywrightError):
+                self.static_body = await self._document.body()
+            page.remove_listener("response", self._main_document)
         for action in self._actions:
             if self._left() <= 0:
                 break
-            if action == "scroll":
+            kind = action_kind(action)
+            if kind == "scroll":
                 await self._scroll(page)
-            elif not await self._call(page, action):
-                await self._wait_for(page, action)
+            elif kind == "selector" or not await self._call(page, action):
+                if kind == "function":
+                    self._missing(action)
+                else:
+                    await self._wait_for(page, action)
         await self._settled(page)
 
     async def _call(self, page: Page, action: str) -> bool:
-        """Call *action* if it names a function of the page (awaited within the time
-        left); False when it is a selector to wait for instead."""
-        match = FUNCTION.fullmatch(action)
-        if match is None:
-            return False
+        """Call the function *action* names, awaited within the time left; False
+        when the page has no such function."""
         path = action.removesuffix("()")
         try:
             called = await asyncio.wait_for(page.evaluate(CALL_JS, path), self._left())
@@ -200,12 +243,7 @@ class PageSession:
         except PlaywrightError as exc:
             logger.debug("Lazy-load function %s failed: %s", action, exc)
             return True
-        if called:
-            return True
-        if match["call"] is None and TAG_LIKE.fullmatch(action):
-            return False  # "article", "div.items": a selector after all
-        self._missing(action)
-        return True
+        return bool(called)
 
     async def _wait_for(self, page: Page, selector: str) -> None:
         try:
@@ -258,3 +296,18 @@ class PageSession:
                 await self.page.close()
             except PlaywrightError:
                 logger.debug("Page already gone at close")
+
+
+def action_kind(action: str) -> ActionKind:
+    """What a lazy-load action is: "scroll"; a "function" of the page ("name()",
+    "app.more", "loadMore"); a "selector"; or "either" for a lower-case name
+    ("article", "div.items"): called if the page has such a function, else waited
+    for as a selector."""
+    if action == "scroll":
+        return "scroll"
+    match = FUNCTION.fullmatch(action)
+    if match is None:
+        return "selector"
+    if match["call"] is None and TAG_LIKE.fullmatch(action):
+        return "either"
+    return "function"

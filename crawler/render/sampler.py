@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
@@ -32,7 +33,7 @@ from crawler import meta
 from crawler.links import HtmlDocument
 from crawler.policy.hosts import BadURLError, host_of
 from crawler.render.adaptive import text_gain
-from crawler.render.advisor import SAMPLE_LEVEL, advisor_of
+from crawler.render.advisor import SAMPLE_LEVEL, UNDECIDED, advisor_of
 from crawler.render.config import RenderConfig
 from crawler.spiders.follow import Follower
 from crawler.spiders.pagerecords import is_html
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from selectolax.lexbor import LexborHTMLParser
 
     from crawler.render.advisor import RenderAdvisor
 
@@ -61,13 +63,15 @@ HIDDEN = ["script", "style", "noscript", "template"]
 # What the rendered copy does not inherit from the sample: the fetch's own history,
 # and what would make the frontier treat it as a seed, a revisit or a reparse.
 NOT_INHERITED = frozenset({
-    meta.RENDER_SAMPLE, SAMPLE_LEVEL, meta.REVISIT, meta.HELD_TIMES, meta.HOLD_UNTIL,
+    meta.RENDER_SAMPLE, SAMPLE_LEVEL, UNDECIDED, meta.REVISIT, meta.HELD_TIMES, meta.HOLD_UNTIL,
     meta.FATE, meta.REQUEUED, meta.STARTED, meta.REVIVE, meta.REPARSE, meta.REPARSED,
     meta.LEASE, meta.NODE, "is_start_request", "redirect_times", "redirect_ttl",
     "redirect_urls", "redirect_reasons", "retry_times", "download_slot",
     "download_latency", "download_timeout",
 })  # fmt: skip
 CONDITIONAL_HEADERS = (b"If-None-Match", b"If-Modified-Since")
+# The meta keys of the responses this middleware looks at.
+WATCHED = frozenset({meta.RENDER_SAMPLE, meta.RENDER_STATIC, UNDECIDED})
 
 
 class RenderSampler:
@@ -95,9 +99,11 @@ class RenderSampler:
         self, response: Response, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
         request = response.request
-        sample = request is not None and request.meta.get(meta.RENDER_SAMPLE)
-        static = request.meta.get(meta.RENDER_STATIC) if request is not None else None
-        if request is None or not (sample or static) or meta.REPARSED in request.meta:
+        if (
+            request is None
+            or meta.REPARSED in request.meta
+            or not (request.meta.keys() & WATCHED)
+        ):
             async for item in result:
                 yield item
             return
@@ -106,73 +112,109 @@ class RenderSampler:
             if isinstance(item, Request):
                 urls.append(item.url)
             yield item
-        if sample:
-            rendered = await self._rendered_copy(response, request, urls)
-            if rendered is not None:
+        static = request.meta.get(meta.RENDER_STATIC)
+        if request.meta.get(meta.RENDER_SAMPLE):
+            for rendered in await self._rendered_copy(response, request, urls):
                 yield rendered
         elif isinstance(static, dict):
-            await self._compare(response, static, urls)
+            for late in await self._compare(response, static, urls):
+                yield late
+        elif request.meta.get(UNDECIDED) and _is_page(response):
+            again = _again(response, request)
+            if await self._advisor.hold(again):
+                self._stats.inc_value("render/late_pages")
+                yield again
 
     async def _rendered_copy(
         self, response: Response, request: Request, urls: list[str]
-    ) -> Request | None:
-        """The sample's page again, to be rendered, with what this fetch found; None
-        (its slot given back) for a page that cannot be compared."""
+    ) -> list[Request]:
+        """The sample's page again, to be rendered, with what this fetch found.
+        A page that cannot be compared gives its slot back; a page that runs no
+        script is static enough as it is (a browser would show the same): its
+        outcome is recorded at once, and the held pages its decision may send to
+        be rendered are returned instead."""
         found = _page(self._follower, response)
         if found is None:
             self._stats.inc_value("render/samples_unusable")
             await self._advisor.release(request)
-            return None
-        links, text = found
-        digests = list(dict.fromkeys(_digest(url) for url in [*urls, *links]))
+            return []
+        if not found.scripted:
+            self._stats.inc_value("render/samples_without_scripts")
+            return await self._advisor.record_sample(
+                response.url, gained_links=0, gained_text=0.0
+            )
+        digests = list(dict.fromkeys(_digest(url) for url in [*urls, *found.links]))
         static = {
             "links": digests[:MAX_STATIC_LINKS],
             "count": len(digests),
-            "text": text,
+            "text": found.text,
         }
-        inherited = {k: v for k, v in request.meta.items() if k not in NOT_INHERITED}
-        headers = request.headers.copy()
-        for name in CONDITIONAL_HEADERS:
-            headers.pop(name, None)
         self._stats.inc_value("render/samples")
-        return request.replace(
-            url=response.url,
-            headers=headers,
-            dont_filter=True,
-            priority=request.priority + SAMPLE_PRIORITY,
-            meta={
-                **inherited,
-                "depth": response.meta.get("depth", 0),
-                meta.RENDER: True,
-                meta.RENDER_STATIC: static,
-            },
-        )
+        return [_again(response, request, {meta.RENDER_STATIC: static})]
 
     async def _compare(
         self, response: Response, static: dict[str, Any], urls: list[str]
-    ) -> None:
+    ) -> list[Request]:
         """Count what the rendered page found that the static one did not; tell
-        the advisor."""
+        the advisor. Returns the held pages its decision sends to be rendered."""
         found = _page(self._follower, response)
         if found is None:
             self._stats.inc_value("render/samples_unusable")
-            return
-        links, text = found
-        gained = _gained(static, urls, _own_host(response.url, links))
-        growth = text_gain(_count(static.get("text")), text)
+            return []
+        gained = _gained(static, urls, _own_host(response.url, found.links))
+        growth = text_gain(_count(static.get("text")), found.text)
         self._stats.inc_value("render/gained_links", gained)
-        await self._advisor.record_sample(
+        return await self._advisor.record_sample(
             response.url, gained_links=gained, gained_text=growth
         )
 
 
-def _page(follower: Follower, response: Response) -> tuple[list[str], int] | None:
-    """The links of an HTML page and the length of its visible text (whitespace
-    runs counted as one character), or None for a response that is not an HTML
-    page (nothing to compare)."""
-    if not isinstance(response, TextResponse) or not is_html(response):
-        return None
-    if not 200 <= response.status < 300:
+def _again(
+    response: Response, request: Request, extra: dict[str, Any] | None = None
+) -> Request:
+    """*request*'s page to be fetched again, rendered: at the page's own depth,
+    ahead of its host's other requests of that depth, past the seen filter."""
+    inherited = {k: v for k, v in request.meta.items() if k not in NOT_INHERITED}
+    headers = request.headers.copy()
+    for name in CONDITIONAL_HEADERS:
+        headers.pop(name, None)
+    return request.replace(
+        url=response.url,
+        headers=headers,
+        dont_filter=True,
+        priority=request.priority + SAMPLE_PRIORITY,
+        meta={
+            **inherited,
+            "depth": response.meta.get("depth", 0),
+            meta.RENDER: True,
+            **(extra or {}),
+        },
+    )
+
+
+def _is_page(response: Response) -> TypeGuard[TextResponse]:
+    """Whether *response* is an HTML page fetched successfully."""
+    return (
+        isinstance(response, TextResponse)
+        and is_html(response)
+        and 200 <= response.status < 300
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PageFacts:
+    """What a fetch of a page found: its links, the length of its visible text
+    (whitespace runs counted as one character), whether it runs any script."""
+
+    links: list[str]
+    text: int
+    scripted: bool
+
+
+def _page(follower: Follower, response: Response) -> PageFacts | None:
+    """The facts of an HTML page, or None for a response that is not one
+    (nothing to compare)."""
+    if not _is_page(response):
         return None
     try:
         document = HtmlDocument.from_response(response)
@@ -180,10 +222,25 @@ def _page(follower: Follower, response: Response) -> tuple[list[str], int] | Non
     except (ValueError, TypeError, AttributeError, UnicodeError):
         return None
     tree = document.tree
+    scripted = _runs_scripts(tree)
     tree.strip_tags(HIDDEN)
     body = tree.body
     text = " ".join(body.text(separator=" ").split()) if body is not None else ""
-    return (found.links if found is not None else []), len(text)
+    return PageFacts(found.links if found is not None else [], len(text), scripted)
+
+
+def _runs_scripts(tree: LexborHTMLParser) -> bool:
+    """Whether a browser would run any script of the page: a ``<script>``
+    element, or an event handler attribute (``onload=``...)."""
+    if tree.css_first("script") is not None:
+        return True
+    if tree.root is None:
+        return False
+    return any(
+        name.lower().startswith("on")
+        for node in tree.root.traverse(include_text=False)
+        for name in node.attributes
+    )
 
 
 def _gained(static: dict[str, Any], urls: list[str], links: Iterable[str]) -> int:

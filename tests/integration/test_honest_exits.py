@@ -71,6 +71,18 @@ def assert_one_line_stop(result: subprocess.CompletedProcess[str], *words: str) 
             ["-a", "seeds=http://127.0.0.2:9/", "-s", "BFS_FOLLOW=everything"],
             ["BFS_FOLLOW", "'everything'"],
         ),
+        (
+            ["-a", "seeds=http://127.0.0.2:9/", "-s", "RENDER_MODE=sometimes"],
+            ["RENDER_MODE", "'sometimes'"],
+        ),
+        (
+            ["-a", "seeds=http://127.0.0.2:9/", "-s", "RENDER_CONCURRENCY=0"],
+            ["RENDER_CONCURRENCY", "1 or more"],
+        ),
+        (
+            ["-a", "seeds=http://127.0.0.2:9/", "-s", "RENDER_BLOCK=images"],
+            ["RENDER_BLOCK", "images"],
+        ),
     ],
 )
 def test_a_bad_start_is_one_line_and_status_1_and_touches_nothing(

@@ -9,6 +9,7 @@ import inspect
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import redis as redis_py
 from scrapy import Request
 from scrapy.http import HtmlResponse, TextResponse
 from scrapy.utils.defer import deferred_f_from_coro_f
@@ -20,17 +21,18 @@ from crawler.crawlstate.readers import delete_crawl
 from crawler.render.advisor import (
     CLAIM_SECONDS,
     REFRESH_SECONDS,
+    UNDECIDED,
     RenderAdvisor,
     advisor_of,
 )
 from crawler.render.config import RenderConfig
 from crawler.render.sampler import SAMPLE_PRIORITY, RenderSampler
 from crawler.spiders.bfs import BfsSpider
+from tests.servers import RestartableRedis
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterable
-
-    import redis as redis_py
+    from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+    from pathlib import Path
 
 pytestmark = pytest.mark.integration
 
@@ -57,6 +59,7 @@ def advisors(
     made = []
     for _ in range(count):
         crawler = get_crawler(BfsSpider, settings(RENDER_MODE="auto", **overrides))
+        crawler.spider = crawler._create_spider()  # held pages are stored with it
         config = RenderConfig.from_settings(crawler.settings)
         made.append(RenderAdvisor(crawler, config, KEYS, clock=clock or Clock()))
     return made
@@ -302,6 +305,112 @@ async def test_decisions_go_with_the_crawls_keys(settings, redis):
     assert list(redis.scan_iter("bfs:*")) == []
 
 
+# --- pages fetched while undecided ---------------------------------------------------
+
+
+def rendered_again(request: Request, callback: Any = None) -> Request:
+    """What the sampler holds for a page fetched while its host was undecided."""
+    meta_again = {"depth": 1, meta.RENDER: True}
+    return request.replace(callback=callback, dont_filter=True, meta=meta_again)
+
+
+def parse_of(advisor: RenderAdvisor) -> Any:
+    spider = advisor._crawler.spider
+    assert isinstance(spider, BfsSpider)
+    return spider.parse
+
+
+def held(redis: redis_py.Redis, host: str = HOST) -> list[str]:
+    names: list[bytes] = redis.hkeys(KEYS.render_held(host))  # type: ignore[assignment]
+    return sorted(name.decode() for name in names)
+
+
+@deferred_f_from_coro_f
+async def test_pages_fetched_while_undecided_are_rendered_once_it_pays(settings, redis):
+    one, two = advisors(settings, RENDER_SAMPLE_PAGES=2)
+    await sample_many(one, ["http://site.test/1", "http://site.test/2"])
+    _, waiting = await ask(two, "http://site.test/w.html")  # every slot is out
+    assert waiting.meta.get(UNDECIDED) is True
+    again = rendered_again(waiting, parse_of(two))
+    assert await two.hold(again) is False  # held, not sent
+    assert held(redis) == ["/ http://site.test/w.html"]
+    assert (
+        await one.record_sample("http://site.test/1", gained_links=2, gained_text=0)
+        == []
+    )
+    late = await one.record_sample("http://site.test/2", gained_links=2, gained_text=0)
+    await close(one, two)
+    assert [(r.url, r.meta[meta.RENDER], r.dont_filter) for r in late] == [
+        ("http://site.test/w.html", True, True)
+    ]
+    assert late[0].callback == parse_of(one)
+    assert held(redis) == []
+    assert two._stats.get_value("render/held_pages") == 1
+
+
+@deferred_f_from_coro_f
+async def test_pages_held_for_a_static_host_are_dropped(settings, redis):
+    (one,) = advisors(settings, count=1, RENDER_SAMPLE_PAGES=1)
+    await sample_many(one, ["http://site.test/1"])
+    _, waiting = await ask(one, "http://site.test/w.html")
+    await one.hold(rendered_again(waiting))
+    late = await one.record_sample("http://site.test/1", gained_links=0, gained_text=0)
+    _, decided = await ask(one, "http://site.test/after.html")
+    await close(one)
+    assert late == []
+    assert held(redis) == []
+    assert UNDECIDED not in decided.meta  # static as decided: nothing to hold
+
+
+@deferred_f_from_coro_f
+async def test_a_page_whose_decision_came_meanwhile_is_sent_at_once(settings, redis):
+    one, two = advisors(settings, RENDER_SAMPLE_PAGES=1)
+    await sample_many(one, ["http://site.test/1"])
+    _, waiting = await ask(two, "http://site.test/w.html")
+    await one.record_sample("http://site.test/1", gained_links=1, gained_text=0)
+    assert await two.hold(rendered_again(waiting)) is True
+    await close(one, two)
+    assert held(redis) == []
+
+
+@deferred_f_from_coro_f
+async def test_a_mixed_hosts_held_pages_follow_their_patterns(settings, redis):
+    (one,) = advisors(settings, count=1, RENDER_SAMPLE_PAGES=2)
+    await sample_many(one, ["http://site.test/app/1", "http://site.test/doc/1"])
+    for url in ("http://site.test/app/w", "http://site.test/doc/w"):
+        _, waiting = await ask(one, url)
+        await one.hold(rendered_again(waiting))
+    await one.record_sample("http://site.test/app/1", gained_links=3, gained_text=0)
+    late = await one.record_sample(
+        "http://site.test/doc/1", gained_links=0, gained_text=0
+    )
+    assert late == []  # mixed: each pattern decides for its pages
+    await sample_many(one, ["http://site.test/app/2", "http://site.test/doc/2"])
+    late = await one.record_sample(
+        "http://site.test/app/2", gained_links=1, gained_text=0
+    )
+    assert [r.url for r in late] == ["http://site.test/app/w"]
+    late = await one.record_sample(
+        "http://site.test/doc/2", gained_links=0, gained_text=0
+    )
+    await close(one)
+    assert late == []
+    assert held(redis) == []
+
+
+@deferred_f_from_coro_f
+async def test_held_pages_are_bounded_and_hostile_ones_skipped(settings, redis):
+    (one,) = advisors(settings, count=1, RENDER_SAMPLE_PAGES=1)
+    await sample_many(one, ["http://site.test/1"])
+    redis.hset(KEYS.render_held(HOST), mapping={"/ x": "not json", "/ y": '{"v": 99}'})
+    _, waiting = await ask(one, "http://site.test/w.html")
+    await one.hold(rendered_again(waiting))
+    late = await one.record_sample("http://site.test/1", gained_links=1, gained_text=0)
+    await close(one)
+    assert [r.url for r in late] == ["http://site.test/w.html"]
+    assert one._stats.get_value("render/bad_state") == 2
+
+
 # --- the sampler ---------------------------------------------------------------------
 
 
@@ -385,11 +494,57 @@ async def test_more_text_alone_makes_rendering_pay(settings, redis):
     advisor = advisor_of(crawler)
     url = "http://site.test/p.html"
     _, request = await ask(advisor, url)
-    (again,) = await run(sampler, page(url, [], "x" * 100, request), [])
-    await run(sampler, page(url, [], "x" * 100 + " y" * 15, again), [])
+    text = "word " * 200  # 1,000 characters
+    (again,) = await run(sampler, page(url, [], text, request), [])
+    await run(sampler, page(url, [], text + "more " * 50, again), [])  # +250
     await advisor.close()
     assert crawler.stats.get_value("render/gained_links") == 0
     assert hash_of(redis)["decision:"] == "render"
+
+
+@deferred_f_from_coro_f
+async def test_a_line_a_script_adds_to_a_small_page_does_not_pay(settings, redis):
+    crawler = get_crawler(
+        BfsSpider, settings(RENDER_MODE="auto", RENDER_SAMPLE_PAGES=1)
+    )
+    sampler = RenderSampler.from_crawler(crawler)
+    advisor = advisor_of(crawler)
+    url = "http://site.test/p.html"
+    _, request = await ask(advisor, url)
+    (again,) = await run(sampler, page(url, [], "Page 3", request), [])
+    await run(sampler, page(url, [], "Page 3 Updated 2026-11-25 01:00", again), [])
+    await advisor.close()
+    assert hash_of(redis)["decision:"] == "static"
+
+
+@pytest.mark.parametrize(
+    ("body", "copies"),
+    [
+        (b"<html><body><p>Plain</p><a href='/a'>a</a></body></html>", 0),
+        (b"<html><body onload='more()'><p>Plain</p></body></html>", 1),
+        (b"<html><body><svg><script>more()</script></svg></body></html>", 1),
+    ],
+)
+@deferred_f_from_coro_f
+async def test_a_page_that_runs_no_script_is_static_enough_unrendered(
+    settings, redis, body, copies
+):
+    crawler = get_crawler(
+        BfsSpider, settings(RENDER_MODE="auto", RENDER_SAMPLE_PAGES=1)
+    )
+    sampler = RenderSampler.from_crawler(crawler)
+    advisor = advisor_of(crawler)
+    url = "http://site.test/p.html"
+    _, request = await ask(advisor, url)
+    response = HtmlResponse(url, body=body, encoding="utf-8", request=request)
+    out = await run(sampler, response, [])
+    await advisor.close()
+    assert len(out) == copies
+    if copies == 0:  # decided from the static fetch alone
+        assert hash_of(redis)["decision:"] == "static"
+        assert crawler.stats.get_value("render/samples_without_scripts") == 1
+    else:
+        assert "decision:" not in hash_of(redis)
 
 
 @deferred_f_from_coro_f
@@ -410,3 +565,45 @@ async def test_a_sample_that_is_not_a_page_is_not_fetched_again(settings, redis)
     assert out == [{"record": 1}]
     assert crawler.stats.get_value("render/samples_unusable") == 1
     assert next_request.meta.get(meta.RENDER_SAMPLE) is True  # the slot came back
+
+
+# --- Redis going away --------------------------------------------------------------
+
+
+@pytest.fixture
+def restartable(tmp_path: Path) -> Iterator[RestartableRedis]:
+    server = RestartableRedis(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@deferred_f_from_coro_f
+async def test_an_outcome_waits_for_redis_and_requests_do_not(settings, restartable):
+    (one,) = advisors(
+        settings, count=1, REDIS_URL=restartable.url, RENDER_SAMPLE_PAGES=1
+    )
+    await sample_many(one, ["http://site.test/1"])
+    restartable.stop()
+    try:
+        outcome = asyncio.ensure_future(
+            one.record_sample("http://site.test/1", gained_links=1, gained_text=0)
+        )
+        answers = [await ask(one, f"http://other.test/{i}") for i in range(3)]
+        await asyncio.sleep(2.0)
+        assert not outcome.done()  # waiting for Redis, not failed
+        restartable.start()
+        await asyncio.wait_for(outcome, timeout=15)
+        answer, _ = await ask(one, "http://site.test/2")
+    finally:
+        await close(one)
+    assert [rendered for rendered, _ in answers] == [False] * 3  # static meanwhile
+    assert answer is True  # the outcome reached Redis: the host is decided
+    reader = redis_py.Redis.from_url(restartable.url)
+    try:
+        assert hash_of(reader)["decision:"] == "render"
+    finally:
+        reader.close()
+    assert one._stats.get_value("redis/outages") == 1

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import redis as redis_py
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 from warcio.archiveiterator import ArchiveIterator
@@ -72,7 +72,8 @@ SITE: dict[str, str] = {
     ),
     "/third.html": (
         "<html><head><script src='{b1}/tracker.js'></script></head><body>"
-        "<img src='/picture.png'><script>"
+        "<img src='/picture.png'><script>fetch('/private/data.txt');"
+        "window.open('/popup.html');"
         + _add_link("/from-third.html")
         + "</script></body></html>"
     ),
@@ -81,6 +82,8 @@ SITE: dict[str, str] = {
     "/more.txt": "more",
     "/tracker.js": "var tracked = true;",
     "/picture.png": "png",
+    "/private/data.txt": "not for robots",
+    "/robots.txt": "User-agent: *\nDisallow: /private/\n",
 }
 # Pages /busy.html links to.
 BUSY_PAGES = 3
@@ -192,6 +195,7 @@ class RenderSeedsSpider(BfsSpider):
         async for output in super().start():
             if isinstance(output, Request):
                 output.meta["render"] = True
+                output.meta["render_keep_static"] = True
                 action = self.ACTIONS.get(urlsplit(output.url).path)
                 if action is not None:
                     output.meta["render_action"] = action
@@ -220,7 +224,12 @@ async def crawl(
     client = redis_py.Redis.from_url(values["REDIS_URL"])
     client.flushdb()  # each crawl from scratch (the seen filter)
     client.close()
+    handlers = values.pop("signals", {})
     crawler = get_crawler(spider, values)
+    if "downloaded" in handlers:
+        crawler.signals.connect(
+            handlers["downloaded"], signal=signals.response_downloaded
+        )
     await crawler.crawl_async(seeds=",".join(seeds), scope="seed-hosts")
     return crawler
 
@@ -230,14 +239,34 @@ def stat(crawler: Any, key: str) -> Any:
 
 
 @deferred_f_from_coro_f
-async def test_script_links_are_found_with_meta_render_only(settings):
+async def test_script_links_are_found_with_meta_render_only(settings, caplog):
+    caplog.set_level(logging.INFO, logger="scrapy-playwright")
     with render_site() as site:
         seed = [site.bases[0] + "/script.html"]
-        crawler = await crawl(settings, seed, spider=RenderSeedsSpider)
+        bodies = []
+
+        def downloaded(response: Any, request: Any) -> None:
+            bodies.append((response.body, request.meta.get("render_static_body")))
+
+        crawler = await crawl(
+            settings, seed, spider=RenderSeedsSpider, signals={"downloaded": downloaded}
+        )
         assert "/from-script.html" in site.paths()
         assert stat(crawler, "render/pages") == 1  # the seed; its link is static
-        await crawl(settings, seed, RENDER_MODE="never")
+        # The seed asked to keep its document as served: one fetch, both pages.
+        rendered, served = bodies[0]
+        assert b"from-script.html" in served  # in the script's text
+        assert b'href="/from-script.html"' in rendered
+        assert b'href="/from-script.html"' not in served
+        assert served == SITE["/script.html"].encode()
+        assert "Starting download handler" in caplog.text  # Playwright started
+        caplog.clear()
+        static = await crawl(settings, seed, RENDER_MODE="never")
         assert site.paths() == ["/script.html", "/from-script.html", "/script.html"]
+        # Nothing rendered: Playwright and the browser never started.
+        assert stat(static, "playwright/browser_count") is None
+        assert "Starting download handler" not in caplog.text
+        assert not [k for k in static.stats.get_stats() if k.startswith("render/")]
 
 
 @deferred_f_from_coro_f
@@ -305,15 +334,22 @@ async def test_a_global_action_missing_from_a_page_is_counted(settings):
 async def test_third_party_and_image_requests_are_blocked_and_counted(settings):
     with render_site() as site:
         crawler = await crawl(
-            settings, [site.bases[0] + "/third.html"], RENDER_MODE="always"
+            settings,
+            [site.bases[0] + "/third.html"],
+            RENDER_MODE="always",
+            ROBOTSTXT_OBEY=True,
         )
         assert "/from-third.html" in site.paths()  # the page's own script ran
         assert site.paths(host=1) == []
         assert "/picture.png" not in site.paths()
-        assert stat(crawler, "render/subrequests_blocked") == 2
+        assert "/private/data.txt" not in site.paths()  # robots.txt forbids it
+        assert "/popup.html" not in site.paths()  # a window the page opened
+        assert stat(crawler, "render/subrequests_blocked") == 4
         blocked = "render/subrequests_blocked_reason_count"
         assert stat(crawler, f"{blocked}/third-party") == 1
         assert stat(crawler, f"{blocked}/image") == 1
+        assert stat(crawler, f"{blocked}/robots") == 1
+        assert stat(crawler, f"{blocked}/popup") == 1
 
 
 @deferred_f_from_coro_f

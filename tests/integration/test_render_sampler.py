@@ -247,3 +247,37 @@ async def test_never_misses_what_auto_finds(settings, redis):
     assert fetched(mixed, "app") == {"/app/0.html"}
     assert fetched(static, "s") == section("s")
     assert dynamic.renders == static.renders == mixed.renders == []
+
+
+FAN_OUT = 4
+WIDE_PAGES = 1 + FAN_OUT + FAN_OUT**2  # three levels
+
+
+def wide_host(path: str) -> str | None:
+    """A dynamic host whose pages each write links to FAN_OUT children."""
+    name = path.removeprefix("/w/").removesuffix(".html")
+    if not path.startswith("/w/") or not name.isdigit():
+        return None
+    index = int(name)
+    children = range(index * FAN_OUT + 1, index * FAN_OUT + FAN_OUT + 1)
+    links = [f"/w/{i}.html" for i in children if i < WIDE_PAGES]
+    return page(path, links, scripted=True)
+
+
+@deferred_f_from_coro_f
+async def test_pages_fetched_while_undecided_are_rendered_later(settings, redis):
+    """With four fetches of a host at once, pages go out while its samples are
+    still out: held, then rendered once the decision comes, so their links (which
+    only scripts write) are found all the same."""
+    with serving(DYNAMIC, wide_host) as wide:
+        values = settings(
+            RENDER_MODE="auto",
+            RENDER_SAMPLE_PAGES=SAMPLE_PAGES,
+            RENDER_SETTLE=0.1,
+            FRONTIER_HOST_CONCURRENCY=FAN_OUT,
+        )
+        crawler = get_crawler(BfsSpider, values)
+        await crawler.crawl_async(seeds=origin(wide) + "/w/0.html", scope="seed-hosts")
+    assert fetched(wide, "w") == {f"/w/{i}.html" for i in range(WIDE_PAGES)}
+    assert crawler.stats.get_value("render/held_pages") >= 1
+    assert crawler.stats.get_value("render/late_pages") >= 1

@@ -21,6 +21,7 @@ from crawler.render.adaptive import (
     LevelRecord,
     after_outcome,
     decide,
+    held_fate,
     key_of,
     may_claim,
     pattern_of,
@@ -28,6 +29,7 @@ from crawler.render.adaptive import (
     recheck_due,
     sample_pays,
     text_gain,
+    undecided,
     verdict,
     write_level,
 )
@@ -282,7 +284,15 @@ def test_sample_pays(links, text, min_links, min_text, pays):
 
 @pytest.mark.parametrize(
     ("static", "rendered", "gain"),
-    [(100, 120, 0.2), (100, 100, 0.0), (100, 50, -0.5), (0, 30, 30.0), (0, 0, 0.0)],
+    [
+        (1000, 1200, 0.2),
+        (1000, 1000, 0.0),
+        (1000, 500, -0.5),
+        (100, 200, 0.2),  # a small page: counted against 500 characters
+        (0, 60, 0.12),
+        (0, 500, 1.0),
+        (0, 0, 0.0),
+    ],
 )
 def test_text_gain(static, rendered, gain):
     assert text_gain(static, rendered) == pytest.approx(gain)
@@ -341,3 +351,40 @@ def test_a_recheck_keeps_or_resets_a_decision(record, expected):
         assert change is None
     else:
         assert change == ("reset", LevelRecord())
+
+
+# --- pages held while undecided ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("record", "pattern", "waits"),
+    [
+        (HostRecord(), "/", True),
+        (host(host=LevelRecord(claimed=3)), "/x/", True),
+        (host(host=RENDER), "/x/", False),
+        (host(host=MIXED, x=STATIC), "/x/", False),
+        (host(host=MIXED, x=LevelRecord(paid=1)), "/x/", True),
+        (host(host=MIXED), "/new/", True),
+    ],
+)
+def test_undecided(record, pattern, waits):
+    assert undecided(record, pattern) is waits
+
+
+def test_a_trap_hosts_extra_patterns_wait_for_nothing():
+    patterns = {f"/p{i}/": RENDER for i in range(MAX_PATTERNS)}
+    record = HostRecord({HOST: MIXED, **patterns})
+    assert undecided(record, "/another/") is False
+
+
+@pytest.mark.parametrize(
+    ("record", "render", "static"),
+    [
+        (HostRecord(), [], []),
+        (host(host=RENDER, x=STATIC), [HOST], []),
+        (host(host=STATIC, x=RENDER), [], [HOST]),
+        (host(host=MIXED, x=RENDER, y=STATIC, z=LevelRecord(paid=1)), ["/x/"], ["/y/"]),
+    ],
+)
+def test_held_fate(record, render, static):
+    assert held_fate(record) == (render, static)

@@ -1,0 +1,314 @@
+"""What RENDER_MODE=auto learnt, in Redis: one hash per host, and the scripts on it.
+
+``CrawlKeys.render(host)`` holds the host's levels (``crawler.render.adaptive``);
+``CrawlKeys.render_held(host)`` the pages fetched statically while the host was
+undecided, to render if the decision says so. Both carry the host as their hash
+tag, so a script may read both on a Redis Cluster. Every call is one round trip.
+
+Reads (``read``, ``claim``, ``hold``) answer None while Redis is away: a request is
+never held up for a decision. Writes (``record``, ``release``, ``settle``, ``take``)
+wait for Redis: a sample's outcome is not lost. A key of the wrong type is deleted
+(counted, as any state the crawler did not write) and the call made again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import ResponseError
+
+from crawler.addon import Frontier
+from crawler.frontier.outage import REDIS_ERRORS, is_outage, patiently
+from crawler.render.adaptive import level_fields, write_level
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Sequence
+
+    import redis.asyncio
+    from scrapy.crawler import Crawler
+
+    from crawler.crawlstate.keys import CrawlKeys
+    from crawler.render.adaptive import Change, LevelRecord
+
+logger = logging.getLogger(__name__)
+
+# Lua's view of a counter: a number the crawler could have written, else 0.
+_NUMBER = """
+local function number(value)
+  value = tonumber(value)
+  if value == nil or value ~= value or value < 0 or value > 1e12 then return 0 end
+  return value
+end
+"""
+
+CLAIM = (
+    _NUMBER
+    + """
+-- KEYS: [1] the host's render hash
+-- ARGV: [1] level ('' the host, or a URL pattern), [2] RENDER_SAMPLE_PAGES,
+--       [3] now (s), [4] seconds a claim lasts, [5] RENDER_RECHECK_INTERVAL (0 never)
+-- returns: {1 if a sample was granted else 0, the hash (HGETALL)}
+local level, now = ARGV[1], tonumber(ARGV[3])
+local function get(name) return number(redis.call('HGET', KEYS[1], name .. ':' .. level)) end
+local granted = 0
+local decision = redis.call('HGET', KEYS[1], 'decision:' .. level)
+if decision == 'render' or decision == 'static' then
+  local interval = tonumber(ARGV[5])
+  if interval > 0 and now - get('decided_at') >= interval then
+    redis.call('HSET', KEYS[1], 'decided_at:' .. level, ARGV[3])
+    granted = 1
+  end
+elseif decision ~= 'mixed' then
+  local pages, done = tonumber(ARGV[2]), get('paid') + get('static')
+  local taken = math.max(get('claimed'), done)
+  if taken >= pages and done < pages and now - get('claimed_at') >= tonumber(ARGV[4]) then
+    taken = done
+  end
+  if taken < pages then
+    redis.call('HSET', KEYS[1], 'claimed:' .. level, taken + 1, 'claimed_at:' .. level, ARGV[3])
+    granted = 1
+  end
+end
+return {granted, redis.call('HGETALL', KEYS[1])}
+"""
+)
+
+RECORD = (
+    _NUMBER
+    + """
+-- KEYS: [1] the host's render hash
+-- ARGV: [1] 'paid' or 'static', [2] links gained, [3...] levels to count it in
+-- returns: the hash (HGETALL)
+for i = 3, #ARGV do
+  local field = ARGV[1] .. ':' .. ARGV[i]
+  redis.call('HSET', KEYS[1], field, number(redis.call('HGET', KEYS[1], field)) + 1)
+  field = 'links:' .. ARGV[i]
+  redis.call('HSET', KEYS[1], field,
+    number(redis.call('HGET', KEYS[1], field)) + tonumber(ARGV[2]))
+end
+return redis.call('HGETALL', KEYS[1])
+"""
+)
+
+RELEASE = (
+    _NUMBER
+    + """
+-- KEYS: [1] the host's render hash
+-- ARGV: [1] the level whose sample claim is given back
+-- returns: the claims left
+local field = 'claimed:' .. ARGV[1]
+local left = math.max(number(redis.call('HGET', KEYS[1], field)) - 1, 0)
+redis.call('HSET', KEYS[1], field, left)
+return left
+"""
+)
+
+HOLD = """
+-- KEYS: [1] the host's render hash, [2] its held pages
+-- ARGV: [1] the page's URL pattern, [2] its field, [3] its queue entry, [4] most held
+-- returns: the decision that applies to the page if there is one ('render',
+--   'static'), else 'held' (kept for the decision) or 'full'
+local decision = redis.call('HGET', KEYS[1], 'decision:')
+if decision == 'mixed' then
+  decision = redis.call('HGET', KEYS[1], 'decision:' .. ARGV[1])
+end
+if decision == 'render' or decision == 'static' then return decision end
+if redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[4]) then return 'full' end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+return 'held'
+"""
+
+TAKE = """
+-- KEYS: [1] a host's held pages
+-- ARGV: URL patterns whose pages are taken ('' takes every page)
+-- returns: the queue entries taken (and deleted)
+local taken, all = {}, redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  for _, pattern in ipairs(ARGV) do
+    if pattern == '' or string.sub(all[i], 1, #pattern + 1) == pattern .. ' ' then
+      redis.call('HDEL', KEYS[1], all[i])
+      table.insert(taken, all[i + 1])
+      break
+    end
+  end
+end
+return taken
+"""
+
+SCRIPTS = {
+    "claim": CLAIM,
+    "record": RECORD,
+    "release": RELEASE,
+    "hold": HOLD,
+    "take": TAKE,
+}
+# The scripts that read or write the held pages too.
+_TWO_KEYS = frozenset({"hold"})
+
+
+class RenderState:
+    """The crawl's render hashes in Redis (see the module)."""
+
+    def __init__(self, crawler: Crawler, keys: CrawlKeys) -> None:
+        assert crawler.stats is not None
+        self._crawler = crawler
+        self._stats = crawler.stats
+        self._keys = keys
+        self.gate = Frontier.of(crawler).outage.gate("the render advisor")
+        self._client: redis.asyncio.Redis | None = None
+        self._scripts: dict[str, Any] = {}
+        self._bad_logged = False
+
+    # --- reads: None while Redis is away ---------------------------------------------
+
+    async def read(self, host: str) -> dict[bytes, bytes] | None:
+        return await self._now(host, lambda: self._redis().hgetall(self._key(host)))  # type: ignore[no-any-return]
+
+    async def claim(self, host: str, args: Sequence[object]) -> tuple[bool, Any] | None:
+        reply = await self._now(host, lambda: self._script("claim", host, args))
+        if reply is None:
+            return None
+        return bool(reply[0]), _pairs(reply[1])
+
+    async def hold(self, host: str, args: Sequence[object]) -> str | None:
+        reply = await self._now(host, lambda: self._script("hold", host, args))
+        return reply.decode() if isinstance(reply, bytes) else reply
+
+    # --- writes: they wait for Redis ---------------------------------------------------
+
+    async def record(self, host: str, args: Sequence[object]) -> dict[bytes, bytes]:
+        reply = await self._patiently(host, lambda: self._script("record", host, args))
+        return _pairs(reply)
+
+    async def release(self, host: str, level: str) -> None:
+        await self._patiently(host, lambda: self._script("release", host, [level]))
+
+    async def take(self, host: str, patterns: Sequence[str]) -> list[bytes]:
+        """The held pages of *patterns*, deleted."""
+        if not patterns:
+            return []
+        key = self._keys.render_held(host)
+
+        def call() -> Awaitable[Any]:
+            return self._scripts_of("take")(keys=[key], args=list(patterns))  # type: ignore[no-any-return]
+
+        return list(await self._patiently(host, call) or [])
+
+    async def settle(
+        self, host: str, changes: Sequence[tuple[str, Change, LevelRecord]]
+    ) -> None:
+        """Write decisions (only their fields: other nodes increment the counters)
+        and resets."""
+        key = self._key(host)
+
+        async def call() -> Any:
+            pipe = self._redis().pipeline(transaction=False)
+            for level, change, record in changes:
+                if change == "reset":
+                    pipe.hdel(key, *level_fields(level))
+                else:
+                    pipe.hset(key, mapping=_decision_fields(record, level))  # type: ignore[arg-type]
+            return await pipe.execute()
+
+        await self._patiently(host, call)
+
+    # --- the way to Redis ----------------------------------------------------------
+
+    def _key(self, host: str) -> str:
+        return self._keys.render(host)
+
+    def _script(self, name: str, host: str, args: Sequence[object]) -> Awaitable[Any]:
+        keys = [self._key(host)]
+        if name in _TWO_KEYS:
+            keys.append(self._keys.render_held(host))
+        return self._scripts_of(name)(keys=keys, args=list(args))  # type: ignore[no-any-return]
+
+    def _scripts_of(self, name: str) -> Any:
+        if name not in self._scripts:
+            self._scripts[name] = self._redis().register_script(SCRIPTS[name])
+        return self._scripts[name]
+
+    def _redis(self) -> redis.asyncio.Redis:
+        if self._client is None:  # made on first use: no I/O at start-up
+            self._client = Frontier.of(self._crawler).redis.async_client()
+        return self._client
+
+    async def _now(self, host: str, call: Callable[[], Awaitable[Any]]) -> Any:
+        """*call* once (twice if a key had the wrong type), or None if Redis is away
+        or refuses it (counted)."""
+        if not self.gate.ready(time.time()):
+            return None
+        for attempt in range(2):
+            try:
+                result = await call()
+            except REDIS_ERRORS as exc:
+                if is_outage(exc):
+                    self.gate.failed(exc, time.time())
+                    return None
+                if attempt == 0 and await self._repaired(host, exc):
+                    continue
+                self.bad(1, f"Redis refused a command: {exc}")
+                return None
+            self.gate.succeeded()
+            return result
+        return None
+
+    async def _patiently(self, host: str, call: Callable[[], Awaitable[Any]]) -> Any:
+        """*call* once Redis answers (waiting while it is away); None if it refuses
+        it (counted)."""
+        for attempt in range(2):
+            try:
+                return await patiently(self.gate, call)
+            except REDIS_ERRORS as exc:
+                if attempt == 0 and await self._repaired(host, exc):
+                    continue
+                self.bad(1, f"Redis refused a command: {exc}")
+                return None
+        return None
+
+    async def _repaired(self, host: str, error: BaseException) -> bool:
+        """Delete the host's keys that are not hashes, if *error* says some are;
+        whether any was."""
+        if not (isinstance(error, ResponseError) and "WRONGTYPE" in str(error)):
+            return False
+        repaired = False
+        for key in (self._key(host), self._keys.render_held(host)):
+            kind = await self._redis().type(key)
+            if kind not in (b"hash", b"none", "hash", "none"):
+                await self._redis().delete(key)
+                self.bad(1, f"{key} was a {kind!r}, not a hash: deleted")
+                repaired = True
+        return repaired
+
+    def bad(self, count: int, what: str) -> None:
+        """Count state the crawler did not write (or a refused command); log once."""
+        self._stats.inc_value("render/bad_state", count)
+        if not self._bad_logged:
+            self._bad_logged = True
+            logger.warning(
+                "Ignored render state the crawler did not write (%(what)s); further "
+                "ones are only counted in render/bad_state",
+                {"what": what},
+                extra={"spider": self._crawler.spider},
+            )
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+def _pairs(reply: Any) -> dict[bytes, bytes]:
+    """A hash from a script's flat HGETALL reply."""
+    if isinstance(reply, dict):
+        return reply
+    items = list(reply or [])
+    return dict(zip(items[::2], items[1::2], strict=False))
+
+
+def _decision_fields(record: LevelRecord, level: str) -> dict[str, str]:
+    names = ("decision", "decided_at", "decided_paid", "decided_static")
+    written = write_level(record, level)
+    return {f"{name}:{level}": written[f"{name}:{level}"] for name in names}
