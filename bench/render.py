@@ -231,7 +231,6 @@ def site_view(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "renders": len(marks),
         "hosts_rendered": len(hosts_rendered),
         "renders_per_second": len(marks) / span if span > 0 else 0.0,
-        "third_party_asked": sum("third-party" in r["path"] for r in rows),
     }
 
 
@@ -298,7 +297,7 @@ def adaptive(args: argparse.Namespace) -> list[dict[str, Any]]:
 def table(rows: list[dict[str, Any]]) -> str:
     header = (
         f"{'crawl':<12} {'pages':>6} {'renders':>8} {'wall s':>7} {'renders/s':>10} "
-        f"{'browser RSS MiB':>16} {'PSS MiB':>8} {'procs':>6} {'3rd party':>10}"
+        f"{'browser RSS MiB':>16} {'PSS MiB':>8} {'procs':>6}"
     )
     lines = [header, "-" * len(header)]
     for r in rows:
@@ -306,7 +305,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"{r['crawl']:<12} {r['pages']:>6} {r['renders']:>8} "
             f"{r['wall_seconds']:>7.1f} {r['renders_per_second']:>10.2f} "
             f"{r['browser_rss'] / 2**20:>16.0f} {r['browser_pss'] / 2**20:>8.0f} "
-            f"{r['browser_processes']:>6} {r['third_party_asked']:>10}"
+            f"{r['browser_processes']:>6}"
         )
     return "\n".join(lines)
 
