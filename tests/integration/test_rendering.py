@@ -138,10 +138,17 @@ def app_pages(site: RunningSite, index: int) -> tuple[set[int], set[int]]:
     """The ``/app/`` pages of mixed host *index* the site served 200, and those a
     browser rendered."""
     host = site.host(index)
-    rows = [r for r in site.log() if r["host"] == host]
-    served = {app_index(r["path"], site.spec.pages) for r in rows if r["status"] == 200}
-    rendered = {rendered_app_page(r["path"]) for r in rows}
-    return served - {None}, rendered - {None}  # type: ignore[return-value]
+    served: set[int] = set()
+    rendered: set[int] = set()
+    for row in site.log():
+        if row["host"] != host:
+            continue
+        page = app_index(row["path"], site.spec.pages)
+        if page is not None and row["status"] == 200:
+            served.add(page)
+        if (mark := rendered_app_page(row["path"])) is not None:
+            rendered.add(mark)
+    return served, rendered
 
 
 @deferred_f_from_coro_f
