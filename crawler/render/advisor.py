@@ -5,7 +5,9 @@ shared by the cluster and deleted with the crawl's keys; this process keeps a co
 each host's hash, read again every ``REFRESH_SECONDS`` (in the background for a
 decided host: a decided request never waits on Redis) and at once on its own
 samples. An undecided host takes samples: a sample slot is claimed by a Lua script,
-so at most RENDER_SAMPLE_PAGES are out at once across the cluster. A page fetched
+so at most RENDER_SAMPLE_PAGES are out at once across the cluster; a sample is
+rendered, keeping the static document its host served, and compared by
+``crawler.render.sampler``. A page fetched
 statically while its host was undecided is held in Redis and rendered if the
 decision says rendering pays (its links would be lost otherwise). The rules are pure
 functions in ``crawler.render.adaptive``; this module is their I/O.
@@ -110,12 +112,13 @@ class RenderAdvisor:
     # --- deciding ------------------------------------------------------------------
 
     def wants_render(self, request: Request) -> bool | Awaitable[bool]:
-        """True to render *request*, False to fetch it statically (then, if it is
-        picked as a sample, with ``meta[RENDER_SAMPLE]``); an awaitable when Redis
-        must be asked (a host not known yet, or a sample to claim)."""
-        if request.meta.get(meta.RENDER_STATIC):
-            return True  # the rendered fetch of a sample
-        if request.meta.get(meta.RENDER_SAMPLE) or request.meta.get(meta.ROBOTS_FETCH):
+        """True to render *request*, False to fetch it statically; an awaitable
+        when Redis must be asked (a host not known yet, or a sample to claim). A
+        sample is rendered, keeping its page's static document to compare
+        (``meta[RENDER_SAMPLE]``, ``meta[RENDER_KEEP_STATIC]``)."""
+        if request.meta.get(meta.RENDER_SAMPLE):
+            return True  # a sample tried again: still a sample
+        if request.meta.get(meta.ROBOTS_FETCH):
             return False
         try:
             key = key_of(request.url)
@@ -176,7 +179,7 @@ class RenderAdvisor:
         self, request: Request, key: DecisionKey, record: HostRecord
     ) -> bool:
         """Ask Redis for a sample at the level deciding *key*; the request becomes
-        one if granted (fetched statically now, rendered next); else the decision
+        one if granted (rendered, keeping its static document); else the decision
         as Redis has it."""
         level = deciding_level(record, key.pattern)
         args = [level, self._config.sample_pages, f"{self._clock():.3f}"]
@@ -189,10 +192,11 @@ class RenderAdvisor:
         if not granted:
             return self._answer(request, record, key, self._verdict(record, key))
         request.meta[meta.RENDER_SAMPLE] = True
+        request.meta[meta.RENDER_KEEP_STATIC] = True
         request.meta.pop(UNDECIDED, None)
         if record.level(level).decision is None:  # a slot, not a re-check
             request.meta[SAMPLE_LEVEL] = [key.host, level]
-        return False
+        return True
 
     # --- reading -------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from scrapy.exceptions import (
     DownloadFailedError,
     DownloadTimeoutError,
 )
-from scrapy.http import HtmlResponse
+from scrapy.http import HtmlResponse, Response
 from scrapy_playwright.handler import (  # type: ignore[import-untyped]
     ScrapyPlaywrightDownloadHandler,
 )
@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 
     from scrapy import Request
     from scrapy.crawler import Crawler
-    from scrapy.http import Response
+
+    from crawler.render.hops import Redirect
 
 logger = logging.getLogger(__name__)
 # scrapy-playwright's logger: it warns, with a traceback, of every page it closes
@@ -131,6 +132,8 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
             async with session.time_limit(OPEN_LIMIT):
                 response = await self._download_request(request)
         except (TimeoutError, PlaywrightError) as exc:
+            if session.redirect is not None:  # Scrapy follows it, through the frontier
+                return redirected(request, session.redirect)
             raise self._failure(request, exc) from exc
         finally:
             await session.close()
@@ -193,6 +196,17 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
         except PlaywrightError:
             logger.debug("Browser context %s already gone", name)
         self._render_stats.inc_value("render/contexts_closed")
+
+
+def redirected(request: Request, redirect: Redirect) -> Response:
+    """The page's redirect, as the static fetch would have answered it."""
+    return Response(
+        request.url,
+        status=redirect.status,
+        headers=redirect.headers,
+        request=request,
+        flags=["render"],
+    )
 
 
 def rendered(response: Response) -> Response:

@@ -1,12 +1,14 @@
-"""One rendered page: its own requests filtered and counted, the lazy-load actions
-run after the load, and the wait until the page settles, all within its deadline.
+"""One rendered page: its own requests filtered, fetched and counted, the lazy-load
+actions run after the load, and the wait until the page settles, all within its
+deadline.
 
 A ``PageSession`` is handed to scrapy-playwright through the request's meta: its
 ``install`` is the page init callback (it runs before the navigation, after
-scrapy-playwright's own route, so its route is asked first and falls back to
-that one), and its ``lazy_load`` the page method run after the load. Nothing a
-page says is executed here: actions are property lookups and selector waits
-named by the crawl's settings, never code read from a page or from Redis.
+scrapy-playwright's own route, so its route is asked first), and its ``lazy_load``
+the page method run after the load. Its route fetches the page's requests itself,
+one redirect hop at a time (``crawler.render.hops``): scrapy-playwright's route sees
+only streams. Nothing a page says is executed here: actions are property lookups and
+selector waits named by the crawl's settings, never code read from a page or Redis.
 """
 
 from __future__ import annotations
@@ -14,14 +16,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from playwright.async_api import Error as PlaywrightError
 
 from crawler.policy.hosts import host_of
+from crawler.render.actions import (
+    CALL_JS,
+    HEIGHT_JS,
+    MAX_SCROLL_STEPS,
+    QUIET_JS,
+    SCROLL_JS,
+    action_kind,
+)
+from crawler.render.hops import (
+    Hop,
+    Redirect,
+    abort_code,
+    client_headers,
+    fetch_checked,
+    fetch_document,
+)
 from crawler.render.subrequests import blocked_reason
 
 if TYPE_CHECKING:
@@ -29,61 +46,20 @@ if TYPE_CHECKING:
 
     from playwright.async_api import BrowserContext, Page, Route
     from playwright.async_api import Request as BrowserRequest
-    from playwright.async_api import Response as PlaywrightResponse
     from scrapy import Request
     from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
 
-ActionKind = Literal["scroll", "function", "selector", "either"]
-# "name", "a.b.name" or "name()": a function the page defines (else, without the
-# parentheses, a CSS selector such as "article" or "div.items").
-FUNCTION = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*(?P<call>\(\))?")
-# A name that is no function of the page but may be a CSS selector: tag names and
-# classes are lower case without "$" or "_" ("loadMore" or "$init" is a function).
-TAG_LIKE = re.compile(r"[a-z][a-z0-9-]*(?:\.[a-z][a-z0-9-]*)*")
 # Seconds of a page's timeout kept for reading its DOM after the actions and the
 # settling (at most this, and at most a quarter of the timeout).
 READ_RESERVE = 2.0
-# Scroll steps at most: an endless feed stops growing the page's text here.
-MAX_SCROLL_STEPS = 30
 # Seconds between two looks at whether the page has settled.
 POLL_INTERVAL = 0.05
 # Browser contexts whose route refuses every request of a page not ours.
 _GUARDED: weakref.WeakSet[BrowserContext] = weakref.WeakSet()
 # Request types that never end by design: they do not keep a page from settling.
 ENDLESS_TYPES = frozenset({"eventsource", "websocket"})
-
-# Calls the function at a dotted path of window, awaiting a promise it returns;
-# false when there is no such function.
-CALL_JS = """async (path) => {
-  let owner = window, target = window;
-  for (const name of path.split(".")) {
-    owner = target;
-    target = target == null ? undefined : target[name];
-  }
-  if (typeof target !== "function") return false;
-  await target.call(owner);
-  return true;
-}"""
-# Scrolls to the end; returns the height scrolled to.
-SCROLL_JS = """() => {
-  const element = document.scrollingElement || document.documentElement;
-  const height = element.scrollHeight;
-  window.scrollTo(0, height);
-  return height;
-}"""
-HEIGHT_JS = "() => (document.scrollingElement || document.documentElement).scrollHeight"
-# Milliseconds since the DOM last changed (a MutationObserver installed on first call).
-QUIET_JS = """() => {
-  let state = window.__crawlerRenderQuiet;
-  if (!state || typeof state.last !== "number") {
-    state = window.__crawlerRenderQuiet = { last: performance.now() };
-    new MutationObserver(() => { state.last = performance.now(); }).observe(
-      document, { subtree: true, childList: true, attributes: true, characterData: true });
-  }
-  return performance.now() - state.last;
-}"""
 
 
 @dataclass(frozen=True)
@@ -116,9 +92,12 @@ class PageSession:
         self._settle = rules.settle
         self._robots = rules.robots
         self._keep_static = rules.keep_static
-        self._document: PlaywrightResponse | None = None
-        # The main document as its host served it, when asked for and read.
+        self._request: Request | None = None
+        self._user_agent: str | None = None
+        # The main document as its host served it, when asked for.
         self.static_body: bytes | None = None
+        # The main document's redirect (the render then stops: Scrapy follows it).
+        self.redirect: Redirect | None = None
         self._stats = stats
         self._timeout = timeout
         self._limit: asyncio.Timeout | None = None
@@ -143,6 +122,9 @@ class PageSession:
         """Page init callback: start the page's time, filter its requests, track
         those in flight."""
         self.page = page
+        self._request = request
+        user_agent = request.headers.get("User-Agent")
+        self._user_agent = user_agent.decode("latin-1") if user_agent else None
         now = self._loop.time()
         if self._limit is not None:
             self._limit.reschedule(now + self._timeout)
@@ -152,26 +134,63 @@ class PageSession:
             _GUARDED.add(page.context)
             await page.context.route("**", self._refuse)
         page.on("popup", self._close_popup)
-        if self._keep_static:
-            page.on("response", self._main_document)
         page.set_default_timeout(self._left() * 1000)
         page.on("request", self._started)
         page.on("requestfinished", self._ended)
         page.on("requestfailed", self._ended)
 
     async def _route(self, route: Route, request: BrowserRequest) -> None:
-        first = not self._navigated and request.is_navigation_request()
-        reason = None if first else self._blocked(request)
+        """Every request of the page: the document fetched for it, the others
+        checked and fetched hop by hop, or refused (counted)."""
+        try:
+            if not self._navigated and request.is_navigation_request():
+                self._navigated = True
+                await self._fetch_document(route)
+                return
+            reason = self._blocked(request.url, request.resource_type)
+            if reason is None:
+                self._stats.inc_value("render/subrequests")
+                reason = await self._fetch_subrequest(route, request)
+            else:
+                await route.abort("blockedbyclient")
+        except PlaywrightError as exc:  # the fetch failed: so does the request
+            with contextlib.suppress(PlaywrightError):
+                await route.abort(abort_code(exc))
+            return
         if reason is not None:
             self._stats.inc_value("render/subrequests_blocked")
             self._stats.inc_value(f"render/subrequests_blocked_reason_count/{reason}")
-            await route.abort("blockedbyclient")
-            return
-        if first:
-            self._navigated = True
-        else:
-            self._stats.inc_value("render/subrequests")
-        await route.fallback()  # to scrapy-playwright's route: it sends it
+
+    async def _fetch_document(self, route: Route) -> None:
+        assert self._request is not None
+        request = self._request
+        hop = Hop(request.url, request.method, request.body or None)
+        scrapy_headers = request.headers.to_unicode_dict()
+        headers = client_headers({str(k): v for k, v in scrapy_headers.items()}, None)
+        # The page's whole time: past it, the render's limit fails it as a timeout.
+        answer = await fetch_document(route, hop, headers, self._timeout)
+        if isinstance(answer, Redirect):
+            self.redirect = answer
+        elif self._keep_static:
+            self.static_body = answer
+
+    async def _fetch_subrequest(
+        self, route: Route, request: BrowserRequest
+    ) -> str | None:
+        """Fetch an allowed subrequest; why a redirect of it was refused, or None."""
+        if request.resource_type in ENDLESS_TYPES:
+            await route.fallback()  # a stream: the browser reads it as it comes
+            return None
+        hop = Hop(request.url, request.method, request.post_data_buffer)
+        headers = client_headers(await request.all_headers(), self._user_agent)
+        kind = request.resource_type
+        return await fetch_checked(
+            route,
+            hop,
+            headers,
+            blocked=lambda url: self._blocked(url, kind),
+            timeout=self._timeout,  # a slow one makes the page late, not lighter
+        )
 
     async def _refuse(self, route: Route) -> None:
         """The context's route: only requests of pages the crawler did not open (a
@@ -184,10 +203,9 @@ class PageSession:
         with contextlib.suppress(PlaywrightError):
             await popup.close()
 
-    def _blocked(self, request: BrowserRequest) -> str | None:
-        url = request.url
+    def _blocked(self, url: str, resource_type: str) -> str | None:
         reason = blocked_reason(
-            url, request.resource_type, page_host=self._host, block=self._block
+            url, resource_type, page_host=self._host, block=self._block
         )
         if reason is None and self._robots is not None and self._robots(url) is False:
             return "robots"
@@ -204,21 +222,8 @@ class PageSession:
 
     # --- after the load ----------------------------------------------------------
 
-    def _main_document(self, response: PlaywrightResponse) -> None:
-        """Remember the main frame's navigation response (the last: redirects)."""
-        with contextlib.suppress(PlaywrightError):
-            if response.request.is_navigation_request() and (
-                self.page is not None and response.frame == self.page.main_frame
-            ):
-                self._document = response
-
     async def lazy_load(self, page: Page) -> None:
-        """Page method: keep the static document if asked, run each action, then
-        wait until the page settles."""
-        if self._document is not None:
-            with contextlib.suppress(PlaywrightError):
-                self.static_body = await self._document.body()
-            page.remove_listener("response", self._main_document)
+        """Page method: run each action, then wait until the page settles."""
         for action in self._actions:
             if self._left() <= 0:
                 break
@@ -296,18 +301,3 @@ class PageSession:
                 await self.page.close()
             except PlaywrightError:
                 logger.debug("Page already gone at close")
-
-
-def action_kind(action: str) -> ActionKind:
-    """What a lazy-load action is: "scroll"; a "function" of the page ("name()",
-    "app.more", "loadMore"); a "selector"; or "either" for a lower-case name
-    ("article", "div.items"): called if the page has such a function, else waited
-    for as a selector."""
-    if action == "scroll":
-        return "scroll"
-    match = FUNCTION.fullmatch(action)
-    if match is None:
-        return "selector"
-    if match["call"] is None and TAG_LIKE.fullmatch(action):
-        return "either"
-    return "function"

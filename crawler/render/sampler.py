@@ -1,33 +1,36 @@
-"""RenderSampler: fetches each sample twice and tells the advisor what rendering found.
+"""RenderSampler: compares each sample's rendered page with its static one, and tells
+the advisor.
 
-A spider middleware, active in ``RENDER_MODE = auto``. For a page fetched statically
-as a sample (``meta[RENDER_SAMPLE]``, set by ``crawler.render.advisor``) it passes the
-spider's output through, then adds one request: the same page, rendered, carrying
-what the static fetch found (``meta[RENDER_STATIC]``). It goes through the frontier
-like any request (politeness, robots, leases), at the page's own depth and ahead of
-the host's other requests of that depth, so the decision comes early. For that
-rendered page it compares and records the outcome with the advisor before the
-page's lease is acknowledged.
+A spider middleware, active in ``RENDER_MODE = auto``. A sample (``meta[RENDER_SAMPLE]``,
+set by ``crawler.render.advisor``) is fetched once, rendered, with the page's main
+document kept as its host served it (``meta[RENDER_KEEP_STATIC]``: the render handler
+puts those bytes in ``meta[RENDER_STATIC_BODY]``). One browser fetch gives both pages:
+the spider reads the rendered one, as for any rendered page, and this middleware
+compares them and records the outcome with the advisor before the page's lease is
+acknowledged.
 
 What a page "finds" is read from the page itself (every link on it, its text), not
-only from the spider's output: the bfs spider yields a link once per crawl, so the
-rendered copies of pages that share script-written links would show them only once.
-A link counts as gained when the rendered page has it and the static one did not:
-one the spider yielded from the rendered page, or one on the rendered page that
-leads to the page's own host (script-written links to other hosts, such as ads, do
-not make a host worth rendering).
+only from the spider's output: the bfs spider yields a link once per crawl, so pages
+that share script-written links would show them only once. A link counts as gained
+when the rendered page has it and the static one does not: one the spider yielded
+from the rendered page, or one in the rendered DOM that leads to the page's own host
+(script-written links to other hosts, such as ads, do not make a host worth
+rendering).
+
+A page fetched statically while its host was undecided (``UNDECIDED``) is held for
+the decision (``RenderAdvisor.hold``); this middleware sends it to be rendered if the
+decision says so, now or when a later sample brings it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
-from scrapy.http import TextResponse
+from scrapy.http import HtmlResponse, TextResponse
 
 from crawler import meta
 from crawler.links import HtmlDocument
@@ -39,7 +42,7 @@ from crawler.spiders.follow import Follower
 from crawler.spiders.pagerecords import is_html
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterable
+    from collections.abc import AsyncIterator
     from typing import Self
 
     from scrapy.crawler import Crawler
@@ -50,33 +53,29 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Links of the static page carried to its rendered fetch (through the frontier's
-# queue): their digests, at most this many; a page with more compares by count
-# beyond them.
-MAX_STATIC_LINKS = 1000
-# Hex digits of a link's digest (40 bits: no collision to fear among a page's links).
-DIGEST_LENGTH = 10
-# The rendered fetch goes ahead of its host's other requests of the same depth.
+# A held page's rendered fetch goes ahead of its host's other requests of its depth.
 SAMPLE_PRIORITY = 100
 # Elements whose text a reader never sees.
 HIDDEN = ["script", "style", "noscript", "template"]
-# What the rendered copy does not inherit from the sample: the fetch's own history,
-# and what would make the frontier treat it as a seed, a revisit or a reparse.
+# What a held page's rendered fetch does not inherit from its static fetch: the
+# fetch's own history, and what would make the frontier treat it as a seed, a
+# revisit or a reparse.
 NOT_INHERITED = frozenset({
-    meta.RENDER_SAMPLE, SAMPLE_LEVEL, UNDECIDED, meta.REVISIT, meta.HELD_TIMES, meta.HOLD_UNTIL,
-    meta.FATE, meta.REQUEUED, meta.STARTED, meta.REVIVE, meta.REPARSE, meta.REPARSED,
-    meta.LEASE, meta.NODE, "is_start_request", "redirect_times", "redirect_ttl",
-    "redirect_urls", "redirect_reasons", "retry_times", "download_slot",
-    "download_latency", "download_timeout",
+    meta.RENDER_SAMPLE, SAMPLE_LEVEL, UNDECIDED, meta.REVISIT, meta.HELD_TIMES,
+    meta.HOLD_UNTIL, meta.FATE, meta.REQUEUED, meta.STARTED, meta.REVIVE,
+    meta.REPARSE, meta.REPARSED, meta.LEASE, meta.NODE, meta.RENDER_STATIC_BODY,
+    "is_start_request", "redirect_times", "redirect_ttl", "redirect_urls",
+    "redirect_reasons", "retry_times", "download_slot", "download_latency",
+    "download_timeout",
 })  # fmt: skip
 CONDITIONAL_HEADERS = (b"If-None-Match", b"If-Modified-Since")
 # The meta keys of the responses this middleware looks at.
-WATCHED = frozenset({meta.RENDER_SAMPLE, meta.RENDER_STATIC, UNDECIDED})
+WATCHED = frozenset({meta.RENDER_SAMPLE, UNDECIDED})
 
 
 class RenderSampler:
-    """Turns a sample into a rendered fetch, and the rendered fetch into an
-    outcome (see the module)."""
+    """Turns a sample into an outcome, and a page fetched while its host was
+    undecided into a held one (see the module)."""
 
     def __init__(self, crawler: Crawler, advisor: RenderAdvisor) -> None:
         assert crawler.stats is not None
@@ -112,12 +111,8 @@ class RenderSampler:
             if isinstance(item, Request):
                 urls.append(item.url)
             yield item
-        static = request.meta.get(meta.RENDER_STATIC)
         if request.meta.get(meta.RENDER_SAMPLE):
-            for rendered in await self._rendered_copy(response, request, urls):
-                yield rendered
-        elif isinstance(static, dict):
-            for late in await self._compare(response, static, urls):
+            for late in await self._compare(response, request, urls):
                 yield late
         elif request.meta.get(UNDECIDED) and _is_page(response):
             again = _again(response, request)
@@ -125,53 +120,44 @@ class RenderSampler:
                 self._stats.inc_value("render/late_pages")
                 yield again
 
-    async def _rendered_copy(
+    async def _compare(
         self, response: Response, request: Request, urls: list[str]
     ) -> list[Request]:
-        """The sample's page again, to be rendered, with what this fetch found.
-        A page that cannot be compared gives its slot back; a page that runs no
-        script is static enough as it is (a browser would show the same): its
-        outcome is recorded at once, and the held pages its decision may send to
-        be rendered are returned instead."""
-        found = _page(self._follower, response)
-        if found is None:
+        """Count what the rendered page has that its static document had not; tell
+        the advisor. Returns the held pages its decision sends to be rendered. A
+        sample that cannot be compared (not an HTML page, no static document) gives
+        its slot back."""
+        rendered = _page(self._follower, response)
+        static = _page(self._follower, _static_response(response, request))
+        if rendered is None or static is None:
             self._stats.inc_value("render/samples_unusable")
             await self._advisor.release(request)
             return []
-        if not found.scripted:
+        self._stats.inc_value("render/samples")
+        if not static.scripted:  # a browser shows what was served
             self._stats.inc_value("render/samples_without_scripts")
             return await self._advisor.record_sample(
                 response.url, gained_links=0, gained_text=0.0
             )
-        digests = list(dict.fromkeys(_digest(url) for url in [*urls, *found.links]))
-        static = {
-            "links": digests[:MAX_STATIC_LINKS],
-            "count": len(digests),
-            "text": found.text,
-        }
-        self._stats.inc_value("render/samples")
-        return [_again(response, request, {meta.RENDER_STATIC: static})]
-
-    async def _compare(
-        self, response: Response, static: dict[str, Any], urls: list[str]
-    ) -> list[Request]:
-        """Count what the rendered page found that the static one did not; tell
-        the advisor. Returns the held pages its decision sends to be rendered."""
-        found = _page(self._follower, response)
-        if found is None:
-            self._stats.inc_value("render/samples_unusable")
-            return []
-        gained = _gained(static, urls, _own_host(response.url, found.links))
-        growth = text_gain(_count(static.get("text")), found.text)
+        found = {*urls, *_own_host(response.url, rendered.links)}
+        gained = len(found - set(static.links))
+        growth = text_gain(static.text, rendered.text)
         self._stats.inc_value("render/gained_links", gained)
         return await self._advisor.record_sample(
             response.url, gained_links=gained, gained_text=growth
         )
 
 
-def _again(
-    response: Response, request: Request, extra: dict[str, Any] | None = None
-) -> Request:
+def _static_response(response: Response, request: Request) -> Response | None:
+    """The page's main document as its host served it, or None if the render
+    handler did not keep it."""
+    body = request.meta.get(meta.RENDER_STATIC_BODY)
+    if not isinstance(body, bytes):
+        return None
+    return HtmlResponse(response.url, body=body, headers=response.headers)
+
+
+def _again(response: Response, request: Request) -> Request:
     """*request*'s page to be fetched again, rendered: at the page's own depth,
     ahead of its host's other requests of that depth, past the seen filter."""
     inherited = {k: v for k, v in request.meta.items() if k not in NOT_INHERITED}
@@ -183,16 +169,11 @@ def _again(
         headers=headers,
         dont_filter=True,
         priority=request.priority + SAMPLE_PRIORITY,
-        meta={
-            **inherited,
-            "depth": response.meta.get("depth", 0),
-            meta.RENDER: True,
-            **(extra or {}),
-        },
+        meta={**inherited, "depth": response.meta.get("depth", 0), meta.RENDER: True},
     )
 
 
-def _is_page(response: Response) -> TypeGuard[TextResponse]:
+def _is_page(response: Response | None) -> TypeGuard[TextResponse]:
     """Whether *response* is an HTML page fetched successfully."""
     return (
         isinstance(response, TextResponse)
@@ -203,17 +184,16 @@ def _is_page(response: Response) -> TypeGuard[TextResponse]:
 
 @dataclass(frozen=True, slots=True)
 class PageFacts:
-    """What a fetch of a page found: its links, the length of its visible text
-    (whitespace runs counted as one character), whether it runs any script."""
+    """What a page has: its links, the length of its visible text (whitespace runs
+    counted as one character), whether it runs any script."""
 
     links: list[str]
     text: int
     scripted: bool
 
 
-def _page(follower: Follower, response: Response) -> PageFacts | None:
-    """The facts of an HTML page, or None for a response that is not one
-    (nothing to compare)."""
+def _page(follower: Follower, response: Response | None) -> PageFacts | None:
+    """The facts of an HTML page, or None for a response that is not one."""
     if not _is_page(response):
         return None
     try:
@@ -243,24 +223,6 @@ def _runs_scripts(tree: LexborHTMLParser) -> bool:
     )
 
 
-def _gained(static: dict[str, Any], urls: list[str], links: Iterable[str]) -> int:
-    """Links of the rendered page the static page did not have (by digest). When
-    the static page had more links than were carried, no more than the growth in
-    the number of links counts."""
-    carried = static.get("links")
-    known = (
-        {d for d in carried if isinstance(d, str)}
-        if isinstance(carried, list)
-        else set()
-    )
-    rendered = dict.fromkeys(_digest(url) for url in [*urls, *links])
-    gained = sum(1 for digest in rendered if digest not in known)
-    total = _count(static.get("count"))
-    if total > len(known):
-        gained = min(gained, max(len(rendered) - total, 0))
-    return gained
-
-
 def _own_host(url: str, links: list[str]) -> list[str]:
     """The links of *links* that lead to *url*'s host."""
     try:
@@ -275,16 +237,3 @@ def _own_host(url: str, links: list[str]) -> list[str]:
         except BadURLError:
             continue
     return own
-
-
-def _digest(url: str) -> str:
-    return hashlib.blake2b(url.encode("utf-8", "replace"), digest_size=8).hexdigest()[
-        :DIGEST_LENGTH
-    ]
-
-
-def _count(value: object) -> int:
-    """A count carried in meta (read back from the frontier's queue: any type)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    return 0

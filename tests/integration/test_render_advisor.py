@@ -79,8 +79,9 @@ async def sample_many(advisor: RenderAdvisor, urls: Iterable[str]) -> list[str]:
     picked = []
     for url in urls:
         rendered, request = await ask(advisor, url)
-        assert rendered is False  # a sample, or an undecided page: static
-        if request.meta.get(meta.RENDER_SAMPLE):
+        sample = bool(request.meta.get(meta.RENDER_SAMPLE))
+        assert rendered is sample  # a sample is rendered; undecided pages: static
+        if sample:
             picked.append(url)
     return picked
 
@@ -168,7 +169,7 @@ async def test_a_mixed_host_is_decided_per_pattern(settings, redis):
     await close(one)
     assert answers == {"http://site.test/app/9": True, "http://site.test/doc/9": False}
     assert request.meta.get(meta.RENDER_SAMPLE) is True  # a new pattern is sampled
-    assert fresh is False
+    assert fresh is True
     state = hash_of(redis)
     assert (state["decision:/app/"], state["decision:/doc/"]) == ("render", "static")
 
@@ -414,12 +415,20 @@ async def test_held_pages_are_bounded_and_hostile_ones_skipped(settings, redis):
 # --- the sampler ---------------------------------------------------------------------
 
 
-def page(url: str, links: Iterable[str], text: str, request: Request) -> HtmlResponse:
+def html(links: Iterable[str], text: str, script: str = "var x = 1;") -> bytes:
     anchors = "".join(f'<a href="{link}">l</a>' for link in links)
-    body = (
-        f"<html><body><p>{text}</p>{anchors}<script>var x = 1;</script></body></html>"
-    )
-    return HtmlResponse(url, body=body.encode(), encoding="utf-8", request=request)
+    scripts = f"<script>{script}</script>" if script else ""
+    return f"<html><body><p>{text}</p>{anchors}{scripts}</body></html>".encode()
+
+
+def rendered_sample(
+    url: str, static: bytes | None, rendered: bytes, request: Request
+) -> HtmlResponse:
+    """The response of a sample's browser fetch: the rendered DOM, and the static
+    document as the render handler keeps it."""
+    if static is not None:
+        request.meta[meta.RENDER_STATIC_BODY] = static
+    return HtmlResponse(url, body=rendered, encoding="utf-8", request=request)
 
 
 async def run(
@@ -434,36 +443,23 @@ async def run(
     ]
 
 
-@deferred_f_from_coro_f
-async def test_a_sample_is_fetched_again_rendered_then_compared(settings, redis):
+def sampling(settings: Callable[..., dict[str, Any]]) -> tuple[Any, Any, Any]:
     crawler = get_crawler(
         BfsSpider, settings(RENDER_MODE="auto", RENDER_SAMPLE_PAGES=1)
     )
-    sampler = RenderSampler.from_crawler(crawler)
-    advisor = advisor_of(crawler)
+    return crawler, RenderSampler.from_crawler(crawler), advisor_of(crawler)
+
+
+@deferred_f_from_coro_f
+async def test_a_sample_is_rendered_once_and_compared_with_its_static_page(
+    settings, redis
+):
+    crawler, sampler, advisor = sampling(settings)
     url = "http://site.test/app/page.html"
     rendered, request = await ask(advisor, url)
-    assert rendered is False
-    assert request.meta[meta.RENDER_SAMPLE] is True
-    request.meta["depth"] = 2
-    request.priority = -3
+    assert rendered is True  # a sample is rendered...
+    assert request.meta[meta.RENDER_KEEP_STATIC] is True  # ...keeping what was served
     static_links = ["http://site.test/app/a.html", "http://elsewhere.test/x"]
-    response = page(url, static_links, "hello world", request)
-    output = [Request(static_links[0]), {"item": 1}]
-    out = await run(sampler, response, output)
-    assert out[:2] == output  # the spider's output passes as it was
-    (again,) = out[2:]
-    assert (again.url, again.dont_filter, again.priority) == (
-        url,
-        True,
-        SAMPLE_PRIORITY - 3,
-    )
-    assert again.meta["depth"] == 2  # the page's own depth, not one deeper
-    assert again.meta[meta.RENDER] is True
-    assert meta.RENDER_SAMPLE not in again.meta
-    carried = again.meta[meta.RENDER_STATIC]
-    assert (carried["count"], carried["text"]) == (2, len("hello world l l"))
-
     # rendered: two more links of its own host, one of another host (not counted)
     rendered_links = [
         *static_links,
@@ -471,10 +467,13 @@ async def test_a_sample_is_fetched_again_rendered_then_compared(settings, redis)
         "http://site.test/c.html",
         "http://ads.test/z",
     ]
-    response = page(url, rendered_links, "hello world", again)
-    out = await run(sampler, response, [Request("http://site.test/app/b.html")])
+    response = rendered_sample(
+        url, html(static_links, "hello"), html(rendered_links, "hello"), request
+    )
+    output = [Request("http://site.test/app/b.html"), {"item": 1}]
+    out = await run(sampler, response, output)
     await advisor.close()
-    assert [r.url for r in out] == ["http://site.test/app/b.html"]  # nothing added
+    assert out == output  # the spider's output passes as it was, nothing added
     assert crawler.stats.get_value("render/samples") == 1
     assert crawler.stats.get_value("render/gained_links") == 2
     state = hash_of(redis)
@@ -487,16 +486,12 @@ async def test_a_sample_is_fetched_again_rendered_then_compared(settings, redis)
 
 @deferred_f_from_coro_f
 async def test_more_text_alone_makes_rendering_pay(settings, redis):
-    crawler = get_crawler(
-        BfsSpider, settings(RENDER_MODE="auto", RENDER_SAMPLE_PAGES=1)
-    )
-    sampler = RenderSampler.from_crawler(crawler)
-    advisor = advisor_of(crawler)
+    crawler, sampler, advisor = sampling(settings)
     url = "http://site.test/p.html"
     _, request = await ask(advisor, url)
     text = "word " * 200  # 1,000 characters
-    (again,) = await run(sampler, page(url, [], text, request), [])
-    await run(sampler, page(url, [], text + "more " * 50, again), [])  # +250
+    static, rendered = html([], text), html([], text + "more " * 50)  # +250
+    await run(sampler, rendered_sample(url, static, rendered, request), [])
     await advisor.close()
     assert crawler.stats.get_value("render/gained_links") == 0
     assert hash_of(redis)["decision:"] == "render"
@@ -504,67 +499,96 @@ async def test_more_text_alone_makes_rendering_pay(settings, redis):
 
 @deferred_f_from_coro_f
 async def test_a_line_a_script_adds_to_a_small_page_does_not_pay(settings, redis):
-    crawler = get_crawler(
-        BfsSpider, settings(RENDER_MODE="auto", RENDER_SAMPLE_PAGES=1)
-    )
-    sampler = RenderSampler.from_crawler(crawler)
-    advisor = advisor_of(crawler)
+    crawler, sampler, advisor = sampling(settings)
     url = "http://site.test/p.html"
     _, request = await ask(advisor, url)
-    (again,) = await run(sampler, page(url, [], "Page 3", request), [])
-    await run(sampler, page(url, [], "Page 3 Updated 2026-11-25 01:00", again), [])
+    static, rendered = html([], "Page 3"), html([], "Page 3 Updated 2026-11-25 01:00")
+    await run(sampler, rendered_sample(url, static, rendered, request), [])
     await advisor.close()
     assert hash_of(redis)["decision:"] == "static"
+    assert crawler.stats.get_value("render/static_enough") == 1
 
 
 @pytest.mark.parametrize(
-    ("body", "copies"),
+    ("static", "without_scripts"),
     [
-        (b"<html><body><p>Plain</p><a href='/a'>a</a></body></html>", 0),
-        (b"<html><body onload='more()'><p>Plain</p></body></html>", 1),
-        (b"<html><body><svg><script>more()</script></svg></body></html>", 1),
+        (b"<html><body><p>Plain</p><a href='/a'>a</a></body></html>", 1),
+        (b"<html><body onload='more()'><p>Plain</p></body></html>", None),
+        (b"<html><body><svg><script>more()</script></svg></body></html>", None),
     ],
 )
 @deferred_f_from_coro_f
-async def test_a_page_that_runs_no_script_is_static_enough_unrendered(
-    settings, redis, body, copies
+async def test_a_page_that_runs_no_script_gains_nothing_from_a_browser(
+    settings, redis, static, without_scripts
 ):
-    crawler = get_crawler(
-        BfsSpider, settings(RENDER_MODE="auto", RENDER_SAMPLE_PAGES=1)
-    )
-    sampler = RenderSampler.from_crawler(crawler)
-    advisor = advisor_of(crawler)
+    crawler, sampler, advisor = sampling(settings)
     url = "http://site.test/p.html"
     _, request = await ask(advisor, url)
-    response = HtmlResponse(url, body=body, encoding="utf-8", request=request)
-    out = await run(sampler, response, [])
+    # (the rendered DOM differs, as if something had run: ignored without scripts)
+    rendered = html([f"http://site.test/{i}" for i in range(5)], "Plain")
+    await run(sampler, rendered_sample(url, static, rendered, request), [])
     await advisor.close()
-    assert len(out) == copies
-    if copies == 0:  # decided from the static fetch alone
-        assert hash_of(redis)["decision:"] == "static"
-        assert crawler.stats.get_value("render/samples_without_scripts") == 1
-    else:
-        assert "decision:" not in hash_of(redis)
+    stats = crawler.stats
+    assert stats.get_value("render/samples_without_scripts") == without_scripts
+    expected = "static" if without_scripts else "render"
+    assert hash_of(redis)["decision:"] == expected
 
 
+@pytest.mark.parametrize(
+    ("static", "rendered"),
+    [
+        (None, html([], "a page")),  # the handler kept no static document
+        (b"%PDF-1.4", b"%PDF-1.4"),
+    ],
+)
 @deferred_f_from_coro_f
-async def test_a_sample_that_is_not_a_page_is_not_fetched_again(settings, redis):
-    crawler = get_crawler(
-        BfsSpider, settings(RENDER_MODE="auto", RENDER_SAMPLE_PAGES=1)
-    )
-    sampler = RenderSampler.from_crawler(crawler)
-    advisor = advisor_of(crawler)
-    url = "http://site.test/data.json"
+async def test_a_sample_that_cannot_be_compared_is_given_back(
+    settings, redis, static, rendered
+):
+    crawler, sampler, advisor = sampling(settings)
+    url = "http://site.test/doc.pdf"
     _, request = await ask(advisor, url)
-    response = TextResponse(
-        url, body=b"{}", request=request, headers={"Content-Type": "application/json"}
-    )
+    response: TextResponse = rendered_sample(url, static, rendered, request)
+    if static is not None:  # not a page: what the browser showed is no HTML
+        pdf = {"Content-Type": "application/pdf"}
+        response = TextResponse(url, body=rendered, request=request, headers=pdf)
     out = await run(sampler, response, [{"record": 1}])
     _, next_request = await ask(advisor, "http://site.test/page.html")
     await advisor.close()
     assert out == [{"record": 1}]
     assert crawler.stats.get_value("render/samples_unusable") == 1
     assert next_request.meta.get(meta.RENDER_SAMPLE) is True  # the slot came back
+
+
+@deferred_f_from_coro_f
+async def test_a_page_fetched_while_undecided_is_held_then_sent(settings, redis):
+    crawler, sampler, advisor = sampling(settings)
+    _, sample = await ask(advisor, "http://site.test/1.html")
+    _, waiting = await ask(advisor, "http://site.test/2.html")
+    assert waiting.meta[UNDECIDED] is True
+    waiting.meta["depth"] = 2
+    waiting.priority = -3
+    waiting.headers["If-None-Match"] = '"v1"'
+    static = HtmlResponse(
+        waiting.url, body=html([], "two"), encoding="utf-8", request=waiting
+    )
+    assert await run(sampler, static, ["record"]) == ["record"]  # held
+    response = rendered_sample(
+        sample.url, html([], "one"), html(["/3.html"], "one"), sample
+    )
+    out = await run(sampler, response, [])
+    await advisor.close()
+    (again,) = out  # sent once the host is decided
+    assert (again.url, again.dont_filter, again.priority) == (
+        "http://site.test/2.html",
+        True,
+        SAMPLE_PRIORITY - 3,
+    )
+    assert again.meta["depth"] == 2  # the page's own depth, not one deeper
+    assert again.meta[meta.RENDER] is True
+    assert UNDECIDED not in again.meta
+    assert b"If-None-Match" not in again.headers
+    assert crawler.stats.get_value("render/late_pages") == 1
 
 
 # --- Redis going away --------------------------------------------------------------

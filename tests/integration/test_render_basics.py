@@ -71,7 +71,8 @@ SITE: dict[str, str] = {
         f" {_add_link('/from-selector.html')} }}, 1500);"
     ),
     "/third.html": (
-        "<html><head><script src='{b1}/tracker.js'></script></head><body>"
+        "<html><head><script src='{b1}/tracker.js'></script>"
+        "<script src='/redirected.js'></script></head><body>"
         "<img src='/picture.png'><script>fetch('/private/data.txt');"
         "window.open('/popup.html');"
         + _add_link("/from-third.html")
@@ -84,6 +85,12 @@ SITE: dict[str, str] = {
     "/picture.png": "png",
     "/private/data.txt": "not for robots",
     "/robots.txt": "User-agent: *\nDisallow: /private/\n",
+}
+# Paths that answer with a redirect (to a path of {b1}: host 1's base URL).
+REDIRECTS = {
+    "/redirected.js": "{b1}/tracker.js",
+    "/away.html": "{b1}/from-away.html",
+    "/moved.html": "/from-moved.html",
 }
 # Pages /busy.html links to.
 BUSY_PAGES = 3
@@ -104,6 +111,15 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/hold.js":
             with server.lock:
                 server.open_now[0] -= 1
+        if path in REDIRECTS:
+            with contextlib.suppress(OSError):
+                self.send_response(302)
+                self.send_header(
+                    "Location", REDIRECTS[path].replace("{b1}", server.bases[1])
+                )
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            return
         body = self._body(server, path)
         kind = "text/html" if path.endswith(".html") else "text/plain"
         with contextlib.suppress(OSError):  # the browser may have gone
@@ -344,12 +360,27 @@ async def test_third_party_and_image_requests_are_blocked_and_counted(settings):
         assert "/picture.png" not in site.paths()
         assert "/private/data.txt" not in site.paths()  # robots.txt forbids it
         assert "/popup.html" not in site.paths()  # a window the page opened
-        assert stat(crawler, "render/subrequests_blocked") == 4
+        assert "/redirected.js" in site.paths()  # its redirect to host 1 refused
+        assert stat(crawler, "render/subrequests_blocked") == 5
         blocked = "render/subrequests_blocked_reason_count"
-        assert stat(crawler, f"{blocked}/third-party") == 1
+        assert stat(crawler, f"{blocked}/third-party") == 2
         assert stat(crawler, f"{blocked}/image") == 1
         assert stat(crawler, f"{blocked}/robots") == 1
         assert stat(crawler, f"{blocked}/popup") == 1
+
+
+@deferred_f_from_coro_f
+async def test_a_redirected_page_is_followed_by_scrapy_through_the_frontier(settings):
+    with render_site() as site:
+        seeds = [site.bases[0] + "/away.html", site.bases[0] + "/moved.html"]
+        seeds.append(site.bases[1] + "/from-script.html")  # host 1 in scope
+        crawler = await crawl(settings, seeds, RENDER_MODE="always")
+        # Each target fetched once, as a request of its own (rendered too).
+        assert site.paths(host=1).count("/from-away.html") == 1
+        assert site.paths().count("/from-moved.html") == 1
+        assert site.paths().count("/away.html") == 1
+        assert stat(crawler, "render/pages") == 3  # the two targets, host 1's seed
+        assert stat(crawler, "bfs/fate_count/redirected") == 2
 
 
 @deferred_f_from_coro_f

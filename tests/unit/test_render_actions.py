@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawler.middlewares.render import looks_like_a_page
-from crawler.render.page import action_kind
+from crawler.render.actions import action_kind
 
 
 @pytest.mark.parametrize(
