@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import redis as redis_py
 
 from crawler.crawlstate.embedded import EmbeddedRedis, redis_server_binary
+from tests.dynamicsite import is_subresource_path, rendered_page
 from tests.site import SiteSpec, read_log
 
 if TYPE_CHECKING:
@@ -39,8 +40,20 @@ class RunningSite:
         return read_log(self.log_path)
 
     def pages(self) -> list[dict[str, Any]]:
-        """Logged fetches of pages (robots.txt left out), in arrival order."""
-        return [r for r in self.log() if r["path"] != "/robots.txt"]
+        """Logged fetches of pages, in arrival order: robots.txt and the subrequests
+        of rendered pages (tests/dynamicsite.py) left out."""
+        return [
+            r
+            for r in self.log()
+            if r["path"] != "/robots.txt" and not is_subresource_path(r["path"])
+        ]
+
+    def renders(self, index: int) -> list[int]:
+        """Pages of host *index* a browser rendered, once per render, in order (from
+        the render marks the pages' scripts ask for; tests/dynamicsite.py)."""
+        host = self.host(index)
+        found = [rendered_page(r["path"]) for r in self.log() if r["host"] == host]
+        return [page for page in found if page is not None]
 
     def robots_fetches(self) -> dict[str, int]:
         """Fetches of /robots.txt per host (redirect hops not counted)."""
@@ -97,10 +110,10 @@ def running_site(
             "--cross", str(cross), "--seed", str(seed), "--log", str(log_path),
             "--latency", str(latency),
         ]  # fmt: skip
-        for index, spec in (robots or {}).items():
-            command += ["--robots", f"{index}={spec}"]
-        for index, spec in (behave or {}).items():
-            command += ["--behave", f"{index}={spec}"]
+        for index, items in (robots or {}).items():
+            command += ["--robots", f"{index}={items}"]
+        for index, items in (behave or {}).items():
+            command += ["--behave", f"{index}={items}"]
         if hostile:
             command.append("--hostile")
         if fates:

@@ -17,10 +17,12 @@ import sys
 import time
 import zlib
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
+
+from tests import dynamicsite
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -265,6 +267,8 @@ class Behaviour:
     down: float = 0.0
     busy: float = 0.0  # seconds from the start answering 503 with Retry-After
     refuse: float = 0.0  # seconds from the start refusing connections
+    # Pages whose links need JavaScript, and their render mark (tests/dynamicsite.py).
+    dynamic: dynamicsite.Dynamic = field(default_factory=dynamicsite.Dynamic)
 
 
 def parse_behaviour(text: str) -> tuple[int, Behaviour]:
@@ -279,15 +283,19 @@ def parse_behaviour(text: str) -> tuple[int, Behaviour]:
     normally (a host that is down for a while); ``busy:S``
     answers every request 503 with ``Retry-After`` (the seconds left) for the first S
     seconds of the site; ``refuse:S`` refuses connections (robots.txt's too) for the
-    first S seconds.
+    first S seconds. ``static``, ``script``, ``lazy:NAME``, ``scroll``, ``mixed``,
+    ``slow:S`` and ``third-party:K`` make pages for a browser (``tests.dynamicsite.parse_item``).
     """
     index, sep, items = text.partition("=")
     if not sep or not index.strip().isdigit():
         raise ValueError(f"--behave wants INDEX=ITEM;ITEM..., got {text!r}")
     fields: dict[str, Any] = {}
+    dynamic = dynamicsite.Dynamic()
     for item in filter(None, (part.strip() for part in items.split(";"))):
         name, _, value = (part.strip() for part in item.partition(":"))
-        if name in ("flaky", "dead") and not value:
+        if (parsed := dynamicsite.parse_item(name, value, dynamic)) is not None:
+            dynamic = parsed
+        elif name in ("flaky", "dead") and not value:
             fields[name] = True
         elif name in ("delay", "retry-after", "down", "busy", "refuse"):
             try:
@@ -299,7 +307,7 @@ def parse_behaviour(text: str) -> tuple[int, Behaviour]:
             fields[name.replace("-", "_")] = seconds
         else:
             raise ValueError(f"unknown behaviour {item!r} in {text!r}")
-    return int(index), Behaviour(**fields)
+    return int(index), Behaviour(**fields, dynamic=dynamic)
 
 
 def is_robots_path(path: str) -> bool:
@@ -405,6 +413,28 @@ class Site:
             return FATE_PAGES[path]
         return NOT_FOUND if j is None else self.page(host_index, j)
 
+    def _subresource(self, host_index: int, path: str) -> Response:
+        """A rendered page's own subrequest; only pages made for a browser have them
+        (the third-party script excepted, which every host serves)."""
+        kind = self._dynamic(host_index).kind
+        if not kind and path != dynamicsite.THIRD_PARTY_PATH:
+            return NOT_FOUND
+        answer = dynamicsite.subresource(
+            path, functools.partial(self._hrefs, host_index)
+        )
+        return Response(answer.status, answer.body, answer.content_type)
+
+    def _dynamic(self, host_index: int) -> dynamicsite.Dynamic:
+        behaviour = self.behave.get(host_index)
+        return behaviour.dynamic if behaviour is not None else dynamicsite.Dynamic()
+
+    def _hrefs(self, host_index: int, j: int) -> list[str] | None:
+        """The hrefs of page *j*'s links as the page writes them; None: no page j."""
+        if not 0 <= j < self.spec.pages:
+            return None
+        targets = links_of(self.spec, host_index, j)
+        return [_href(self.spec, host_index, target) for target in targets]
+
     def _robots_body(self, host_index: int, robots: RobotsSpec) -> bytes:
         if robots.file:
             return Path(robots.file).read_bytes()
@@ -455,18 +485,74 @@ class Site:
 
     def _render(self, host_index: int, j: int) -> Response:
         """Render a page with deterministic filler of a per-page random size."""
-        rng = random.Random(f"pad:{self.spec.seed}:{host_index}:{j}")
-        size = rng.randint(self.pad_min, self.pad_max)
-        start = rng.randrange(len(self.corpus) - size + 1)
-        html = page_html(self.spec, host_index, j, self.corpus[start : start + size])
+        filler = self._filler(host_index, j)
+        dynamic = self._dynamic(host_index)
+        if dynamic.kind:
+            html = self._browser_page(host_index, j, dynamic, filler)
+        else:
+            html = page_html(self.spec, host_index, j, filler)
         if self.fates and host_index == 0 and j == 0:
             html = html.replace("</ul>", FATE_LINKS + "</ul>", 1)
         return Response(200, html.encode("utf-8"), "text/html; charset=utf-8")
 
+    def _filler(self, host_index: int, j: int) -> str:
+        """Page *j*'s deterministic filler, of a per-page random size."""
+        rng = random.Random(f"pad:{self.spec.seed}:{host_index}:{j}")
+        size = rng.randint(self.pad_min, self.pad_max)
+        start = rng.randrange(len(self.corpus) - size + 1)
+        return self.corpus[start : start + size]
+
+    def _app_page(self, host_index: int, j: int) -> Response:
+        """Page *j* of a mixed host's ``/app/`` pages: a script writes its links, to
+        the ``/app/`` pages of its same-host targets."""
+        hrefs = [
+            dynamicsite.app_path(page)
+            for host, page in links_of(self.spec, host_index, j)
+            if host == host_index
+        ]
+        html = dynamicsite.page_html(
+            dynamicsite.Dynamic(kind="script"),
+            page=j,
+            title=f"host {host_index} app {j}",
+            hrefs=hrefs,
+            filler=self._filler(host_index, j),
+            mark=dynamicsite.app_mark_path(j),
+        )
+        return Response(200, html.encode("utf-8"), "text/html; charset=utf-8")
+
+    def _browser_page(
+        self, host_index: int, j: int, dynamic: dynamicsite.Dynamic, filler: str
+    ) -> str:
+        """A page made for a browser (tests/dynamicsite.py), same links and filler."""
+        third_party = (
+            f"http://{host_name(self.spec, dynamic.third_party)}"
+            f"{dynamicsite.THIRD_PARTY_PATH}"
+            if dynamic.third_party is not None
+            else ""
+        )
+        hrefs = self._hrefs(host_index, j) or []
+        if dynamic.kind == "mixed" and j == 0:  # the way into its /app/ pages
+            hrefs = [dynamicsite.app_path(0), *hrefs]
+        return dynamicsite.page_html(
+            dynamic,
+            page=j,
+            title=f"host {host_index} page {j}",
+            hrefs=hrefs,
+            filler=filler,
+            third_party_url=third_party,
+        )
+
     def respond(self, host_index: int, request: Request) -> Response:
-        """Only GET and HEAD exist on this site; anything else is a 405."""
+        """Only GET and HEAD exist on this site; anything else is a 405. A rendered
+        page's own subrequests are answered apart from every --fates or --hostile
+        path."""
         if request.method not in ("GET", "HEAD"):
             return NOT_ALLOWED
+        if dynamicsite.is_subresource_path(request.target):
+            return self._subresource(host_index, request.target)
+        app = dynamicsite.app_index(request.target, self.spec.pages)
+        if app is not None and self._dynamic(host_index).kind == "mixed":
+            return self._app_page(host_index, app)
         return self.route(host_index, request.target)
 
     def misbehave(
@@ -500,8 +586,11 @@ class Site:
                 self.refused.add(page)
                 header = ("Retry-After", f"{behaviour.retry_after:g}")
                 response = Response(503, b"busy, retry later\n", headers=(header,))
-        if behaviour.delay:
-            return response, self.latency + behaviour.delay
+        wait = behaviour.delay
+        if dynamicsite.is_subresource_path(request.target):
+            wait += behaviour.dynamic.slow
+        if wait:
+            return response, self.latency + wait
         return response, None
 
     def record(
@@ -868,7 +957,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help=(
             "how host INDEX answers all but robots.txt (others answer at once), "
             "e.g. '0=delay:1.5', '1=flaky', '2=dead', '3=retry-after:2', "
-            "'4=busy:20', '5=refuse:20'"
+            "'4=busy:20', '5=refuse:20'; pages for a browser: '0=script', "
+            "'1=lazy:loadMore;slow:2', '2=scroll;third-party:5', '3=static', "
+            "'4=mixed'"
         ),
     )
     parser.add_argument(
@@ -891,6 +982,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     for option in ("robots", "behave"):
         if any(index >= args.hosts for index, _ in getattr(args, option)):
             parser.error(f"--{option} INDEX must name one of the --hosts")
+    third_parties = [b.dynamic.third_party for _, b in args.behave]
+    if any(k is not None and k >= args.hosts for k in third_parties):
+        parser.error("--behave third-party:K must name one of the --hosts")
     if not 1 <= args.hosts <= 253:
         parser.error("--hosts must be between 1 and 253")
     if args.pages < 1 or args.links < 0 or not 0.0 <= args.cross <= 1.0:
