@@ -52,12 +52,9 @@ REVISIT = "frontier_revisit"
 RENDER = "render"
 # The lazy-load action(s) of one rendered request (overrides RENDER_ACTION).
 RENDER_ACTION = "render_action"
-# A static fetch picked as a sample (RENDER_MODE = auto): its page is fetched
-# rendered too, and both results compared.
+# A rendered fetch picked as a sample (RENDER_MODE = auto): its rendered page is
+# compared with its main document as the host served it (RENDER_KEEP_STATIC).
 RENDER_SAMPLE = "frontier_render_sample"
-# On the rendered fetch of a sample: what the static fetch found, {"links": [...],
-# "text": characters of text}.
-RENDER_STATIC = "frontier_render_static"
 # Set on a rendered request (by a spider or the render advisor): keep the page's
 # main document as its host served it, before any script ran, so that one browser
 # fetch gives both the static and the rendered page.

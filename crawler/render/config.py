@@ -38,10 +38,12 @@ Verdict = Literal["render", "static", "sample"]
 class Advisor(Protocol):
     """Decides, in ``RENDER_MODE = auto``, whether a request is rendered.
 
-    ``wants_render`` answers True to render it, False to fetch it statically; a
-    static fetch it picks as a sample carries ``meta[RENDER_SAMPLE]``, so that the
-    page is fetched rendered too and both results compared. It may answer with an
-    awaitable when it must ask Redis (a sample slot), never for a decided key.
+    ``wants_render`` answers True to render it, False to fetch it statically. A
+    request it picks as a sample is rendered with ``meta[RENDER_SAMPLE]`` and
+    ``meta[RENDER_KEEP_STATIC]``: one browser fetch gives both the page as its host
+    served it and the rendered page, which the render sampler compares. It may
+    answer with an awaitable when it must ask Redis (a sample slot), never for a
+    decided key.
     """
 
     def wants_render(self, request: Request) -> bool | Awaitable[bool]: ...
