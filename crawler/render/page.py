@@ -158,8 +158,11 @@ class PageSession:
                 await route.abort(abort_code(exc))
             return
         if reason is not None:
-            self._stats.inc_value("render/subrequests_blocked")
-            self._stats.inc_value(f"render/subrequests_blocked_reason_count/{reason}")
+            self._count_blocked(reason)
+
+    def _count_blocked(self, reason: str) -> None:
+        self._stats.inc_value("render/subrequests_blocked")
+        self._stats.inc_value(f"render/subrequests_blocked_reason_count/{reason}")
 
     async def _fetch_document(self, route: Route) -> None:
         assert self._request is not None
@@ -195,8 +198,7 @@ class PageSession:
     async def _refuse(self, route: Route) -> None:
         """The context's route: only requests of pages the crawler did not open (a
         window a page opened) reach it."""
-        self._stats.inc_value("render/subrequests_blocked")
-        self._stats.inc_value("render/subrequests_blocked_reason_count/popup")
+        self._count_blocked("popup")
         await route.abort("blockedbyclient")
 
     async def _close_popup(self, popup: Page) -> None:
