@@ -8,7 +8,7 @@ seeds' hosts:
 
 1. **Rendering throughput and memory.** ``RENDER_MODE=always`` on 4 hosts (links
    written by a script, by a lazy-load function, on scroll, and static), no
-   politeness delay, at ``RENDER_CONCURRENCY`` 1 and the default 4. Rendered pages a
+   politeness delay, at ``RENDER_CONCURRENCY`` 1 and 4. Rendered pages a
    second are the site's render marks (a page's script asks for one) over the span
    from the first page fetch to the last mark. Memory is the browser's: every 0.5 s
    the crawl's descendant processes whose name starts with ``chrom`` or
@@ -90,6 +90,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--only", default="throughput,auto", help="parts to run")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting for every crawl (as scrapy's -s), e.g. RENDER_SETTLE=0.3",
+    )
     args = parser.parse_args(argv)
     args.only = {part.strip() for part in args.only.split(",") if part.strip()}
     if args.only - {"throughput", "auto"} or args.hosts < 10 or args.delay < 0:
@@ -138,6 +145,7 @@ def crawl(
             "FRONTIER_HOST_CONCURRENCY": 1,
             "RENDER_ACTION": ACTIONS,
             **settings,
+            **dict(item.split("=", 1) for item in args.set),
         },
     )
     print(f"Crawl {label} ...", flush=True)

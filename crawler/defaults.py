@@ -326,7 +326,7 @@ RENDER_ACTION: str | list[str] = "scroll"
 # tier; later tiers scale it as TIMEOUTS_TIERS scale DOWNLOAD_TIMEOUT.
 RENDER_TIMEOUT = 30.0
 # Pages open in the browser at once, per node.
-RENDER_CONCURRENCY = 4
+RENDER_CONCURRENCY = 8
 # What the browser's own requests may not fetch: "third-party" (any host but the
 # page's), and resource types ("image", "font", "media", "stylesheet", "script",
 # "fetch").

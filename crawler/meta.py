@@ -61,3 +61,8 @@ RENDER_SAMPLE = "frontier_render_sample"
 RENDER_KEEP_STATIC = "render_keep_static"
 # On the response of such a request: those bytes (never stored with the request).
 RENDER_STATIC_BODY = "frontier_render_static_body"
+# On a rendered request: when (epoch seconds) its main document had arrived. The
+# host's politeness delay counts from then, not from the end of the render: what the
+# browser does with the page after that costs the host nothing but the page's own
+# subrequests.
+RENDER_DOCUMENT_AT = "frontier_render_document_at"

@@ -13,7 +13,10 @@ expires and the page is fetched again); every request, however it ends, is relea
 
 The host's politeness delay still counts from the end of the download (Scrapy's
 ``request_left_downloader``), not from the ack: waiting for the record costs no
-throughput.
+throughput. A rendered page's counts from the arrival of its main document
+(``meta.RENDER_DOCUMENT_AT``): the browser's work on the page after that asks the
+host for nothing but the page's own subrequests, and the host still serves one page
+at a time (its lease is held until the render is done).
 
 The engine adds a request to ``inprogress`` in the same call that takes it from the
 scheduler, so a request tracked before a sweep is in the set or done. Sweeps run when
@@ -32,6 +35,7 @@ from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
 
 from crawler.frontier.enginehooks import requests_in_progress
+from crawler.meta import RENDER_DOCUMENT_AT
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -72,7 +76,11 @@ class AckGate:
 
     def _left(self, request: Request) -> None:
         if id(request) in self._tracked:
-            self._left_at[id(request)] = time.time()
+            # A rendered page's delay counts from its document's arrival.
+            document_at = request.meta.get(RENDER_DOCUMENT_AT)
+            self._left_at[id(request)] = (
+                document_at if isinstance(document_at, float) else time.time()
+            )
 
     def sweep(self) -> None:
         """Report every tracked request the engine no longer holds."""

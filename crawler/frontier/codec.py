@@ -59,6 +59,7 @@ TRANSIENT_META = frozenset(
         "playwright_security_details",
         "playwright_suggested_filename",
         meta_keys.RENDER_STATIC_BODY,
+        meta_keys.RENDER_DOCUMENT_AT,
     }
 )
 _CLASSES: dict[str, type[Request]] = {

@@ -32,7 +32,12 @@ from scrapy_playwright.handler import (  # type: ignore[import-untyped]
 )
 from scrapy_playwright.page import PageMethod  # type: ignore[import-untyped]
 
-from crawler.meta import RENDER_ACTION, RENDER_KEEP_STATIC, RENDER_STATIC_BODY
+from crawler.meta import (
+    RENDER_ACTION,
+    RENDER_DOCUMENT_AT,
+    RENDER_KEEP_STATIC,
+    RENDER_STATIC_BODY,
+)
 from crawler.render.config import RenderConfig, parse_actions
 from crawler.render.contexts import ContextRota
 from crawler.render.page import PageRules, PageSession
@@ -136,6 +141,8 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
         self._check_size(request, response)
         if session.static_body is not None:
             request.meta[RENDER_STATIC_BODY] = session.static_body
+        if session.document_at is not None:
+            request.meta[RENDER_DOCUMENT_AT] = session.document_at
         self._render_stats.inc_value("render/pages")
         return rendered(response)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -98,6 +99,8 @@ class PageSession:
         self.static_body: bytes | None = None
         # The main document's redirect (the render then stops: Scrapy follows it).
         self.redirect: Redirect | None = None
+        # When (epoch seconds) the main document had arrived.
+        self.document_at: float | None = None
         self._stats = stats
         self._timeout = timeout
         self._limit: asyncio.Timeout | None = None
@@ -172,6 +175,7 @@ class PageSession:
         headers = client_headers({str(k): v for k, v in scrapy_headers.items()}, None)
         # The page's whole time: past it, the render's limit fails it as a timeout.
         answer = await fetch_document(route, hop, headers, self._timeout)
+        self.document_at = time.time()
         if isinstance(answer, Redirect):
             self.redirect = answer
         elif self._keep_static:
