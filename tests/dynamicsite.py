@@ -125,20 +125,24 @@ def parse_item(name: str, value: str, current: Dynamic) -> Dynamic | None:
     """
     if name in KINDS:
         if current.kind:
-            raise ValueError(f"one page kind a host; got {current.kind} and {name}")
+            raise ValueError(
+                f"--behave: one page kind a host; got {current.kind} and {name}"
+            )
         if name == "lazy" and not _IDENTIFIER.fullmatch(value):
-            raise ValueError(f"lazy wants a JavaScript function name, got {value!r}")
+            raise ValueError(
+                f"--behave: lazy wants a JavaScript function name, got {value!r}"
+            )
         if name != "lazy" and value:
-            raise ValueError(f"{name} takes no value, got {value!r}")
+            raise ValueError(f"--behave: {name} takes no value, got {value!r}")
         return dataclasses.replace(current, kind=name, function=value)
     if name == "slow":
         seconds = float(value) if value.replace(".", "", 1).isdigit() else -1.0
         if seconds < 0:
-            raise ValueError(f"slow wants seconds >= 0, got {value!r}")
+            raise ValueError(f"--behave: slow wants seconds >= 0, got {value!r}")
         return dataclasses.replace(current, slow=seconds)
     if name == "third-party":
         if not value.isdigit():
-            raise ValueError(f"third-party wants a host index, got {value!r}")
+            raise ValueError(f"--behave: third-party wants a host index, got {value!r}")
         return dataclasses.replace(current, third_party=int(value))
     return None
 
