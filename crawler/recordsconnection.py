@@ -10,6 +10,7 @@ problem is a ``RecordsDatabaseError`` of one line, password hidden.
 from __future__ import annotations
 
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from crawler.crawlstate.connection import masked
 # for a SQLite file another process is writing.
 CONNECT_TIMEOUT = 10
 SQLITE_BUSY_TIMEOUT = 10.0
+# Seconds between two tries of switching a new SQLite file to WAL.
+WAL_RETRY_INTERVAL = 0.05
 
 
 class RecordsDatabaseError(RuntimeError):
@@ -103,7 +106,7 @@ class DatabaseURL:
             target, timeout=SQLITE_BUSY_TIMEOUT, uri=uri, check_same_thread=False
         )
         if create:
-            connection.execute("PRAGMA journal_mode=WAL")
+            _use_wal(connection)
             # No fsync a commit: a commit survives the crawler's crash or kill -9
             # (what the lease acknowledgement waits for); only a power cut may take
             # the last ones, as it would the page store's files and Redis' state.
@@ -111,6 +114,22 @@ class DatabaseURL:
             # third.
             connection.execute("PRAGMA synchronous=NORMAL")
         return connection
+
+
+def _use_wal(connection: sqlite3.Connection) -> None:
+    """Readers never block the writer. Switching a new file to WAL takes a lock
+    SQLite does not wait for (no busy handler): when several nodes create one
+    database at once, a switch may find another node's schema write in progress
+    ("database is locked" at once), so it is tried again until the busy timeout."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(WAL_RETRY_INTERVAL)
 
 
 def shown(url: str) -> str:

@@ -8,6 +8,7 @@ import csv
 import hashlib
 import io
 import json
+import multiprocessing
 import sqlite3
 import subprocess
 import sys
@@ -314,3 +315,37 @@ def test_the_pages_command_fails_in_one_line(tmp_path, url, words):
     assert all(word in result.stderr for word in words)
     assert "s3cret" not in result.stderr
     assert not (tmp_path / "missing.db").exists()
+
+
+def _open_when_all_are_ready(
+    url: str, ready: Any, answers: Any
+) -> None:  # pragma: no cover (runs in a child process)
+    ready.wait()
+    try:
+        RecordsDatabase(url).open().close()
+        answers.put("ok")
+    except Exception as exc:  # noqa: BLE001 (the parent asserts on it)
+        answers.put(repr(exc))
+
+
+def test_nodes_creating_one_sqlite_database_at_once_all_open_it(tmp_path):
+    """Two nodes of a crawl started together create the same SQLite file: switching
+    it to WAL may meet the other's schema write, which SQLite does not wait for (it
+    made a node of tests/integration/test_user_project.py fail at start-up)."""
+    context = multiprocessing.get_context("fork")
+    failures = []
+    for round_ in range(20):
+        url = f"sqlite:///{tmp_path / f'{round_}.db'}"
+        ready, answers = context.Barrier(6), context.Queue()
+        processes = [
+            context.Process(target=_open_when_all_are_ready, args=(url, ready, answers))
+            for _ in range(6)
+        ]
+        for process in processes:
+            process.start()
+        failures += [
+            a for a in (answers.get(timeout=30) for _ in processes) if a != "ok"
+        ]
+        for process in processes:
+            process.join(timeout=30)
+    assert failures == []

@@ -28,7 +28,7 @@ def test_defaults_render_nothing_and_scroll_when_asked():
     assert read.mode == "never"
     assert read.actions == ("scroll",)
     assert read.block == {"third-party", "image", "font", "media"}
-    assert read.concurrency == 4
+    assert read.concurrency == 8
     assert read.max_pages_per_context == 100
 
 
