@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.nodeid import check_node_name
+from crawler.pipelines.pagestore import page_store_on
 from crawler.policy.hosts import SHARD_BY_CHOICES, ShardBy
 from crawler.policy.order import check_order
 from crawler.policy.sharding import check_shards
@@ -70,7 +71,7 @@ class FrontierConfig:
                 settings.getbool("FRONTIER_DEPTH_REPAIR")
                 and get_int(settings, "FRONTIER_BFS_LOOKAHEAD") != 0
             ),
-            reparse_from_store=bool(settings.get("PAGESTORE_DIR")),
+            reparse_from_store=page_store_on(settings),
             node_name=check_node_name(settings.get("FRONTIER_NODE_NAME") or ""),
             order=check_order(
                 settings.get("FRONTIER_ORDER", "bfs"),

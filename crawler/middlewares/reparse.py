@@ -25,6 +25,7 @@ from scrapy.utils.asyncio import sleep
 
 from crawler.frontier.enginehooks import requests_in_progress
 from crawler.meta import REPARSE, REPARSED, REQUEUED
+from crawler.pipelines.pagestore import page_store_on
 from crawler.policy.storepath import store_path
 
 if TYPE_CHECKING:
@@ -49,10 +50,9 @@ class ReparseMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        directory = crawler.settings.get("PAGESTORE_DIR") or ""
-        if not directory:
-            raise NotConfigured("PAGESTORE_DIR is empty: pages are fetched again")
-        return cls(crawler, Path(directory))
+        if not page_store_on(crawler.settings):
+            raise NotConfigured("no page store (PAGESTORE_DIR, ITEM_PIPELINES)")
+        return cls(crawler, Path(crawler.settings["PAGESTORE_DIR"]))
 
     def process_request(
         self, request: Request

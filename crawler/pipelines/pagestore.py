@@ -21,6 +21,8 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.conf import build_component_list
+from scrapy.utils.misc import load_object
 
 from crawler.items import PageRecord
 from crawler.policy.storepath import store_path
@@ -94,6 +96,21 @@ def _replace_atomically(target: Path, body: bytes) -> None:
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
+
+
+def page_store_on(settings: BaseSettings) -> bool:
+    """Whether this crawl stores pages: ``PAGESTORE_DIR`` set and the pipeline among
+    ``ITEM_PIPELINES`` (``-s ITEM_PIPELINES={}`` turns it off). Depth repair answers
+    a page again from the store only then; otherwise it never fetches it twice."""
+    if not settings.get("PAGESTORE_DIR"):
+        return False
+    pipelines = build_component_list(settings.getwithbase("ITEM_PIPELINES"))
+    return any(
+        load_object(pipeline) is PageStorePipeline
+        if isinstance(pipeline, str)
+        else pipeline is PageStorePipeline
+        for pipeline in pipelines
+    )
 
 
 class PageStorePipeline:

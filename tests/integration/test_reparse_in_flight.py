@@ -82,19 +82,13 @@ def racing_site() -> Iterator[tuple[list[str], list[tuple[int, str]]]]:
             server.server_close()
 
 
-@deferred_f_from_coro_f
-async def test_a_page_found_shorter_while_in_flight_is_reparsed_not_fetched_again(
-    settings, tmp_path
-):
+async def crawl_the_race(
+    values: dict[str, Any],
+) -> tuple[Any, list[Any], dict[str, int], list[str]]:
+    """Crawl the racing site; the crawler, the pages the site was asked for (robots.txt
+    aside), each record's depth by URL, and the hosts' base URLs."""
     with racing_site() as (bases, asked):
-        crawler = get_crawler(
-            BfsSpider,
-            settings(
-                PAGESTORE_DIR=str(tmp_path / "pages"),
-                DEPTH_LIMIT=3,
-                BFS_SCOPE="seed-hosts",
-            ),
-        )
+        crawler = get_crawler(BfsSpider, values)
         depths: dict[str, int] = {}
         crawler.signals.connect(
             lambda item, **_: depths.__setitem__(item.url, item.depth),
@@ -104,8 +98,19 @@ async def test_a_page_found_shorter_while_in_flight_is_reparsed_not_fetched_agai
         # Every host a seed, so that scope keeps the crawl on them; the other two
         # roots answer 404 and link nothing.
         await crawler.crawl_async(seeds=",".join(f"{b}/" for b in bases))
-
     pages = [(i, path) for i, path in asked if path != "/robots.txt"]
+    return crawler, pages, depths, bases
+
+
+@deferred_f_from_coro_f
+async def test_a_page_found_shorter_while_in_flight_is_reparsed_not_fetched_again(
+    settings, tmp_path
+):
+    crawler, pages, depths, bases = await crawl_the_race(
+        settings(
+            PAGESTORE_DIR=str(tmp_path / "pages"), DEPTH_LIMIT=3, BFS_SCOPE="seed-hosts"
+        )
+    )
     # Each page once, the target too.
     assert sorted(pages) == sorted([*PAGES, (1, "/"), (2, "/")])
     assert crawler.stats.get_value("reparse/from_store") == 1
@@ -113,3 +118,26 @@ async def test_a_page_found_shorter_while_in_flight_is_reparsed_not_fetched_agai
     # Its links followed again from the stored copy, at their true depths.
     assert depths[f"{bases[2]}/target"] == 2
     assert depths[f"{bases[2]}/leaf"] == 3
+
+
+@deferred_f_from_coro_f
+async def test_with_the_pipelines_off_nothing_is_reparsed_or_fetched_again(
+    settings, tmp_path
+):
+    """PAGESTORE_DIR set but -s ITEM_PIPELINES={}: nothing is stored, so depth
+    repair must not count on a stored copy (it would fetch the target again)."""
+    crawler, pages, depths, bases = await crawl_the_race(
+        settings(
+            PAGESTORE_DIR=str(tmp_path / "pages"),
+            ITEM_PIPELINES={},
+            DEPTH_LIMIT=3,
+            BFS_SCOPE="seed-hosts",
+        )
+    )
+    # Each page once. The target keeps the depth it was fetched at (3), so its link
+    # is past DEPTH_LIMIT: without a store, depth repair cannot follow it again.
+    expected = [page for page in PAGES if page != (2, "/leaf")]
+    assert sorted(pages) == sorted([*expected, (1, "/"), (2, "/")])
+    assert crawler.stats.get_value("reparse/from_store") is None
+    assert crawler.stats.get_value("reparse/fetched") is None
+    assert depths[f"{bases[2]}/target"] == 3
