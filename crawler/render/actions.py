@@ -40,7 +40,15 @@ SCROLL_JS = """() => {
   return height;
 }"""
 HEIGHT_JS = "() => (document.scrollingElement || document.documentElement).scrollHeight"
-# Milliseconds since the DOM last changed (a MutationObserver installed on first call).
+# Installed before the page's own scripts run (an init script): the time of the
+# DOM's last change, so that settling counts from it, not from the first look.
+QUIET_INIT_JS = """(() => {
+  const state = window.__crawlerRenderQuiet = { last: performance.now() };
+  new MutationObserver(() => { state.last = performance.now(); }).observe(
+    document, { subtree: true, childList: true, attributes: true, characterData: true });
+})();"""
+# Milliseconds since the DOM last changed (the observer installed on first call if
+# the init script could not run).
 QUIET_JS = """() => {
   let state = window.__crawlerRenderQuiet;
   if (!state || typeof state.last !== "number") {

@@ -28,6 +28,7 @@ from crawler.render.actions import (
     CALL_JS,
     HEIGHT_JS,
     MAX_SCROLL_STEPS,
+    QUIET_INIT_JS,
     QUIET_JS,
     SCROLL_JS,
     action_kind,
@@ -133,6 +134,7 @@ class PageSession:
             self._limit.reschedule(now + self._timeout)
         self._deadline = now + self._timeout - min(READ_RESERVE, self._timeout / 4)
         await page.route("**", self._route)  # first: nothing goes out unfiltered
+        await page.add_init_script(QUIET_INIT_JS)
         if page.context not in _GUARDED:  # windows the page opens: nothing at all
             _GUARDED.add(page.context)
             await page.context.route("**", self._refuse)
