@@ -9,10 +9,11 @@ import redis as redis_py
 
 import crawler.settings as project
 from crawler import defaults
-from tests.servers import redis_for_tests, running_site
+from tests.servers import RestartableRedis, redis_for_tests, running_site
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from pathlib import Path
 
     from tests.servers import RunningSite
 
@@ -81,3 +82,14 @@ def settings(redis_url: str) -> Callable[..., dict[str, Any]]:
         return values
 
     return make
+
+
+@pytest.fixture
+def restartable(tmp_path: Path) -> Iterator[RestartableRedis]:
+    """A private Redis a test may stop, restart or kill (Redis going away)."""
+    server = RestartableRedis(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

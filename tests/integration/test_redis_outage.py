@@ -28,7 +28,7 @@ from tests.servers import ROOT, RestartableRedis, running_site, wait_for
 from tests.site import bfs_depths
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
     from pathlib import Path
     from typing import Any
 
@@ -211,16 +211,6 @@ def test_a_crawl_stopped_while_redis_is_away_closes_and_a_rerun_finishes(tmp_pat
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert set(fetches) == set(reachable)  # nothing the first run found is lost
     assert sum(count - 1 for count in fetches.values()) <= IN_FLIGHT
-
-
-@pytest.fixture
-def restartable(tmp_path: Path) -> Iterator[RestartableRedis]:
-    server = RestartableRedis(tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def component_crawler(settings: Any, server: RestartableRedis) -> Crawler:

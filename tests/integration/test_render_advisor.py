@@ -29,11 +29,9 @@ from crawler.render.advisor import (
 from crawler.render.config import RenderConfig
 from crawler.render.sampler import SAMPLE_PRIORITY, RenderSampler
 from crawler.spiders.bfs import BfsSpider
-from tests.servers import RestartableRedis
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-    from pathlib import Path
+    from collections.abc import AsyncIterator, Callable, Iterable
 
 pytestmark = pytest.mark.integration
 
@@ -606,16 +604,6 @@ async def test_a_page_fetched_while_undecided_is_held_then_sent(settings, redis)
 
 
 # --- Redis going away --------------------------------------------------------------
-
-
-@pytest.fixture
-def restartable(tmp_path: Path) -> Iterator[RestartableRedis]:
-    server = RestartableRedis(tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @deferred_f_from_coro_f
