@@ -36,18 +36,14 @@ import argparse
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import redis
-
 from bench import faultlab, faultmeasure, procs, report
 from bench.crawls import BENCH
 from bench.faultscenarios import Scenario, scenarios
-from bench.run import code_fingerprint, machine_facts
-from tests.servers import RestartableRedis
+from bench.run import code_fingerprint, machine_facts_standalone
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -153,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{', '.join(s.name for s in chosen)}", flush=True)  # fmt: skip
     code = code_fingerprint()
     rows = [_row_or_error(args, scenario) for scenario in chosen]
-    facts = _facts()
+    facts = machine_facts_standalone()
     facts["crawler_code"] = code
     finish(args, rows, facts)
     return 0
@@ -172,20 +168,6 @@ def _row_or_error(args: argparse.Namespace, scenario: Scenario) -> dict[str, Any
 def _exit_on_sigterm(_signum: int, _frame: object) -> None:
     """SIGTERM unwinds like Ctrl-C, so every process and server is stopped."""
     raise SystemExit(143)
-
-
-def _facts() -> dict[str, Any]:
-    """Machine facts (nproc, Python, packages, redis-server version) from a short-lived
-    private server."""
-    with tempfile.TemporaryDirectory(prefix="bench-faults-") as tmp:
-        server = RestartableRedis(Path(tmp))
-        server.start()
-        client = redis.Redis.from_url(server.url)
-        try:
-            return machine_facts(client)
-        finally:
-            client.close()
-            server.stop()
 
 
 def finish(

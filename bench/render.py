@@ -49,7 +49,7 @@ import redis
 
 from bench import procs
 from bench.crawls import BENCH, ROOT, CrawlSpec, command
-from bench.run import code_fingerprint, machine_facts
+from bench.run import code_fingerprint, machine_facts_standalone
 from crawler.crawlstate.embedded import EmbeddedRedis
 from crawler.render.config import find_browser
 from tests.dynamicsite import is_subresource_path, rendered_page
@@ -357,7 +357,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows += throughput(args)
     if "auto" in args.only:
         rows += adaptive(args)
-    facts = machine() | {"crawler_code": code, "browser": browser_version()}
+    facts = machine_facts_standalone() | {
+        "crawler_code": code,
+        "browser": browser_version(),
+    }
     text = table(rows)
     lines = summary({r["crawl"]: r for r in rows})
     print(f"\n{text}\n")
@@ -378,18 +381,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     path.write_text(json.dumps(results, indent=1), "utf-8")
     print(f"\nWrote {path}")
     return 0
-
-
-def machine() -> dict[str, Any]:
-    """bench.run's machine facts (they ask a redis-server its version)."""
-    with tempfile.TemporaryDirectory(prefix="bench-render-") as tmp:
-        server = EmbeddedRedis(Path(tmp), persist=False).start()
-        client = redis.Redis.from_url(server.url)
-        try:
-            return machine_facts(client)
-        finally:
-            client.close()
-            server.stop()
 
 
 def browser_version() -> str:

@@ -31,6 +31,7 @@ import json
 import platform
 import subprocess
 import sys
+import tempfile
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import psutil
+import redis
 
 from bench import metricsscrape, procs, redisprobe, report
 from bench.crawls import BENCH, FRONTIER_PREFIX, ROOT, CrawlSpec, command
@@ -47,8 +49,6 @@ from crawler.crawlstate.embedded import EmbeddedRedis, redis_server_binary
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
-
-    import redis
 
 OUT = BENCH / "out"
 QUEUE_COST_TIMEOUT = 600.0
@@ -423,6 +423,19 @@ def machine_facts(client: redis.Redis) -> dict[str, Any]:
         "redis_server": redisprobe.server_version(client),
         "redis_server_binary": redis_server_binary(),
     }
+
+
+def machine_facts_standalone() -> dict[str, Any]:
+    """``machine_facts`` for a bench with no Redis of its own at hand: a short-lived
+    private server tells its version."""
+    with tempfile.TemporaryDirectory(prefix="bench-facts-") as tmp:
+        server = EmbeddedRedis(Path(tmp), persist=False).start()
+        client = redis.Redis.from_url(server.url)
+        try:
+            return machine_facts(client)
+        finally:
+            client.close()
+            server.stop()
 
 
 def code_fingerprint() -> dict[str, Any]:
