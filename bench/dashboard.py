@@ -27,15 +27,15 @@ from typing import Any
 import redis
 from scrapy.settings import Settings
 
-from crawler.addon import install_defaults
 from crawler.crawlstate.embedded import EmbeddedRedis
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.dashboard import server as dashboard_server
 from crawler.dashboard.server import Dashboard, DashboardConfig, DashboardServer
+from crawler.defaults import install_defaults
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.progress import PACE_MINUTES, pace_fields
-from crawler.frontier.roundtrip import Ack, Pending, PopOrder
-from crawler.frontier.store import FrontierStore
+from crawler.frontier.node.progress import PACE_MINUTES, pace_fields
+from crawler.frontier.store.roundtrip import Ack, Pending, PopOrder
+from crawler.frontier.store.store import FrontierStore
 from crawler.policy.order import level_of
 from crawler.policy.sharding import shard_of
 from crawler.policy.tiers import HostHealth
@@ -164,9 +164,8 @@ def main() -> None:
 def run(client: redis.Redis, requests: int) -> None:
     settings = Settings()
     install_defaults(settings)
-    opts = argparse.Namespace(settings=settings)
     config = DashboardConfig(settings.getint("FRONTIER_SHARDS"), 20, 3.0, None)
-    board = Dashboard(client, KEYS, opts, config)
+    board = Dashboard(client, KEYS, config)
     with DashboardServer((ADDRESS, 0), board) as web:
         thread = threading.Thread(target=web.serve_forever, daemon=True)
         thread.start()

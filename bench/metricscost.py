@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 import redis
 from prometheus_client import generate_latest
 
+from crawler.context.roundtriptimes import RoundTripTimes
 from crawler.crawlstate.embedded import EmbeddedRedis
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.crawlstate.status import read_status
-from crawler.frontier.roundtrip import RoundTripTimes
 from crawler.metrics.cluster import ClusterGauges
 from crawler.metrics.collector import NodeCollector
 from crawler.metrics.exporter import metrics_registry

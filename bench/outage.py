@@ -31,7 +31,7 @@ from tests.servers import RestartableRedis, running_site, wait_for
 from tests.site import bfs_depths, page_index
 
 OUT = ROOT / "bench" / "out"
-OUTAGE_LOGGER = "[crawler.frontier.outage]"
+OUTAGE_LOGGER = "[crawler.context.outage]"
 CRAWL_TIMEOUT = 600.0
 
 

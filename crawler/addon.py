@@ -8,27 +8,21 @@ scrapyd sets wins. A component mapped to ``None`` by the user stays off; the
 scheduler refuses to start without the one it cannot run without (the lease
 acknowledgement), saying so in one line.
 
-The instance is the crawl's context: the state its components share (each host's
-delays, the Redis connections, the outage tracker, whether start-up failed already).
-Components reach it with ``Frontier.of(crawler)``, through Scrapy's own
-``crawler.get_addon``.
+The instance is the crawl's context (``crawler.context.crawl.CrawlContext``): the
+state its components share. Components reach it with ``CrawlContext.of(crawler)``,
+through Scrapy's own ``crawler.get_addon``; nothing imports this module.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from scrapy import signals
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
 
-from crawler import defaults
-from crawler.crawlstate.connection import CrawlRedis
-from crawler.frontier.hostdelays import HostDelays, machine_zone
-from crawler.frontier.outage import RedisOutage
-from crawler.frontier.roundtrip import RoundTripTimes
-from crawler.frontier.runsettings import RunSettings, RunSettingsHolder
+from crawler.context.crawl import CrawlContext
+from crawler.defaults import install_defaults, install_pre_crawler_settings
 from crawler.render import install as render
 
 if TYPE_CHECKING:
@@ -44,7 +38,7 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         # Annotates depth and acknowledges each lease once its response is handled.
         ("crawler.frontier.acks.FrontierDepthMiddleware", 900),
         # Links robots.txt forbids (when their origin's rules are known) are not queued.
-        ("crawler.middlewares.robotslinks.RobotsLinkFilter", 950),
+        ("crawler.robots.linkfilter.RobotsLinkFilter", 950),
         # RENDER_MODE=auto: each sample's rendered page against its static document
         # (outcomes to the render advisor), held pages sent to be rendered; below
         # the depth middleware, so that a request it adds keeps its page's depth.
@@ -58,14 +52,14 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         # links are followed again at their true depths without asking its host.
         ("crawler.middlewares.reparse.ReparseMiddleware", 50),
         # RFC 9309, Crawl-delay, one robots.txt fetch per origin across the cluster.
-        ("crawler.middlewares.robots.RobotsMiddleware", 100),
+        ("crawler.robots.middleware.RobotsMiddleware", 100),
         # Rotating User-Agent and Referer.
         ("crawler.middlewares.useragent.UserAgentMiddleware", 500),
         # Render or not (crawler/render): after robots.txt and the frontier's
         # decisions (only a request about to go out is rendered), and before the
         # timeouts (560), which give a rendered request its tier's render timeout;
         # the rendered response comes back through every middleware like any other.
-        ("crawler.middlewares.render.RenderMiddleware", 540),
+        ("crawler.render.middleware.RenderMiddleware", 540),
         # Timeout tiers: a timeout goes back to the frontier one tier down, before
         # Scrapy's RetryMiddleware (550) sees it.
         ("crawler.middlewares.timeouts.TimeoutsMiddleware", 560),
@@ -86,7 +80,7 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
     "ITEM_PIPELINES": (
         ("crawler.pipelines.pagestore.PageStorePipeline", 300),
         ("crawler.pipelines.records.RecordsPipeline", 400),
-        ("crawler.pipelines.analysis.AnalysisPipeline", 500),
+        ("crawler.analysis.pipeline.AnalysisPipeline", 500),
     ),
 }
 # Scrapy's built-ins that ours replace: both on would act twice.
@@ -104,44 +98,19 @@ REPLACED: dict[str, tuple[str, ...]] = {
 ADDON_PRIORITY = SETTINGS_PRIORITIES["addon"]
 
 
-class AddonMissingError(ValueError):
-    """A component of ours runs in a crawl that did not enable the add-on."""
-
-
-class Frontier:
-    """The Scrapy add-on, and the context of one crawl."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        self._crawler = crawler
-        self._delays: HostDelays | None = None
-        self._outage: RedisOutage | None = None
-        self._redis: CrawlRedis | None = None
-        # The frontier's script round trips, timed for the metrics endpoint.
-        self.round_trip_times = RoundTripTimes()
+class Frontier(CrawlContext):
+    """The Scrapy add-on; its instance is the crawl's context (``CrawlContext``)."""
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Frontier:
         return cls(crawler)
 
     @classmethod
-    def of(cls, crawler: Crawler) -> Frontier:
-        """The crawl's context; raises ``AddonMissingError`` (one line) without it."""
-        found = crawler.get_addon(cls)
-        if found is None:
-            raise AddonMissingError(
-                "the frontier runs through its add-on: set "
-                'ADDONS = {"crawler.addon.Frontier": 0} (not SCHEDULER or the '
-                "middlewares alone)"
-            )
-        return found
-
-    @classmethod
     def update_pre_crawler_settings(cls, settings: BaseSettings) -> None:
         """The ``bfs`` spider, and every default, before any spider is built (Scrapy
         builds spiders before it runs ``update_settings``) and for our commands
         (``crawler.commands.crawltarget`` applies the same defaults)."""
-        settings.add_to_list("SPIDER_MODULES", "crawler.spiders")
-        install_defaults(settings)
+        install_pre_crawler_settings(settings)
 
     def update_settings(self, settings: Settings) -> None:
         install_defaults(settings)  # again: a crawler may be made without a runner
@@ -159,44 +128,6 @@ class Frontier:
                 settings.set_in_component_priority_dict(name, load_object(path), None)
         _move_download_delay(settings)
         render.install(self._crawler, settings, ADDON_PRIORITY)
-
-    @property
-    def delays(self) -> HostDelays:
-        """Each host's delay in force; raises ``ValueError`` on a bad setting."""
-        if self._delays is None:
-            run = RunSettings.from_settings(self._crawler.settings, machine_zone())
-            self._delays = HostDelays(RunSettingsHolder(run), self._crawler.stats)
-        return self._delays
-
-    @property
-    def redis(self) -> CrawlRedis:
-        """The crawl's Redis server and its clients (the private server is started
-        on first use, stopped with the engine); ``RedisSettingsError`` on bad
-        settings, at every call."""
-        if self._redis is None:
-            self._redis = CrawlRedis.from_settings(self._crawler.settings)
-            signal = signals.engine_stopped
-            self._crawler.signals.connect(self._redis.close, signal=signal)
-        return self._redis
-
-    @property
-    def outage(self) -> RedisOutage:
-        """Whether the crawl's Redis answers, shared by every component."""
-        if self._outage is None:
-            assert self._crawler.stats is not None
-            self._outage = RedisOutage(self._crawler.stats)
-        return self._outage
-
-
-def default_settings() -> dict[str, Any]:
-    """Every setting of ``crawler.defaults``, by name."""
-    return {name: getattr(defaults, name) for name in dir(defaults) if name.isupper()}
-
-
-def install_defaults(settings: BaseSettings) -> None:
-    """Every default at the ``addon`` priority: below what a project or ``-s`` set."""
-    for name, value in default_settings().items():
-        settings.set(name, value, priority="addon")
 
 
 def _set_empty(settings: BaseSettings, name: str) -> bool:

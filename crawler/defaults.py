@@ -9,6 +9,11 @@ are installed by the add-on itself.
 
 from __future__ import annotations
 
+import typing
+
+if typing.TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
 # --- Scrapy built-ins we change ------------------------------------------------------
 
 # The Web's diameter: nothing deeper is fetched. 0 means no limit.
@@ -17,7 +22,7 @@ DEPTH_LIMIT = 17
 CONCURRENT_REQUESTS = 16
 # Backstop only: the frontier decides per-host concurrency (FRONTIER_HOST_CONCURRENCY).
 CONCURRENT_REQUESTS_PER_DOMAIN = 8
-# Polite by default: crawler.middlewares.robots.RobotsMiddleware obeys robots.txt.
+# Polite by default: crawler.robots.middleware.RobotsMiddleware obeys robots.txt.
 ROBOTSTXT_OBEY = True
 # The product token robots.txt rules are matched against (never the rotated User-Agent);
 # empty: the project's BOT_NAME.
@@ -144,7 +149,7 @@ POLITENESS_OVERRIDES: dict[str, float] = {}
 # Most pages of one host per hour (spread evenly over the hour); empty means no cap.
 POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR = None
 
-# --- robots.txt (crawler/middlewares/robots.py) ---------------------------------------
+# --- robots.txt (crawler/robots/middleware.py) ---------------------------------------
 
 # Seconds a fetched robots.txt is shared by every node before it is fetched again.
 ROBOTS_CACHE_TTL = 86400
@@ -311,7 +316,7 @@ BFS_SCOPE = "any"
 # "resources" (those too, and what pages embed; CSS and XML files read for links).
 BFS_FOLLOW = "pages"
 
-# --- Rendering (crawler/render, crawler/middlewares/render.py) -----------------------
+# --- Rendering (crawler/render, crawler/render/middleware.py) -----------------------
 
 # Who decides that a page is rendered in headless Chromium: "never" (only requests
 # with meta["render"] = True), "always" (all but meta["render"] = False) or "auto"
@@ -372,3 +377,25 @@ DASHBOARD_HOST = "127.0.0.1"
 DASHBOARD_PORT = 8080
 # Seconds between two refreshes of the page's numbers.
 DASHBOARD_REFRESH = 3.0
+
+
+# --- Installing them ----------------------------------------------------------------
+
+
+def default_settings() -> dict[str, typing.Any]:
+    """Every setting of ``crawler.defaults``, by name."""
+    return {name: value for name, value in globals().items() if name.isupper()}
+
+
+def install_defaults(settings: BaseSettings) -> None:
+    """Every default at the ``addon`` priority: below what a project or ``-s`` set."""
+    for name, value in default_settings().items():
+        settings.set(name, value, priority="addon")
+
+
+def install_pre_crawler_settings(settings: BaseSettings) -> None:
+    """What a crawl needs before any spider is built (Scrapy builds spiders before
+    add-ons' ``update_settings``), and our commands too: the ``bfs`` spider's
+    module, and every default."""
+    settings.add_to_list("SPIDER_MODULES", "crawler.spiders")
+    install_defaults(settings)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 import redis
 
 from crawler.analysis.tasks import GROUP
-from crawler.frontier.damage import delete_if_wrong_type, retyped
+from crawler.crawlstate.damage import delete_if_wrong_type, retyped
 
 if TYPE_CHECKING:
     from crawler.analysis.analysisconfig import AnalysisConfig

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.spiderloader import get_spider_loader
 
-from crawler.addon import Frontier, install_defaults
 from crawler.crawlstate.keys import CrawlKeys
+from crawler.defaults import install_defaults, install_pre_crawler_settings
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -97,7 +97,7 @@ def _only_spider(settings: BaseSettings, names: Sequence[str]) -> str | None:
 def _with_addon_spiders(settings: BaseSettings) -> BaseSettings:
     """*settings* with the spider modules the add-on adds before a crawl."""
     found = settings.copy()
-    Frontier.update_pre_crawler_settings(found)
+    install_pre_crawler_settings(found)
     return found
 
 

@@ -1,7 +1,7 @@
 """``scrapy frontier <subcommand> [SPIDER]``: watch and steer a crawl's frontier.
 
 Subcommands live in ``SUBCOMMANDS`` (name -> function): ``hosts``
-(``crawler.commands.hoststable``), ``status``, ``seed``, ``pause``, ``resume``, ``set``,
+(``crawler.reports.hosts``), ``status``, ``seed``, ``pause``, ``resume``, ``set``,
 ``reset`` (``crawler.commands.steering``), ``retry`` and ``web`` (the live dashboard,
 ``crawler.commands.web``). The crawl is the one the
 spider SPIDER runs (``crawler.commands.crawltarget``: ``FRONTIER_KEY_PREFIX``, else
@@ -30,8 +30,6 @@ from crawler.commands.crawltarget import (
     spider_names,
     split_spider,
 )
-from crawler.commands.hoststable import add_hosts_options, hosts
-from crawler.commands.report import render_revisits
 from crawler.commands.retry import add_retry_options, retry
 from crawler.commands.steering import (
     CONTROL_SUBCOMMANDS,
@@ -47,7 +45,9 @@ from crawler.crawlstate.connection import (
     check_reachable,
 )
 from crawler.crawlstate.embedded import EmbeddedRedisError
-from crawler.recordsconnection import RecordsDatabaseError, shown
+from crawler.records.connection import RecordsDatabaseError, shown
+from crawler.reports.hosts import add_hosts_options, hosts
+from crawler.reports.status import render_revisits
 from crawler.revisit.duestatus import read_due_status
 
 if TYPE_CHECKING:

@@ -23,9 +23,9 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from crawler.commands.crawltarget import crawl_settings
-from crawler.commands.hoststable import cell
 from crawler.policy.fates import FAILED_FATES, FATES
-from crawler.recordsdb import COLUMNS, RecordsDatabase, RecordsDatabaseError
+from crawler.records.database import COLUMNS, RecordsDatabase, RecordsDatabaseError
+from crawler.reports.hosts import cell
 
 if TYPE_CHECKING:
     import argparse

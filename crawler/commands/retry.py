@@ -13,7 +13,7 @@ from typing import IO, TYPE_CHECKING
 
 from crawler.commands.steering import ControlError
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.store import FrontierStore
+from crawler.frontier.store.store import FrontierStore
 from crawler.policy.order import ORDERS
 
 if TYPE_CHECKING:

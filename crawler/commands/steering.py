@@ -16,7 +16,9 @@ from typing import IO, TYPE_CHECKING
 
 from scrapy.exceptions import UsageError
 
-from crawler.commands.report import render_status
+from crawler.context.runsettings import with_runtime_settings
+from crawler.crawlstate import controls
+from crawler.crawlstate.controls import check_runtime_name, read_control, setting_field
 from crawler.crawlstate.readers import (
     check_deletable,
     crawl_key_count,
@@ -24,17 +26,10 @@ from crawler.crawlstate.readers import (
     live_nodes,
 )
 from crawler.crawlstate.status import read_status
-from crawler.frontier.runcontrol import (
-    PAUSED_FIELD,
-    PAUSED_VALUE,
-    check_runtime_name,
-    read_control,
-    setting_field,
-    with_runtime_settings,
-)
 from crawler.policy.scope import parse_seed
 from crawler.policy.sharding import check_shards
 from crawler.policy.typedsettings import get_int
+from crawler.reports.status import render_status
 
 if TYPE_CHECKING:
     import argparse
@@ -143,7 +138,7 @@ def pause(
     client: redis.Redis, keys: CrawlKeys, opts: argparse.Namespace, out: IO[str]
 ) -> int:
     """Stop every node handing out requests (in-flight ones finish)."""
-    client.hset(keys.control, PAUSED_FIELD, PAUSED_VALUE)
+    controls.pause(client, keys)
     out.write(f"Crawl {keys.prefix!r} paused: nodes stop fetching {_HEARTBEAT}\n")
     return 0
 
@@ -152,7 +147,7 @@ def resume(
     client: redis.Redis, keys: CrawlKeys, opts: argparse.Namespace, out: IO[str]
 ) -> int:
     """Let the nodes of a paused crawl fetch again."""
-    if client.hdel(keys.control, PAUSED_FIELD):
+    if controls.resume(client, keys):
         out.write(f"Crawl {keys.prefix!r} resumed: nodes fetch again {_HEARTBEAT}\n")
     else:
         out.write(f"Crawl {keys.prefix!r} was not paused\n")

@@ -96,7 +96,7 @@ def dashboard(
     if opts.control:
         token = opts.token or secrets.token_urlsafe(TOKEN_BYTES)
     config = DashboardConfig(shards, opts.top, refresh, token)
-    return Dashboard(client, keys, opts, config)
+    return Dashboard(client, keys, config)
 
 
 def address(opts: argparse.Namespace) -> tuple[str, int]:

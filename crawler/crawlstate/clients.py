@@ -3,7 +3,7 @@
 A Redis Cluster gets redis-py's cluster clients. They are typed as the single-server
 clients: the crawler sends only what both answer alike (single-key commands, scripts
 on the keys of one slot, non-transactional pipelines), except for scripts in
-pipelines, which ``crawler.frontier.scripts`` sends each its own way.
+pipelines, which ``crawler.frontier.store.scripts`` sends each its own way.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ A Redis Cluster gets redis-py's cluster clients (``crawler.crawlstate.clients``)
 (``INFO cluster``; asked once per crawl).
 
 Components reach the crawl's instance through the add-on
-(``Frontier.of(crawler).redis``); commands, which have no crawler, make one with
+(``CrawlContext.of(crawler).redis``); commands, which have no crawler, make one with
 ``CrawlRedis.from_settings(settings, join=True)``.
 """
 

@@ -97,7 +97,7 @@ def live_nodes(client: redis.Redis, keys: CrawlKeys) -> list[str]:
 
 
 def registry_entry(raw: bytes) -> dict[str, Any] | None:
-    """A node's registry entry (JSON written by ``crawler.frontier.nodes``), or None
+    """A node's registry entry (JSON written by ``crawler.frontier.node.membership``), or None
     for a value no node wrote."""
     try:
         entry = json.loads(raw)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from crawler.crawlstate.controls import Control, read_control
 from crawler.crawlstate.readers import (
     alive,
     decoded,
@@ -26,7 +27,6 @@ from crawler.crawlstate.readers import (
     whole_count,
     whole_number,
 )
-from crawler.frontier.runcontrol import Control, read_control
 from crawler.policy.fates import FAILED_FATES, FATES
 from crawler.policy.order import TIERS_PER_DEPTH
 

@@ -14,7 +14,6 @@ read the page through a name of its own (the ``Host`` header is checked).
 from __future__ import annotations
 
 import hmac
-import io
 import ipaddress
 import json
 import logging
@@ -30,13 +29,10 @@ from urllib.parse import urlsplit
 
 import redis
 
-from crawler.commands.steering import pause, resume
+from crawler.crawlstate import controls
 from crawler.dashboard.state import read_state
 
 if TYPE_CHECKING:
-    import argparse
-    from collections.abc import Callable
-
     from crawler.crawlstate.keys import CrawlKeys
 
 logger = logging.getLogger(__name__)
@@ -80,12 +76,10 @@ class Dashboard:
         self,
         client: redis.Redis,
         keys: CrawlKeys,
-        opts: argparse.Namespace,
         config: DashboardConfig,
     ) -> None:
         self._client = client
         self._keys = keys
-        self._opts = opts  # what `scrapy frontier pause|resume` are given
         self.config = config
         self._lock = threading.Lock()
         self._cached: tuple[float, bytes] = (-CACHE_SECONDS, b"")
@@ -118,14 +112,14 @@ class Dashboard:
         return hmac.compare_digest(token.encode(), self.config.token.encode())
 
     def control(self, action: str) -> bool:
-        """Pause or resume the crawl through ``scrapy frontier pause|resume``'s own
-        code; False for an unknown *action*."""
-        command: Callable[..., int] | None = {"pause": pause, "resume": resume}.get(
-            action
-        )
-        if command is None:
+        """Pause or resume the crawl as ``scrapy frontier pause|resume`` do (one
+        write to the control hash); False for an unknown *action*."""
+        if action == "pause":
+            controls.pause(self._client, self._keys)
+        elif action == "resume":
+            controls.resume(self._client, self._keys)
+        else:
             return False
-        command(self._client, self._keys, self._opts, io.StringIO())
         with self._lock:
             self._cached = (-CACHE_SECONDS, b"")  # the next state shows it
         return True

@@ -16,12 +16,12 @@ import re
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from crawler.commands.hoststable import health_text
-from crawler.commands.report import shard_ranges
 from crawler.crawlstate.readers import decoded, encoded, mapping, whole_count
 from crawler.crawlstate.status import CrawlStatus, read_status
-from crawler.frontier.progress import PACE_MINUTES, pace_fields
+from crawler.frontier.node.progress import PACE_MINUTES, pace_fields
 from crawler.policy.tiers import BadHealthRecordError, HostHealth
+from crawler.reports.hosts import health_text
+from crawler.reports.status import shard_ranges
 
 if TYPE_CHECKING:
     import redis

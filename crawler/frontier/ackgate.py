@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
 
-from crawler.frontier.enginehooks import requests_in_progress
+from crawler.context.enginehooks import requests_in_progress
 from crawler.meta import RENDER_DOCUMENT_AT
 
 if TYPE_CHECKING:

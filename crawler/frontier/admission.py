@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from crawler.frontier import codec
 from crawler.frontier.dedup import bloom_hashes, most_hashes, shard_layouts
-from crawler.frontier.roundtrip import Pending
+from crawler.frontier.encoding import codec
 from crawler.frontier.seencache import SeenCache
+from crawler.frontier.store.roundtrip import Pending
 from crawler.meta import HOLD_UNTIL, REVIVE, STARTED, TIER
 from crawler.policy.hosts import BadURLError, host_of, shard_key
 from crawler.policy.order import TIERS_PER_DEPTH, depth_allowed, level_of
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
 
+    from crawler.context.runsettings import RunSettingsHolder
     from crawler.frontier.frontierconfig import FrontierConfig
-    from crawler.frontier.runsettings import RunSettingsHolder
 
 logger = logging.getLogger(__name__)
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from crawler.context.components import page_store_on
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.dedup import DedupConfig
-from crawler.frontier.nodeid import check_node_name
-from crawler.pipelines.pagestore import page_store_on
 from crawler.policy.hosts import SHARD_BY_CHOICES, ShardBy
 from crawler.policy.order import check_order
 from crawler.policy.sharding import check_shards
@@ -16,6 +16,9 @@ from crawler.policy.typedsettings import get_float, get_int
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
+
+# What a node name may hold: it is part of Redis keys and of log lines.
+NAME_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,100}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,3 +120,13 @@ class FrontierConfig:
                 f"FRONTIER_KEY_PREFIX must not contain braces, spaces or glob "
                 f"characters, got {self.prefix!r}"
             )
+
+
+def check_node_name(name: str) -> str:
+    """*name*, if empty or a valid node name; ``ValueError`` names the setting."""
+    if name and not NAME_PATTERN.fullmatch(name):
+        raise ValueError(
+            "FRONTIER_NODE_NAME must be 1 to 100 letters, digits, '.', '_' or '-', "
+            f"got {name!r}"
+        )
+    return name

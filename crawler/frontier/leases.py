@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
     from scrapy import Request
 
-    from crawler.frontier.roundtrip import Lease
+    from crawler.frontier.store.roundtrip import Lease
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 
 from scrapy.utils.asyncio import call_later
 
-from crawler.frontier import codec
+from crawler.context.outage import REDIS_ERRORS
 from crawler.frontier.ackgate import AckGate
+from crawler.frontier.encoding import codec
 from crawler.frontier.leases import Held, HeldLeases
-from crawler.frontier.outage import REDIS_ERRORS
-from crawler.frontier.roundtrip import Ack
+from crawler.frontier.store.roundtrip import Ack
 from crawler.meta import FATE, NODE, REPARSE, REPARSED
 from crawler.policy.fates import FAILED_FATES, UNTOUCHED_FATES
 
@@ -29,13 +29,13 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.utils.asyncio import CallLaterResult
 
+    from crawler.context.hostdelays import HostDelays
+    from crawler.context.outage import RedisOutage
     from crawler.frontier.admission import Admission
     from crawler.frontier.duplicates import DuplicateLog
-    from crawler.frontier.hostdelays import HostDelays
-    from crawler.frontier.noderuntime import NodeRuntime
-    from crawler.frontier.outage import RedisOutage
-    from crawler.frontier.roundtrip import Flushed, Lease, Pending, PopOrder
-    from crawler.frontier.store import FrontierStore
+    from crawler.frontier.node.runtime import NodeRuntime
+    from crawler.frontier.store.roundtrip import Flushed, Lease, Pending, PopOrder
+    from crawler.frontier.store.store import FrontierStore
 
 logger = logging.getLogger(__name__)
 

@@ -27,20 +27,20 @@ from scrapy import Request, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.exceptions import DontCloseSpider
 
-from crawler.addon import Frontier
+from crawler.context.crawl import CrawlContext
+from crawler.context.outage import REDIS_ERRORS, is_outage
+from crawler.context.startup import FailedScheduler, StartupFailure
 from crawler.crawlstate.connection import RedisUnreachableError
 from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.frontier.acks import missing_essentials
 from crawler.frontier.admission import Admission
 from crawler.frontier.duplicates import DuplicateLog
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.noderuntime import NodeRuntime
-from crawler.frontier.outage import REDIS_ERRORS, is_outage
+from crawler.frontier.node.runtime import NodeRuntime
 from crawler.frontier.pushbuffer import PushBuffer
-from crawler.frontier.roundtrip import PopOrder
-from crawler.frontier.store import FrontierStore, SchemaMismatchError
+from crawler.frontier.store.roundtrip import PopOrder
+from crawler.frontier.store.store import FrontierStore, SchemaMismatchError
 from crawler.policy.order import deepest_level_allowed
-from crawler.startup import FailedScheduler, StartupFailure
 
 if TYPE_CHECKING:
     from typing import Self
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from scrapy import Spider
     from scrapy.crawler import Crawler
 
-    from crawler.frontier.hostdelays import HostDelays
+    from crawler.context.hostdelays import HostDelays
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class FrontierScheduler(BaseScheduler):
             delays.run_settings,
             on_duplicate=self._duplicates.found,
         )
-        self._outage = Frontier.of(crawler).outage
+        self._outage = CrawlContext.of(crawler).outage
         self._runtime = NodeRuntime(crawler, config, delays.run_settings, self._outage)
         self._pushes = PushBuffer(
             crawler, self._admission, delays, self._runtime, self._duplicates
@@ -98,7 +98,7 @@ class FrontierScheduler(BaseScheduler):
             config = FrontierConfig.from_settings(crawler.settings, crawler.spider.name)
             if not getattr(crawler.spider, "reparses_from_page_store", False):
                 config = replace(config, reparse_from_store=False)  # callbacks: once
-            delays = Frontier.of(crawler).delays
+            delays = CrawlContext.of(crawler).delays
         except ValueError as exc:
             return FailedScheduler(crawler, f"Bad setting: {exc}")
         return cls(crawler, config, delays)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from prometheus_client.core import Metric
 
-    from crawler.frontier.roundtrip import RoundTripTimes
+    from crawler.context.roundtriptimes import RoundTripTimes
     from crawler.metrics.cluster import ClusterGauges
 
 STATUS_PREFIX = "downloader/response_status_count/"

@@ -23,13 +23,13 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 
-from crawler.addon import Frontier
+from crawler.context.crawl import CrawlContext
+from crawler.context.startup import StartupFailure, failed_at_startup
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.crawlstate.status import read_status
 from crawler.metrics.cluster import ClusterGauges
 from crawler.metrics.collector import NodeCollector
 from crawler.policy.typedsettings import get_float, get_int, seconds_list
-from crawler.startup import StartupFailure, failed_at_startup
 
 if TYPE_CHECKING:
     from threading import Thread
@@ -125,7 +125,7 @@ class MetricsExporter:
         registry = metrics_registry(
             NodeCollector(
                 crawler.stats.get_stats,
-                Frontier.of(crawler).round_trip_times,
+                CrawlContext.of(crawler).round_trip_times,
                 cluster,
                 tiers=len(tiers),
             )
@@ -157,7 +157,7 @@ class MetricsExporter:
         try:
             keys = CrawlKeys.of(settings, spider.name if spider else "")
             shards = get_int(settings, "FRONTIER_SHARDS")
-            client = Frontier.of(self._crawler).redis.sync_client(
+            client = CrawlContext.of(self._crawler).redis.sync_client(
                 socket_timeout=READ_TIMEOUT, socket_connect_timeout=READ_TIMEOUT
             )
         except (ValueError, ConnectionError) as exc:  # the scheduler says why

@@ -1,1 +1,3 @@
-"""Downloader middlewares of the project (robots, User-Agent, timeouts)."""
+"""Downloader middlewares of the crawl itself: retry-later holds, depth repair from
+the page store, User-Agent and Referer, timeout tiers, sizes, host health, traffic
+and WARC. robots.txt's is in ``crawler.robots``, rendering's in ``crawler.render``."""

@@ -12,14 +12,14 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from crawler.addon import Frontier
-from crawler.crawlstate.keys import CrawlKeys
-from crawler.frontier.damage import retyped
-from crawler.frontier.outage import (
+from crawler.context.crawl import CrawlContext
+from crawler.context.outage import (
     REDIS_ERRORS,
     is_outage,
     use_reactor_retry,
 )
+from crawler.crawlstate.damage import retyped
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.policy.tiers import BadHealthRecordError, HostHealth
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ class HostRecords:
         self._client: redis.Redis | None = None
         self._cache: OrderedDict[str, tuple[HostHealth, float]] = OrderedDict()
         self._unwritten: dict[str, HostHealth] = {}
-        self._gate = Frontier.of(crawler).outage.gate("the timeouts middleware")
+        self._gate = CrawlContext.of(crawler).outage.gate("the timeouts middleware")
         self._bad_logged = False
 
     def get(self, host: str) -> HostHealth:
@@ -136,6 +136,6 @@ class HostRecords:
 
     def _redis(self) -> redis.Redis:
         if self._client is None:
-            self._client = Frontier.of(self._crawler).redis.sync_client()
+            self._client = CrawlContext.of(self._crawler).redis.sync_client()
             use_reactor_retry(self._client)  # a longer wait is self._gate's
         return self._client

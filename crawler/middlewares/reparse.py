@@ -1,6 +1,6 @@
 """ReparseMiddleware: a page fetched too deep is answered from the page store.
 
-Depth repair (crawler/frontier/scripts.py) queues a page again when a shorter path
+Depth repair (crawler/frontier/store/scripts.py) queues a page again when a shorter path
 to it turns up after it was fetched, so that its links are followed at their true
 depths. Its body is already in the page store: answering from there costs the host
 nothing (no request, no politeness delay), so the frontier hands such pages out with
@@ -23,9 +23,9 @@ from scrapy.exceptions import NotConfigured
 from scrapy.responsetypes import responsetypes
 from scrapy.utils.asyncio import sleep
 
-from crawler.frontier.enginehooks import requests_in_progress
+from crawler.context.components import page_store_on
+from crawler.context.enginehooks import requests_in_progress
 from crawler.meta import REPARSE, REPARSED, REQUEUED
-from crawler.pipelines.pagestore import page_store_on
 from crawler.policy.storepath import store_path
 
 if TYPE_CHECKING:

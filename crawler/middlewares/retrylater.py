@@ -19,11 +19,11 @@ import time
 from typing import TYPE_CHECKING
 
 from crawler import meta
+from crawler.context.startup import StartupFailure
 from crawler.frontier.holds import HoldRequest
 from crawler.middlewares.timeouts import retry_after_seconds
 from crawler.policy.fates import fate_of_exception, fate_of_status, may_pass
 from crawler.policy.holdtimes import RetryLaterConfig, hold_until
-from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:
     from typing import Self

@@ -20,7 +20,8 @@ from scrapy.utils.misc import load_object
 from twisted.internet.error import TCPTimedOutError
 from twisted.internet.error import TimeoutError as TxTimeoutError
 
-from crawler.addon import Frontier
+from crawler.context.crawl import CrawlContext
+from crawler.context.startup import StartupFailure
 from crawler.frontier.admission import tier_of
 from crawler.meta import ROBOTS_FETCH, TIER
 from crawler.middlewares.hosthealth import HostRecords
@@ -34,8 +35,7 @@ from crawler.policy.tiers import (
     after_give_up,
     after_success,
 )
-from crawler.render.config import RenderConfig
-from crawler.startup import StartupFailure
+from crawler.policy.typedsettings import get_float
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -43,8 +43,9 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.settings import BaseSettings
 
-    from crawler.frontier.hostdelays import HostDelays
+    from crawler.context.hostdelays import HostDelays
 
 logger = logging.getLogger(__name__)
 
@@ -81,8 +82,8 @@ class TimeoutsMiddleware:
         try:
             config = TiersConfig.from_settings(crawler.settings)
             far = far_hosts(crawler.settings.get("TIMEOUTS_FAR_HOSTS"))
-            delays = Frontier.of(crawler).delays
-            render_timeout = RenderConfig.from_settings(crawler.settings).timeout
+            delays = CrawlContext.of(crawler).delays
+            render_timeout = _render_timeout(crawler.settings)
         except ValueError as exc:
             return StartupFailure(crawler, f"Bad setting: {exc}")
         return cls(crawler, config, far, delays, render_timeout)
@@ -98,7 +99,7 @@ class TimeoutsMiddleware:
         else:
             request.meta[TIER] = tier_of(request)  # a queue entry's: maybe not an int
         timeout = self._config.timeout_of(request.meta[TIER])
-        if request.meta.get("playwright"):  # rendered (crawler.middlewares.render)
+        if request.meta.get("playwright"):  # rendered (crawler.render.middleware)
             timeout *= self._render_timeout / self._config.tiers[0]
         request.meta["download_timeout"] = timeout
 
@@ -227,3 +228,12 @@ def far_hosts(value: object) -> Callable[[str], bool]:
         )
     table = normalized_table(dict.fromkeys(value, True), "TIMEOUTS_FAR_HOSTS")
     return lambda host: most_specific(host, table) is not None
+
+
+def _render_timeout(settings: BaseSettings) -> float:
+    """RENDER_TIMEOUT, checked as the render middleware checks it (a rendered
+    request's tier 0 timeout; later tiers scale it)."""
+    timeout = get_float(settings, "RENDER_TIMEOUT")
+    if not timeout > 0:
+        raise ValueError(f"RENDER_TIMEOUT must be above 0; got {timeout!r}")
+    return timeout

@@ -24,11 +24,11 @@ from redis.exceptions import RedisClusterException
 from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
 
-from crawler.addon import Frontier
+from crawler.context.crawl import CrawlContext
+from crawler.context.enginehooks import engine_closing
+from crawler.context.outage import is_outage
 from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.crawlstate.keys import CrawlKeys
-from crawler.frontier.enginehooks import engine_closing
-from crawler.frontier.outage import is_outage
 from crawler.middlewares.trafficbuffer import HostTraffic, TrafficBuffer
 from crawler.policy.hosts import BadURLError, host_of
 
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from scrapy.utils.asyncio import AsyncioLoopingCall
     from twisted.internet.task import LoopingCall
 
-    from crawler.frontier.hostdelays import HostDelays
+    from crawler.context.hostdelays import HostDelays
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class TrafficMiddleware:
         self._flushing: asyncio.Task[None] | None = None
         self._in_flight: list[str] = []  # hosts of the last flush (see _forget)
         self._failure_logged = False
-        self._gate = Frontier.of(crawler).outage.gate("the traffic counters")
+        self._gate = CrawlContext.of(crawler).outage.gate("the traffic counters")
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
@@ -179,7 +179,7 @@ class TrafficMiddleware:
         """The client, made on first use: the crawl's Redis may be a private server
         the scheduler starts when it opens."""
         if self._client is None:
-            self._client = Frontier.of(self._crawler).redis.async_client()
+            self._client = CrawlContext.of(self._crawler).redis.async_client()
         return self._client
 
     def _queue_host(
@@ -210,7 +210,7 @@ class TrafficMiddleware:
         has said so and is closing the spider)."""
         if self._delays is None:
             try:
-                self._delays = Frontier.of(self._crawler).delays
+                self._delays = CrawlContext.of(self._crawler).delays
             except ValueError:
                 return None
         return self._delays

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Literal, TypeVar, cast, get_args
 
 from crawler import __version__
 from crawler import defaults as project_defaults
+from crawler.context.startup import StartupFailure
 from crawler.meta import ROBOTS_FETCH
 from crawler.policy.botname import contact_of, filled, token_of
 from crawler.policy.hosts import BadURLError, host_of
 from crawler.policy.typedsettings import get_float
-from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -25,9 +25,9 @@ import scrapy
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from crawler.context.startup import StartupFailure
 from crawler.middlewares.warcfiles import WarcConfig, WarcFiles
 from crawler.middlewares.warcrecords import WARC_VERSION, download_records
-from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:
     from collections.abc import Callable

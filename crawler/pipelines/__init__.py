@@ -1,1 +1,2 @@
-"""Item pipelines of the project (page store, page records, analysis)."""
+"""Item pipelines: the page store's and the page records'. The analysis task's is in
+``crawler.analysis``."""

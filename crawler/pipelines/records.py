@@ -1,4 +1,4 @@
-"""Writes one row per page to the page-record database (``crawler/recordsdb.py``).
+"""Writes one row per page to the page-record database (``crawler/records/database.py``).
 
 ``process_item`` returns only once the page's row is committed, so the frontier,
 which acknowledges a page's lease when the page's items are through the pipelines,
@@ -15,7 +15,7 @@ acknowledging pages without a record. Rows the database refuses (a value it cann
 store) are given up (``records/dropped``): no retry would take them.
 
 With revisits on (``REVISIT_POLICY``), the same write records each visit in the URL
-library (``crawler.revisit.library``), which sets the URL's next visit; a 304 leaves
+library (``crawler.records.library``), which sets the URL's next visit; a 304 leaves
 the ``pages`` row alone (the stored version is still the page's). What each revisit
 found is counted under ``revisit/``.
 """
@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from scrapy.exceptions import NotConfigured
 
+from crawler.context.startup import StartupFailure
 from crawler.items import PageRecord
 from crawler.policy.revisit import RevisitConfig, revisits_on
 from crawler.policy.typedsettings import get_int
-from crawler.recordsdb import RecordsDatabase, RecordsDatabaseError
-from crawler.recordsschema import Row, row_of
-from crawler.revisit.entries import NOT_MODIFIED, Visit
-from crawler.revisit.library import URLLibrary
-from crawler.startup import StartupFailure
+from crawler.records.database import RecordsDatabase, RecordsDatabaseError
+from crawler.records.library import URLLibrary
+from crawler.records.schema import Row, row_of
+from crawler.records.visits import NOT_MODIFIED, Visit
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
-    from crawler.revisit.entries import Outcome
+    from crawler.records.visits import Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class RecordsPipeline:
 
     async def open_spider(self) -> None:
         """Connect and create the table; if that fails, the crawl stops with one
-        line (see ``crawler.startup``)."""
+        line (see ``crawler.context.startup``)."""
         database = RecordsDatabase(self._url)
         try:
             self._database = await asyncio.to_thread(database.open)

@@ -26,7 +26,7 @@ from scrapy import signals
 
 from crawler import meta
 from crawler.crawlstate.keys import CrawlKeys
-from crawler.frontier import codec
+from crawler.frontier.encoding import codec
 from crawler.policy.hosts import BadURLError
 from crawler.render.adaptive import (
     HOST,

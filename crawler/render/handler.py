@@ -167,7 +167,7 @@ class RenderDownloadHandler(ScrapyPlaywrightDownloadHandler):  # type: ignore[mi
 
     def _robots_verdict(self) -> Callable[[str], bool | None] | None:
         """What robots.txt says of a URL, when the robots middleware knows."""
-        from crawler.middlewares.robots import RobotsMiddleware  # noqa: PLC0415 (cycle)
+        from crawler.robots.middleware import RobotsMiddleware  # noqa: PLC0415 (cycle)
 
         found = self._crawler.get_downloader_middleware(RobotsMiddleware)
         return found.known_verdict if isinstance(found, RobotsMiddleware) else None
@@ -203,7 +203,7 @@ def playwright_meta(
     session: PageSession, context: str, timeout: float
 ) -> dict[str, Any]:
     """What scrapy-playwright reads from a request's meta, for one rendered attempt
-    (never stored: ``crawler.frontier.codec.TRANSIENT_META``)."""
+    (never stored: ``crawler.frontier.encoding.codec.TRANSIENT_META``)."""
     return {
         "playwright_context": context,
         "playwright_context_kwargs": CONTEXT_OPTIONS,

@@ -12,9 +12,9 @@ from __future__ import annotations
 import importlib.util
 from typing import TYPE_CHECKING
 
+from crawler.context.startup import StartupFailure
 from crawler.render.config import BadRenderSetting, RenderConfig
 from crawler.spiders.arguments import stand_down
-from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

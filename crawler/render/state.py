@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import ResponseError
 
-from crawler.addon import Frontier
-from crawler.frontier.outage import REDIS_ERRORS, is_outage, patiently
+from crawler.context.crawl import CrawlContext
+from crawler.context.outage import REDIS_ERRORS, is_outage, patiently
 from crawler.render.adaptive import level_fields, write_level
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ class RenderState:
         self._crawler = crawler
         self._stats = crawler.stats
         self._keys = keys
-        self.gate = Frontier.of(crawler).outage.gate("the render advisor")
+        self.gate = CrawlContext.of(crawler).outage.gate("the render advisor")
         self._client: redis.asyncio.Redis | None = None
         self._scripts: dict[str, Any] = {}
         self._bad_logged = False
@@ -232,7 +232,7 @@ class RenderState:
 
     def _redis(self) -> redis.asyncio.Redis:
         if self._client is None:  # made on first use: no I/O at start-up
-            self._client = Frontier.of(self._crawler).redis.async_client()
+            self._client = CrawlContext.of(self._crawler).redis.async_client()
         return self._client
 
     async def _now(self, host: str, call: Callable[[], Awaitable[Any]]) -> Any:

@@ -1,2 +1,2 @@
-"""Revisits: the URL library (``library``, ``entries``), the feeder that moves due
-URLs into the frontier (``feeder``), and what is due (``duestatus``)."""
+"""Revisits: the feeder that moves due URLs from the URL library
+(``crawler.records.library``) into the frontier, and what is due (``duestatus``)."""

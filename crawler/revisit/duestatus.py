@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crawler.recordsconnection import DRIVER_ERRORS, DatabaseURL, first_line, shown
-from crawler.recordsdb import RecordsDatabase, RecordsDatabaseError
+from crawler.records.connection import DRIVER_ERRORS, DatabaseURL, first_line, shown
+from crawler.records.database import RecordsDatabase, RecordsDatabaseError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -26,12 +26,12 @@ from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider, NotConfigured
 from scrapy.utils.asyncio import create_looping_call
 
+from crawler.context.startup import StartupFailure
 from crawler.meta import REVISIT
 from crawler.policy.revisit import RevisitConfig, revisits_on
-from crawler.recordsdb import RecordsDatabase, RecordsDatabaseError
-from crawler.revisit.entries import NOT_MODIFIED
-from crawler.revisit.library import URLLibrary
-from crawler.startup import StartupFailure
+from crawler.records.database import RecordsDatabase, RecordsDatabaseError
+from crawler.records.library import URLLibrary
+from crawler.records.visits import NOT_MODIFIED
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from twisted.internet.task import LoopingCall
     from twisted.python.failure import Failure
 
-    from crawler.revisit.library import Due
+    from crawler.records.library import Due
 
 logger = logging.getLogger(__name__)
 

@@ -11,11 +11,12 @@ from scrapy.utils.gz import gunzip, gzip_magic_number
 from scrapy.utils.sitemap import Sitemap
 
 from crawler import defaults
+from crawler.context.startup import StartupFailure
 from crawler.frontier.seencache import SeenCache
 from crawler.items import EXPORTED
 from crawler.meta import FATE
-from crawler.middlewares.robots import robots_sitemaps
 from crawler.policy.scope import Scope, parse_seed
+from crawler.robots.middleware import robots_sitemaps
 from crawler.spiders.arguments import (
     PASSED_THROUGH,
     stand_down,
@@ -30,7 +31,6 @@ from crawler.spiders.pagerecords import (
     page_record,
     redirect_records,
 )
-from crawler.startup import StartupFailure
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator, Mapping, Sequence

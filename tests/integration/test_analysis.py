@@ -333,7 +333,7 @@ async def test_the_pipeline_queues_one_task_per_stored_page(
             PAGESTORE_DIR=str(store),
             ITEM_PIPELINES={
                 "crawler.pipelines.pagestore.PageStorePipeline": 300,
-                "crawler.pipelines.analysis.AnalysisPipeline": 500,
+                "crawler.analysis.pipeline.AnalysisPipeline": 500,
             },
             DEPTH_LIMIT=2,
         ),

@@ -23,7 +23,7 @@ from scrapy.settings import Settings
 
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.store import FrontierStore, Pending, PopOrder
+from crawler.frontier.store.store import FrontierStore, Pending, PopOrder
 from crawler.policy.order import level_of
 from crawler.policy.ownership import owner_of
 from tests.integration.test_node_failures import page_fetches, scrapy_crawl

@@ -14,7 +14,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.store import FrontierStore, Pending
+from crawler.frontier.store.store import FrontierStore, Pending
 from crawler.policy.sharding import shard_of
 from crawler.spiders.bfs import BfsSpider
 from tests.servers import running_site

@@ -12,7 +12,7 @@ from crawler.crawlstate.readers import (
     registry_entry,
     totals,
 )
-from crawler.frontier.store import PopOrder
+from crawler.frontier.store.store import PopOrder
 from tests.integration.test_frontier_scripts import NODE, T0, make_store, pending
 
 pytestmark = pytest.mark.integration

@@ -81,7 +81,7 @@ def assert_crawled_everything(site: RunningSite, crawler, caplog) -> None:
     assert crawler.stats.get_value("finish_reason") == "finished"
     assert crawler.stats.get_value("frontier/bad_entries", 0) > 0
     warnings = Counter(r.name for r in caplog.records if "did not write" in r.message)
-    assert warnings["crawler.frontier.crawlshards"] == 1
+    assert warnings["crawler.frontier.store.crawlshards"] == 1
     assert set(warnings.values()) == {1}, warnings  # once per component
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
 
@@ -163,7 +163,7 @@ async def test_robots_traffic_and_analysis_keys_not_ours(
         PAGESTORE_DIR=str(tmp_path / "pages"),
         ITEM_PIPELINES={
             "crawler.pipelines.pagestore.PageStorePipeline": 300,
-            "crawler.pipelines.analysis.AnalysisPipeline": 500,
+            "crawler.analysis.pipeline.AnalysisPipeline": 500,
         },
     )
     crawler = await crawl(values, seeds=site.seeds[0])
@@ -174,7 +174,7 @@ async def test_robots_traffic_and_analysis_keys_not_ours(
     robots_lines = [
         r
         for r in caplog.records
-        if r.name.startswith("crawler.middlewares.robots")
+        if r.name.startswith("crawler.robots.middleware")
         and "did not write" in r.message
     ]
     assert len(robots_lines) == 1  # three kinds of damage, one line: then counted

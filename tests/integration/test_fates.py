@@ -13,7 +13,7 @@ import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
-from crawler.recordsdb import RecordsDatabase
+from crawler.records.database import RecordsDatabase
 from crawler.spiders.bfs import BfsSpider
 from tests.servers import running_site
 

@@ -17,7 +17,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from crawler.policy.storepath import store_path
-from crawler.recordsdb import RecordsDatabase
+from crawler.records.database import RecordsDatabase
 from crawler.spiders.bfs import BfsSpider
 
 if TYPE_CHECKING:

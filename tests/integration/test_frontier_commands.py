@@ -17,7 +17,7 @@ from scrapy.utils.test import get_crawler
 
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.store import FrontierStore, Lease, Pending, PopOrder
+from crawler.frontier.store.store import FrontierStore, Lease, Pending, PopOrder
 from crawler.policy.order import level_of
 from crawler.policy.sharding import shard_of
 from crawler.spiders.bfs import BfsSpider

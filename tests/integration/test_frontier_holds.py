@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from crawler.frontier.store import Ack, PopOrder
+from crawler.frontier.store.store import Ack, PopOrder
 from crawler.policy.order import level_of
 from tests.integration.test_frontier_scripts import NODE, T0, drain, make_store, pending
 
 if TYPE_CHECKING:
-    from crawler.frontier.store import FrontierStore
+    from crawler.frontier.store.store import FrontierStore
 
 pytestmark = pytest.mark.integration
 

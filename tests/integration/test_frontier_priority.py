@@ -13,14 +13,14 @@ import pytest
 from scrapy.settings import Settings
 
 from crawler.commands.retry import retry
-from crawler.frontier.store import Ack, Pending, PopOrder, SchemaMismatchError
+from crawler.frontier.store.store import Ack, Pending, PopOrder, SchemaMismatchError
 from crawler.policy.order import level_of
 from tests.integration.test_frontier_scripts import NODE, T0, drain, make_store
 
 if TYPE_CHECKING:
     import redis as redis_py
 
-    from crawler.frontier.store import FrontierStore
+    from crawler.frontier.store.store import FrontierStore
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ from scrapy.settings import Settings
 
 from crawler.frontier.dedup import bloom_hashes
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.store import FrontierStore, Lease, Pending, PopOrder
+from crawler.frontier.store.store import FrontierStore, Lease, Pending, PopOrder
 from crawler.policy.order import level_of, queue_class
 
 if TYPE_CHECKING:

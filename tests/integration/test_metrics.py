@@ -20,9 +20,9 @@ from scrapy import signals
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
+from crawler.context.roundtriptimes import RoundTripTimes
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.crawlstate.status import read_status
-from crawler.frontier.roundtrip import RoundTripTimes
 from crawler.metrics.cluster import ClusterGauges
 from crawler.metrics.collector import NodeCollector
 from crawler.metrics.exporter import metrics_registry

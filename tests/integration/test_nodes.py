@@ -11,7 +11,7 @@ from scrapy.settings import Settings
 
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.nodes import Membership
+from crawler.frontier.node.membership import Membership
 from crawler.policy.ownership import shards_of
 from tests.servers import wait_for
 

@@ -16,7 +16,8 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from crawler.items import PageRecord
-from crawler.pipelines.pagestore import PageStorePipeline, UnsafePathError, write_page
+from crawler.pagestore.files import UnsafePathError, write_page
+from crawler.pipelines.pagestore import PageStorePipeline
 from crawler.policy.storepath import store_path
 from crawler.spiders.bfs import BfsSpider
 from tests.servers import running_site

@@ -20,11 +20,11 @@ from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
+from crawler.context.startup import STARTUP_FAILED
 from crawler.pipelines.records import RecordsPipeline
-from crawler.recordsdb import RecordsDatabase
-from crawler.recordsschema import row_of
+from crawler.records.database import RecordsDatabase
+from crawler.records.schema import row_of
 from crawler.spiders.bfs import BfsSpider
-from crawler.startup import STARTUP_FAILED
 from tests.servers import ROOT, running_site
 from tests.site import bfs_depths, url_of
 from tests.unit.test_records import (  # noqa: F401 (fixtures)

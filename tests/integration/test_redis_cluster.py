@@ -24,15 +24,15 @@ from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
-from crawler.addon import Frontier
+from crawler.context.crawl import CrawlContext
 from crawler.crawlstate.clients import async_connect
 from crawler.crawlstate.connection import RedisUnreachableError, connect
 from crawler.crawlstate.embedded import redis_server_binary
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.dedup import bloom_hashes
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.nodes import Membership
-from crawler.frontier.store import FrontierStore, Pending, PopOrder
+from crawler.frontier.node.membership import Membership
+from crawler.frontier.store.store import FrontierStore, Pending, PopOrder
 from crawler.policy.order import level_of
 from crawler.policy.sharding import shard_of
 from crawler.spiders.bfs import BfsSpider
@@ -228,12 +228,12 @@ def test_a_node_url_gets_the_cluster_client_and_a_single_server_does_not(
     for values in ({}, {"REDIS_CLUSTER": True}):  # found out, or said
         settings = {"ADDONS": ADDON, "REDIS_URL": redis_cluster.url, **values}
         crawler = get_crawler(BfsSpider, settings)
-        client = Frontier.of(crawler).redis.sync_client()
+        client = CrawlContext.of(crawler).redis.sync_client()
         assert isinstance(client, RedisCluster)
         assert len(client.get_primaries()) == NODES
         client.close()
     single = get_crawler(BfsSpider, {"ADDONS": ADDON, "REDIS_URL": redis_url_session})
-    client = Frontier.of(single).redis.sync_client()
+    client = CrawlContext.of(single).redis.sync_client()
     assert type(client) is redis_py.Redis
     client.close()
 

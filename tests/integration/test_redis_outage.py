@@ -19,9 +19,9 @@ from scrapy.utils.test import get_crawler
 
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.middlewares.hosthealth import HostRecords
-from crawler.middlewares.robots import RobotsMiddleware
 from crawler.policy.robotsfetch import Fetch, RobotsConfig, record_after
 from crawler.policy.tiers import HostHealth
+from crawler.robots.middleware import RobotsMiddleware
 from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_node_failures import page_fetches
 from tests.servers import ROOT, RestartableRedis, running_site, wait_for
@@ -45,7 +45,7 @@ HOSTS = 4
 # Requests in flight at once: one per host (FRONTIER_HOST_CONCURRENCY's default),
 # the most an outage may make the crawl fetch twice.
 IN_FLIGHT = HOSTS
-OUTAGE_LOGGER = "[crawler.frontier.outage]"
+OUTAGE_LOGGER = "[crawler.context.outage]"
 
 
 def crawl_command(site: RunningSite, redis_url: str) -> list[str]:

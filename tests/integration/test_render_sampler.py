@@ -18,7 +18,7 @@ from scrapy.utils.test import get_crawler
 
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.policy.storepath import store_path
-from crawler.recordsdb import RecordsDatabase
+from crawler.records.database import RecordsDatabase
 from crawler.render.config import find_browser
 from crawler.spiders.bfs import BfsSpider
 

@@ -15,7 +15,7 @@ import pytest
 
 from crawler.commands.frontier import revisits_section
 from crawler.crawlstate.keys import CrawlKeys
-from crawler.recordsdb import RecordsDatabase, RecordsDatabaseError
+from crawler.records.database import RecordsDatabase, RecordsDatabaseError
 from crawler.revisit.duestatus import DueStatus, read_due_status
 from tests.servers import ROOT
 from tests.unit.test_records import (  # noqa: F401 (fixtures)

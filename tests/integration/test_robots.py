@@ -26,9 +26,9 @@ from crawler import __version__
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.holds import HoldRequest
 from crawler.meta import ROBOTS_FETCH
-from crawler.middlewares.robots import RobotsMiddleware
 from crawler.middlewares.timeouts import TimeoutsMiddleware
 from crawler.policy.robotsfetch import MAX_BYTES, RobotsRecord, origin_of
+from crawler.robots.middleware import RobotsMiddleware
 from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_many_nodes import stat_value
 from tests.integration.test_node_failures import run, scrapy_crawl

@@ -19,7 +19,7 @@ from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
-from crawler.frontier import drain
+from crawler.frontier.node import drain
 from tests.integration.openscheduler import opened
 from tests.servers import RestartableRedis
 

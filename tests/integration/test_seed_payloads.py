@@ -1,5 +1,5 @@
 """A running crawl takes scrapy-redis JSON seeds from its Redis seed list, besides
-plain URLs, and counts and skips bad ones (crawler/frontier/seedintake.py)."""
+plain URLs, and counts and skips bad ones (crawler/frontier/node/seedintake.py)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ async def test_a_running_crawl_takes_json_and_plain_seeds(
         redis.rpush(SEEDS, *payloads)
 
     reactor.callLater(PUSH_AT, push)  # type: ignore[attr-defined]
-    with caplog.at_level(logging.WARNING, logger="crawler.frontier.seedintake"):
+    with caplog.at_level(logging.WARNING, logger="crawler.frontier.node.seedintake"):
         await crawler.crawl_async(seeds=site.seeds[0])
     assert pushed_while_running == [True]
     assert crawler.stats.get_value("finish_reason") == "finished"

@@ -24,7 +24,7 @@ from scrapy.utils.test import get_crawler
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier import admission, store
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.store import FrontierStore
+from crawler.frontier.store.store import FrontierStore
 from crawler.policy.tiers import HostHealth
 from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_traffic import frontier, redis_url, slow_column

@@ -17,11 +17,11 @@ from scrapy import Request, signals
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
-from crawler.commands.hoststable import read_health
 from crawler.crawlstate.embedded import EmbeddedRedis
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.middlewares.traffic import TrafficMiddleware
 from crawler.policy.tiers import HostHealth
+from crawler.reports.hosts import read_health
 from crawler.settings import ADDONS
 from crawler.spiders.bfs import BfsSpider
 from tests.servers import ROOT

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from crawler.policy.revisit import Bounds, RevisitConfig
-from crawler.recordsdb import RecordsDatabase
-from crawler.revisit.entries import Visit
-from crawler.revisit.library import URLLibrary
+from crawler.records.database import RecordsDatabase
+from crawler.records.library import URLLibrary
+from crawler.records.visits import Visit
 from tests.unit.test_records import (  # noqa: F401 (fixtures)
     database_url,
     postgres_url,

@@ -18,9 +18,9 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 from warcio.archiveiterator import ArchiveIterator
 
+from crawler.context.startup import StartupFailure
 from crawler.middlewares.warc import WarcMiddleware
 from crawler.spiders.bfs import BfsSpider
-from crawler.startup import StartupFailure
 from tests.site import Site
 
 if TYPE_CHECKING:

@@ -12,7 +12,8 @@ from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
 
 from crawler import defaults
-from crawler.addon import COMPONENTS, SCHEDULER, AddonMissingError, Frontier
+from crawler.addon import COMPONENTS, SCHEDULER, Frontier
+from crawler.context.crawl import AddonMissingError, CrawlContext
 from crawler.frontier.acks import FrontierDepthMiddleware
 
 ADDON = {"crawler.addon.Frontier": 0}
@@ -108,7 +109,7 @@ def test_another_scheduler_chosen_by_the_project_is_kept_without_our_components(
 
 def test_the_context_is_reached_through_the_crawler() -> None:
     crawler = get_crawler(settings_dict={"ADDONS": ADDON})
-    context = Frontier.of(crawler)
+    context = CrawlContext.of(crawler)
     assert context is crawler.get_addon(Frontier)
     assert context.delays is context.delays  # one per crawl
     assert context.outage is context.outage
@@ -116,11 +117,11 @@ def test_the_context_is_reached_through_the_crawler() -> None:
 
 def test_a_component_without_the_addon_says_what_to_set() -> None:
     with pytest.raises(AddonMissingError, match=r"ADDONS = \{\"crawler.addon.Frontier"):
-        Frontier.of(get_crawler(settings_dict={}))
+        CrawlContext.of(get_crawler(settings_dict={}))
 
 
 def test_two_crawls_have_two_contexts() -> None:
-    one = Frontier.of(get_crawler(settings_dict={"ADDONS": ADDON}))
-    two = Frontier.of(get_crawler(settings_dict={"ADDONS": ADDON}))
+    one = CrawlContext.of(get_crawler(settings_dict={"ADDONS": ADDON}))
+    two = CrawlContext.of(get_crawler(settings_dict={"ADDONS": ADDON}))
     assert one is not two
     assert one.delays is not two.delays

@@ -12,8 +12,8 @@ import crawler.defaults as project
 from crawler.analysis.analysisconfig import AnalysisConfig
 from crawler.analysis.analyzers import MAX_TEXT, OutlinksAnalyzer, TextAnalyzer
 from crawler.analysis.loader import AnalyzerLoader
+from crawler.analysis.pipeline import analysis_rules
 from crawler.analysis.tasks import AnalysisTask, BadTaskError, inside
-from crawler.pipelines.analysis import analysis_rules
 from tests.site import SiteSpec, links_of, page_html, url_of
 
 PAGE = b"""<!DOCTYPE html><html><head><title> A  page </title>

@@ -6,15 +6,15 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
-from crawler.commands.report import age, shard_ranges
-from crawler.crawlstate.status import NodeStatus
-from crawler.frontier.runcontrol import (
+from crawler.context.runsettings import with_runtime_settings
+from crawler.crawlstate.controls import (
     RUNTIME_SETTINGS,
     Control,
     read_control,
     setting_field,
-    with_runtime_settings,
 )
+from crawler.crawlstate.status import NodeStatus
+from crawler.reports.status import age, shard_ranges
 
 
 def project_settings() -> Settings:

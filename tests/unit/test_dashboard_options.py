@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from scrapy.settings import Settings
 
-from crawler.addon import install_defaults
 from crawler.commands.steering import ControlError
 from crawler.commands.web import address, dashboard
+from crawler.defaults import install_defaults
 
 # No Redis client nor keys: nothing is read before the options are checked.
 NOBODY: Any = None

@@ -17,7 +17,7 @@ from crawler.dashboard.state import (
     status_state,
     text,
 )
-from crawler.frontier.progress import PACE_MINUTES, pace_fields
+from crawler.frontier.node.progress import PACE_MINUTES, pace_fields
 from crawler.policy.tiers import HostHealth
 
 NOW = 1_800_000_000.0  # minute 30_000_000

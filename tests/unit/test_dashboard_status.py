@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from crawler.crawlstate.controls import Control
 from crawler.crawlstate.status import CrawlStatus, NodeStatus
-from crawler.frontier.runcontrol import Control
 
 
 def crawl(

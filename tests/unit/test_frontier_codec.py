@@ -1,4 +1,4 @@
-"""Unit tests for crawler/frontier/codec.py: requests to compact JSON and back."""
+"""Unit tests for crawler/frontier/encoding/codec.py: requests to compact JSON and back."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from scrapy import Field, Item, Request, Spider
 from scrapy.http import FormRequest, JsonRequest
 
-from crawler.frontier.codec import (
+from crawler.frontier.encoding.codec import (
     TRANSIENT_META,
     BadEntryError,
     UnencodableRequestError,

@@ -22,9 +22,9 @@ from redis.exceptions import (
 )
 from scrapy.utils.test import get_crawler
 
-from crawler.addon import Frontier
+from crawler.context.crawl import CrawlContext
+from crawler.context.outage import Backoff, is_outage
 from crawler.crawlstate.connection import RedisUnreachableError
-from crawler.frontier.outage import Backoff, is_outage
 
 
 @pytest.mark.parametrize(
@@ -73,15 +73,15 @@ def outage_records(caplog) -> list[tuple[int, str]]:
     return [
         (record.levelno, record.getMessage())
         for record in caplog.records
-        if record.name == "crawler.frontier.outage"
+        if record.name == "crawler.context.outage"
     ]
 
 
 def test_an_outage_is_logged_once_each_way_whoever_reports_it(caplog):
     caplog.set_level(logging.INFO)
     crawler = get_crawler(settings_dict={"ADDONS": {"crawler.addon.Frontier": 0}})
-    outage = Frontier.of(crawler).outage
-    assert Frontier.of(crawler).outage is outage  # one per crawl
+    outage = CrawlContext.of(crawler).outage
+    assert CrawlContext.of(crawler).outage is outage  # one per crawl
     scheduler, robots = outage.gate("the scheduler"), outage.gate("robots")
     refused = ConnectionError("Connection refused")
     for now in (1.0, 2.0, 3.0):
@@ -102,7 +102,7 @@ def test_an_outage_is_logged_once_each_way_whoever_reports_it(caplog):
 def test_a_single_failed_call_is_counted_but_is_no_outage(caplog):
     caplog.set_level(logging.INFO)
     crawler = get_crawler(settings_dict={"ADDONS": {"crawler.addon.Frontier": 0}})
-    gate = Frontier.of(crawler).outage.gate("the traffic counters")
+    gate = CrawlContext.of(crawler).outage.gate("the traffic counters")
     closed = ConnectionError("Connection closed by server.")
     assert gate.failed(closed, 10.0) == 10.0  # tried again at once
     gate.succeeded()

@@ -1,4 +1,4 @@
-"""Unit tests for crawler/frontier/values.py (and allowlist, timevalues): typed JSON."""
+"""Unit tests for crawler/frontier/encoding/values.py (and allowlist, timevalues): typed JSON."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy import Field, Item, Spider
 
-from crawler.frontier.allowlist import Classes
-from crawler.frontier.values import (
+from crawler.frontier.encoding.allowlist import Classes
+from crawler.frontier.encoding.values import (
     MAX_DEPTH,
     BadValueError,
     UnencodableValueError,

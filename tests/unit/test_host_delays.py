@@ -1,4 +1,4 @@
-"""Unit tests for crawler/frontier/hostdelays.py HostDelays: what the frontier is told per host."""
+"""Unit tests for crawler/context/hostdelays.py HostDelays: what the frontier is told per host."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy.settings import Settings
 
-from crawler.frontier import hostdelays
-from crawler.frontier.hostdelays import HostDelays
-from crawler.frontier.runsettings import RunSettings, RunSettingsHolder
+from crawler.context import hostdelays
+from crawler.context.hostdelays import HostDelays
+from crawler.context.runsettings import RunSettings, RunSettingsHolder
 from tests.unit.properties import PROPERTY
 
 NOON_UTC = 1_763_812_800.0  # 2025-11-22 12:00 UTC: day on a UTC machine

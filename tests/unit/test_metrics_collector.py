@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawler.frontier.roundtrip import RoundTripTimes
+from crawler.context.roundtriptimes import RoundTripTimes
 from crawler.metrics.cluster import ClusterGauges
 from crawler.metrics.collector import (
     NodeCollector,

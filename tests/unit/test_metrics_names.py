@@ -11,8 +11,8 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from crawler.context.roundtriptimes import RoundTripTimes
 from crawler.crawlstate.status import CrawlStatus, NodeStatus
-from crawler.frontier.roundtrip import RoundTripTimes
 from crawler.metrics.cluster import ClusterGauges
 from crawler.metrics.collector import NodeCollector
 from crawler.metrics.exporter import metrics_registry

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from crawler.frontier.nodeid import check_node_name, node_identity
+from crawler.frontier.frontierconfig import check_node_name
+from crawler.frontier.node.nodeid import node_identity
 
 
 def test_a_given_name_is_the_id_and_holds_no_lock(tmp_path):

@@ -1,6 +1,6 @@
 """Unit tests for crawler/policy/timezones.py: which zone a host's clock follows.
 
-``machine_zone()`` (crawler/frontier/hostdelays.py) is tested here too: it picks the zone of
+``machine_zone()`` (crawler/context/hostdelays.py) is tested here too: it picks the zone of
 every host the table cannot place.
 """
 
@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy.settings import Settings
 
-from crawler.frontier.hostdelays import machine_zone
+from crawler.context.hostdelays import machine_zone
 from crawler.policy.suffixes import normalize_host, suffixes_of
 from crawler.policy.timezones import CCTLD_ZONES, ZoneResolver, is_known_zone
 from tests.unit.properties import PROPERTY
@@ -285,7 +285,7 @@ def test_every_ip_address_gets_the_default_zone(address: object) -> None:
     assert resolver().zone_name(str(address)) == DEFAULT
 
 
-# --- machine_zone() (crawler/frontier/hostdelays.py) -------------------------------------------
+# --- machine_zone() (crawler/context/hostdelays.py) -------------------------------------------
 
 
 def zoneinfo_link(tmp_path: Path, target: str) -> Path:

@@ -1,4 +1,4 @@
-"""The page-record database (crawler/recordsdb.py, recordsconnection.py,
+"""The page-record database (crawler/records/database.py, recordsconnection.py,
 recordsschema.py, recordsquery.py) on a real SQLite file, and on a real PostgreSQL
 when TEST_POSTGRES_URL is set: URLs, schema, upsert, queries."""
 
@@ -15,9 +15,9 @@ import pytest
 
 from crawler.items import PageRecord
 from crawler.policy.fates import FAILED_FATES
-from crawler.recordsconnection import DatabaseURL, RecordsDatabaseError
-from crawler.recordsdb import RecordsDatabase
-from crawler.recordsschema import COLUMNS, row_of
+from crawler.records.connection import DatabaseURL, RecordsDatabaseError
+from crawler.records.database import RecordsDatabase
+from crawler.records.schema import COLUMNS, row_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawler.middlewares.render import looks_like_a_page
 from crawler.render.actions import action_kind
+from crawler.render.middleware import looks_like_a_page
 
 
 @pytest.mark.parametrize(

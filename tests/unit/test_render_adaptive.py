@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy.settings import Settings
 
-from crawler.addon import default_settings
+from crawler.defaults import default_settings
 from crawler.policy.hosts import BadURLError
 from crawler.render.adaptive import (
     HOST,

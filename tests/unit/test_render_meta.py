@@ -8,7 +8,7 @@ from __future__ import annotations
 from scrapy import Request, Spider
 from scrapy_playwright.page import PageMethod  # type: ignore[import-untyped]
 
-from crawler.frontier.codec import decode, encode
+from crawler.frontier.encoding.codec import decode, encode
 
 
 class RenderingSpider(Spider):

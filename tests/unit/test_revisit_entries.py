@@ -1,11 +1,11 @@
-"""What one visit makes of a URL's entry in the URL library (crawler.revisit.entries)."""
+"""What one visit makes of a URL's entry in the URL library (crawler.records.visits)."""
 
 from __future__ import annotations
 
 import pytest
 
 from crawler.policy.revisit import Bounds, RevisitConfig
-from crawler.revisit.entries import Visit, after_visit
+from crawler.records.visits import Visit, after_visit
 
 BOUNDS = Bounds(interval=100.0, min_interval=10.0, max_interval=1000.0)
 

@@ -1,11 +1,11 @@
-"""The robots.txt rules a process holds (crawler/middlewares/robotscache.py)."""
+"""The robots.txt rules a process holds (crawler/robots/cache.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from crawler.middlewares.robotscache import RobotsEntry, RulesCache
 from crawler.policy.robotsfetch import RobotsRecord
+from crawler.robots.cache import RobotsEntry, RulesCache
 
 
 def entry(expires_at: float) -> RobotsEntry:

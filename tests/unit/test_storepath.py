@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawler.pipelines.pagestore import write_page
+from crawler.pagestore.files import write_page
 from crawler.policy.storepath import store_path, url_of
 from tests.unit.properties import PROPERTY
 

@@ -15,8 +15,9 @@ from scrapy import Request
 from scrapy.utils.test import get_crawler
 
 import crawler.defaults as project
+from crawler.context.startup import StartupFailure
 from crawler.frontier.leases import HeldLeases
-from crawler.frontier.store import Lease
+from crawler.frontier.store.store import Lease
 from crawler.middlewares.timeouts import (
     MAX_RETRY_AFTER,
     TimeoutsMiddleware,
@@ -24,7 +25,6 @@ from crawler.middlewares.timeouts import (
     retry_after_seconds,
 )
 from crawler.spiders.bfs import BfsSpider
-from crawler.startup import StartupFailure
 from tests.unit.properties import PROPERTY
 
 # --- Retry-After ----------------------------------------------------------------------

@@ -8,10 +8,10 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
-from crawler.commands.hoststable import CELL_WIDTH, cell, host_table, utc_time
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.middlewares.traffic import TrafficMiddleware
 from crawler.middlewares.trafficbuffer import HostTraffic, TrafficBuffer, status_class
+from crawler.reports.hosts import CELL_WIDTH, cell, host_table, utc_time
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from scrapy.utils.test import get_crawler
 
 import crawler.defaults as project
 from crawler import __version__
+from crawler.context.startup import StartupFailure
 from crawler.meta import ROBOTS_FETCH
 from crawler.middlewares.useragent import (
     StickyUserAgents,
@@ -22,7 +23,6 @@ from crawler.middlewares.useragent import (
     UserAgentMiddleware,
     split_outside_parentheses,
 )
-from crawler.startup import StartupFailure
 
 BOT = "Mozilla/5.0 (compatible; crawler/1.0; +https://github.com/crawler/crawler)"
 CHROME = (

@@ -1,0 +1,80 @@
+"""The context of one crawl: the state its components share.
+
+Each host's delays in force, the Redis server and its clients, whether Redis
+answers, and the timing of the frontier's round trips. The add-on
+(``crawler.addon.Frontier``) is a ``CrawlContext``: Scrapy builds one add-on
+instance a crawler, and components reach it with ``CrawlContext.of(crawler)``
+(Scrapy's own ``crawler.get_addon``) without importing the add-on, which sits at
+the top of the layers and imports them all.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy import signals
+
+from crawler.context.hostdelays import HostDelays, machine_zone
+from crawler.context.outage import RedisOutage
+from crawler.context.roundtriptimes import RoundTripTimes
+from crawler.context.runsettings import RunSettings, RunSettingsHolder
+from crawler.crawlstate.connection import CrawlRedis
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+
+class AddonMissingError(ValueError):
+    """A component of ours runs in a crawl that did not enable the add-on."""
+
+
+class CrawlContext:
+    """What one crawl's components share; each part is made on first use, so a
+    crawl that never touches Redis never starts a private server."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self._crawler = crawler
+        self._delays: HostDelays | None = None
+        self._outage: RedisOutage | None = None
+        self._redis: CrawlRedis | None = None
+        # The frontier's script round trips, timed for the metrics endpoint.
+        self.round_trip_times = RoundTripTimes()
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> CrawlContext:
+        """The crawl's context; raises ``AddonMissingError`` (one line) without it."""
+        found = crawler.get_addon(CrawlContext)
+        if found is None:
+            raise AddonMissingError(
+                "the frontier runs through its add-on: set "
+                'ADDONS = {"crawler.addon.Frontier": 0} (not SCHEDULER or the '
+                "middlewares alone)"
+            )
+        return found
+
+    @property
+    def delays(self) -> HostDelays:
+        """Each host's delay in force; raises ``ValueError`` on a bad setting."""
+        if self._delays is None:
+            run = RunSettings.from_settings(self._crawler.settings, machine_zone())
+            self._delays = HostDelays(RunSettingsHolder(run), self._crawler.stats)
+        return self._delays
+
+    @property
+    def redis(self) -> CrawlRedis:
+        """The crawl's Redis server and its clients (the private server is started
+        on first use, stopped with the engine); ``RedisSettingsError`` on bad
+        settings, at every call."""
+        if self._redis is None:
+            self._redis = CrawlRedis.from_settings(self._crawler.settings)
+            signal = signals.engine_stopped
+            self._crawler.signals.connect(self._redis.close, signal=signal)
+        return self._redis
+
+    @property
+    def outage(self) -> RedisOutage:
+        """Whether the crawl's Redis answers, shared by every component."""
+        if self._outage is None:
+            assert self._crawler.stats is not None
+            self._outage = RedisOutage(self._crawler.stats)
+        return self._outage

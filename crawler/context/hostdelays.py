@@ -1,0 +1,183 @@
+"""The crawl's politeness state: one per crawler, shared by the frontier and the
+middlewares.
+
+The frontier asks it for each host's delay when a fetch of that host is done; the
+robots middleware tells it each host's ``Crawl-delay``; the timeouts middleware holds
+hosts back (``Retry-After``, a dead host's pause); the traffic monitor reads the
+delay in force and its reason. The formula itself is pure, in
+``crawler.policy.politeness``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from crawler.policy.politeness import Delay, DelayReason
+from crawler.policy.timezones import is_known_zone
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+
+    from scrapy.statscollectors import StatsCollector
+
+    from crawler.context.runsettings import RunSettingsHolder
+    from crawler.policy.politeness import PolitenessConfig
+
+# Hosts whose Crawl-delay (or hold) this process remembers at most.
+MAX_REMEMBERED_HOSTS = 65536
+
+
+class HostDelays:
+    """Each host's delay in force, with what robots.txt said about it."""
+
+    def __init__(
+        self,
+        run: RunSettingsHolder,
+        stats: StatsCollector | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.run_settings = run  # read each time: the runtime replaces what it holds
+        self._stats = stats
+        self._rng = rng or random.Random()  # noqa: S311 (jitter, not secrets)
+        self._crawl_delays: dict[str, float] = {}
+        self._holds: dict[str, tuple[float, DelayReason]] = {}  # host -> until, why
+
+    @property
+    def config(self) -> PolitenessConfig:
+        """The politeness policy in force now."""
+        return self.run_settings.current.politeness
+
+    def set_crawl_delay(self, host: str, seconds: float | None) -> None:
+        """What *host*'s robots.txt asks for our token (``None``: nothing).
+
+        Bounded: the oldest entries go first. The robots middleware keeps fewer
+        origins than this and sets the delay again whenever it loads a record."""
+        self._crawl_delays.pop(host, None)
+        if seconds is None:
+            return
+        self._crawl_delays[host] = seconds
+        if len(self._crawl_delays) > MAX_REMEMBERED_HOSTS:
+            del self._crawl_delays[next(iter(self._crawl_delays))]
+
+    def hold(self, host: str, until: float, reason: DelayReason) -> None:
+        """Fetch *host* again no sooner than *until* (a ``Retry-After``, a pause)."""
+        current = self._holds.get(host)
+        if current is None or current[0] < until:
+            self._holds[host] = (until, reason)
+        if len(self._holds) > MAX_REMEMBERED_HOSTS:  # the oldest hold goes first
+            del self._holds[next(iter(self._holds))]
+
+    def in_force(self, host: str, *, now: float) -> Delay:
+        delay = self.config.in_force(
+            host, now=now, crawl_delay=self._crawl_delays.get(host)
+        )
+        held = self._held(host, now)
+        return held if held is not None and held.seconds > delay.seconds else delay
+
+    def delay_for(self, host: str, *, now: float) -> float:
+        """Seconds *host* waits after this fetch: the delay in force plus jitter,
+        or longer while the host is held back."""
+        delay = self.config.in_force(
+            host, now=now, crawl_delay=self._crawl_delays.get(host)
+        )
+        if self._stats is not None and delay.reason == "hourly-cap":
+            self._stats.inc_value("politeness/hourly_cap")
+        seconds = self.config.jittered(delay.seconds, self._rng.random())
+        held = self._held(host, now)
+        return max(seconds, held.seconds) if held is not None else seconds
+
+    def _held(self, host: str, now: float) -> Delay | None:
+        """How much longer *host* is held back, and why; forgets ended holds."""
+        if (hold := self._holds.get(host)) is None:
+            return None
+        until, reason = hold
+        if until <= now:
+            del self._holds[host]
+            return None
+        return Delay(until - now, reason)
+
+    def shortest(self) -> float:
+        return self.config.shortest()
+
+
+_LOCALTIME = Path("/etc/localtime")
+_TIMEZONE_FILE = Path("/etc/timezone")
+_POSIX_FIXED_OFFSET = re.compile(r"[A-Za-z]{3,}([+-]?)(\d{1,2})")
+_TZIF_TREES = frozenset({"posix", "right"})
+
+
+def machine_zone(
+    *,
+    environ: Mapping[str, str] = os.environ,
+    localtime: Path = _LOCALTIME,
+    timezone_file: Path = _TIMEZONE_FILE,
+) -> str:
+    """The IANA name of this machine's zone: the default zone of unplaced hosts.
+
+    Tried in turn: ``TZ`` (``Europe/Berlin``, ``:Europe/Berlin``, a path into a
+    zoneinfo tree, or a fixed POSIX offset such as ``JST-9``), the ``/etc/localtime``
+    symlink, Debian's ``/etc/timezone``, then UTC. A name ``zoneinfo`` cannot load
+    (a POSIX DST rule like ``CET-1CEST,M3.5.0,M10.5.0/3``) is skipped: a guess at
+    the operator's zone is better than a crawler that will not start.
+    """
+    candidates = _zone_candidates(environ, localtime, timezone_file)
+    return next((name for name in candidates if name and is_known_zone(name)), "UTC")
+
+
+def _zone_candidates(
+    environ: Mapping[str, str], localtime: Path, timezone_file: Path
+) -> Iterator[str]:
+    """Possible zone names, best first, computed only as far as they are needed."""
+    tz = environ.get("TZ", "").strip().removeprefix(":")
+    yield _zone_key(tz)
+    yield _posix_fixed_offset(tz)
+    yield from (_zone_key(str(target)) for target in _symlink_chain(localtime))
+    yield _first_line(timezone_file)
+
+
+def _zone_key(text: str) -> str:
+    """The zone key in a name or zoneinfo path (``.../zoneinfo/posix/Asia/Tokyo``).
+
+    The ``posix/`` and ``right/`` trees hold the same zones (``right/`` counting
+    leap seconds); the plain name is the one every machine has.
+    """
+    parts = PurePosixPath(text).parts
+    if "zoneinfo" in parts:
+        parts = parts[len(parts) - parts[::-1].index("zoneinfo") :]
+    elif parts[:1] == ("/",):
+        return ""
+    if parts[:1] and parts[0] in _TZIF_TREES:
+        parts = parts[1:]
+    return "/".join(parts)
+
+
+def _posix_fixed_offset(tz: str) -> str:
+    """``JST-9`` -> ``Etc/GMT-9`` (POSIX and ``Etc/GMT`` share the inverted sign)."""
+    if not (match := _POSIX_FIXED_OFFSET.fullmatch(tz)):
+        return ""
+    sign, hours = match[1] or "+", int(match[2])
+    return f"Etc/GMT{sign}{hours}" if hours else "UTC"
+
+
+def _symlink_chain(path: Path) -> Iterator[Path]:
+    """Each path *path* links to in turn; the first is the name the admin chose."""
+    for _ in range(8):  # a loop of links ends here, not in a RecursionError
+        try:
+            target = path.readlink()
+        except (OSError, ValueError):  # not a link, missing, or unreadable
+            return
+        path = path.parent / target
+        yield path
+
+
+def _first_line(path: Path) -> str:
+    """The first line of *path* stripped, or ``""`` if it cannot be read."""
+    try:
+        with path.open(encoding="utf-8") as file:
+            return file.readline(256).strip()
+    except (OSError, ValueError):
+        return ""

@@ -1,0 +1,2 @@
+"""The request codec: a Scrapy ``Request`` to compact JSON and back, rejecting
+anything it did not write (no pickle)."""

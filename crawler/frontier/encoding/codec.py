@@ -1,0 +1,313 @@
+"""Requests to compact JSON and back. Nothing read from Redis is ever unpickled.
+
+An entry is a JSON object with a version field ``v`` and short field names; fields at
+their default value are left out, so a typical link costs its URL plus a few bytes.
+Meta and cb_kwargs are typed JSON (``values``), so tuples, bytes, dates, items...
+come back as they were; version-1 entries (plain JSON meta) are still read.
+Decoding accepts only known versions, known fields of the expected types, callbacks
+that are methods of the spider (never dunders), and request classes from a short
+allow-list. Headers are kept as their bytes (``headertext``), and the
+JSON is ASCII (other characters escaped), so any text, even a lone surrogate, is kept.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import json
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request
+from scrapy.http import FormRequest, JsonRequest
+from w3lib.url import safe_url_string
+
+from crawler import meta as meta_keys
+from crawler.frontier.encoding import values
+from crawler.frontier.encoding.allowlist import Classes
+from crawler.frontier.encoding.headertext import header_bytes, header_text
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy import Spider
+
+VERSION = 2
+# Entries of version 1 (meta and cb_kwargs as plain JSON) may still be queued.
+VERSIONS = (1, VERSION)
+# Meta keys that describe one attempt, not the request: never stored.
+# Meta of one attempt only: the timeouts middleware sets download_timeout per tier.
+TRANSIENT_META = frozenset(
+    {
+        "download_latency",
+        "download_timeout",
+        meta_keys.LEASE,
+        meta_keys.NODE,
+        meta_keys.FATE,
+        meta_keys.REPARSE,
+        meta_keys.REPARSED,
+        "_frontier_host",
+        # The render middleware and handler's (scrapy-playwright): decided again
+        # for each attempt, and some hold callables.
+        "playwright",
+        "playwright_context",
+        "playwright_context_kwargs",
+        "playwright_include_page",
+        "playwright_page",
+        "playwright_page_goto_kwargs",
+        "playwright_page_init_callback",
+        "playwright_page_methods",
+        "playwright_security_details",
+        "playwright_suggested_filename",
+        meta_keys.RENDER_STATIC_BODY,
+        meta_keys.RENDER_DOCUMENT_AT,
+    }
+)
+_CLASSES: dict[str, type[Request]] = {
+    "FormRequest": FormRequest,
+    "JsonRequest": JsonRequest,
+}
+# field -> (type it must have in JSON, Request keyword)
+_FIELDS: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "u": (str, "url"),
+    "m": (str, "method"),
+    "h": (dict, "headers"),
+    "b": (str, "body"),
+    "k": ((dict, list), "cookies"),
+    "t": (dict, "meta"),
+    "n": (str, "encoding"),
+    "p": (int, "priority"),
+    "f": (bool, "dont_filter"),
+    "g": (list, "flags"),
+    "a": (dict, "cb_kwargs"),
+    "c": (str, "callback"),
+    "e": (str, "errback"),
+    "x": (str, "class"),
+}
+
+
+class BadEntryError(ValueError):
+    """A queue entry that is not a request this crawler wrote."""
+
+
+class UnencodableRequestError(TypeError):
+    """A request the frontier cannot store: ``where`` names the part (a meta key,
+    the callback...) and ``value_type`` the type it holds that cannot be stored."""
+
+    def __init__(self, where: str, value_type: str, reason: str) -> None:
+        self.where = where
+        self.value_type = value_type
+        self.reason = reason
+        super().__init__(f"{where} holds a value of type {value_type}: {reason}")
+
+
+def encode(request: Request, spider: Spider) -> str:
+    """Compact JSON for *request*; raises ``UnencodableRequestError`` naming the key."""
+    classes = Classes(spider)
+    entry: dict[str, Any] = {"v": VERSION, "u": request.url}
+    if request.method != "GET":
+        entry["m"] = request.method
+    if request.headers:
+        entry["h"] = header_text(request)
+    if request.body:
+        entry["b"] = base64.b64encode(request.body).decode("ascii")
+    if request.cookies:
+        entry["k"] = request.cookies
+    meta = {k: v for k, v in request.meta.items() if k not in TRANSIENT_META}
+    if meta:
+        entry["t"] = _typed(meta, "meta", classes)
+    if request.encoding != "utf-8":
+        entry["n"] = request.encoding
+    if request.priority:
+        entry["p"] = request.priority
+    if request.dont_filter:
+        entry["f"] = True
+    if request.flags:
+        entry["g"] = request.flags
+    if request.cb_kwargs:
+        entry["a"] = _typed(request.cb_kwargs, "cb_kwargs", classes)
+    entry.update(_callbacks(request, spider))
+    if type(request) is not Request:
+        entry["x"] = _class_name(request)
+    return _dumps(entry)
+
+
+def decode(data: str | bytes, spider: Spider) -> Request:
+    """The request stored in *data*; raises ``BadEntryError`` for anything else."""
+    entry = _loads(data)
+    version = entry.pop("v")
+    kwargs: dict[str, Any] = {}
+    for field, value in entry.items():
+        if field not in _FIELDS:
+            raise BadEntryError(f"unknown field {field!r}")
+        expected, keyword = _FIELDS[field]
+        if not isinstance(value, expected) or (
+            isinstance(value, bool) and expected is not bool
+        ):
+            raise BadEntryError(f"field {field!r} has the wrong type")
+        kwargs[keyword] = value
+    if "url" not in kwargs:
+        raise BadEntryError("no URL")
+    for keyword in ("meta", "cb_kwargs"):
+        if keyword in kwargs and version == VERSION:
+            try:
+                kwargs[keyword] = values.mapping_from_json(kwargs[keyword], spider)
+            except values.BadValueError as exc:
+                raise BadEntryError(f"{keyword}: {exc}") from None
+    return _build(kwargs, spider)
+
+
+def _typed(mapping: dict[Any, Any], part: str, classes: Classes) -> Any:
+    """*mapping* (meta, cb_kwargs) as typed JSON; refused naming the key at fault."""
+    try:
+        return values.mapping_to_json(mapping, classes)
+    except values.UnencodableValueError as exc:
+        where = part if exc.key is None else f"{part} key {exc.key}"
+        raise UnencodableRequestError(where, exc.value_type, exc.reason) from None
+
+
+def _loads(data: str | bytes) -> dict[str, Any]:
+    """The parsed entry of a known version; raises ``BadEntryError`` for the rest.
+
+    ``RecursionError`` is caught as well: a deeply nested document from Redis is
+    hostile input like any other, not a crash of the scheduler.
+    """
+    try:
+        entry = json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise BadEntryError(f"not JSON: {exc}") from None
+    if not isinstance(entry, dict) or not _is_known_version(entry.get("v")):
+        raise BadEntryError("not a frontier entry of a known version")
+    return entry
+
+
+def _is_known_version(version: object) -> bool:
+    """Only the integers: ``True == 1`` and ``1.0 == 1``, so ``in`` is not enough."""
+    return type(version) is int and version in VERSIONS
+
+
+def _build(kwargs: dict[str, Any], spider: Spider) -> Request:
+    request_class = _request_class(kwargs.pop("class", None))
+    try:
+        headers = header_bytes(kwargs.pop("headers", {}))
+    except ValueError as exc:
+        raise BadEntryError(str(exc)) from None
+    _check_url(kwargs["url"])
+    _check_encoding(kwargs.get("encoding", "utf-8"))
+    for name in ("callback", "errback"):
+        if name in kwargs:
+            kwargs[name] = _named_method(spider, kwargs[name])
+    if "body" in kwargs:
+        try:
+            kwargs["body"] = base64.b64decode(kwargs["body"], validate=True)
+        except ValueError:
+            raise BadEntryError("body is not base64") from None
+    request = _verbatim_request(request_class, kwargs)
+    if headers:
+        # Headers.update would title-case the stored keys again, which changes keys
+        # encoded in UTF-16; they are restored exactly as they were stored.
+        dict.update(request.headers, headers)
+    return request
+
+
+def _verbatim_request(request_class: type[Request], kwargs: dict[str, Any]) -> Request:
+    """The request, its URL kept as stored (Scrapy's ``verbatim_url`` meta key).
+
+    The stored URL is already the one ``Request`` made; normalizing it again in an
+    encoding that is not ASCII-compatible (UTF-16) would escape it a second time.
+    """
+    meta = kwargs.pop("meta", {})
+    try:
+        request = request_class(**kwargs, meta={**meta, "verbatim_url": True})
+    except (TypeError, ValueError) as exc:
+        raise BadEntryError(f"not a valid request: {exc}") from None
+    if "verbatim_url" not in meta:
+        del request.meta["verbatim_url"]
+    return request
+
+
+def _check_url(url: str) -> None:
+    """Only a URL as ``Request`` normalizes it, as encode stored it, is kept verbatim."""
+    try:
+        normal = safe_url_string(url)
+    except ValueError:
+        normal = None
+    if normal != url:
+        raise BadEntryError(f"URL {url!r} is not in the form the frontier stores")
+
+
+def _check_encoding(encoding: str) -> None:
+    """A text encoding Python knows, which later header and form values need."""
+    try:
+        "".encode(encoding)
+    except (LookupError, ValueError):
+        raise BadEntryError(f"{encoding!r} is not a text encoding") from None
+
+
+def _request_class(name: str | None) -> type[Request]:
+    """The allow-listed class *name*; an unknown name is hostile, not a Request."""
+    if name is None:
+        return Request
+    if name not in _CLASSES:
+        raise BadEntryError(f"request class {name!r} is not allowed")
+    return _CLASSES[name]
+
+
+def _named_method(spider: Spider, name: str) -> Callable[..., Any]:
+    """The spider's method *name*; raises ``BadEntryError`` if there is none."""
+    method = _spider_method(spider, name)
+    if method is None:
+        raise BadEntryError(f"{name!r} is not a method of spider {spider.name!r}")
+    return method
+
+
+def _spider_method(spider: Spider, name: str) -> Callable[..., Any] | None:
+    """The bound method *name* of the spider, or None: names from Redis may be hostile.
+
+    Private methods (``self._parse_item``) are common callbacks and are allowed;
+    dunders (``__init__``, ``__class__``) never are, nor attributes that are not
+    methods bound to this spider (strings, classmethods, other objects' methods).
+    """
+    if name.startswith("__"):
+        return None
+    method = getattr(spider, name, None)
+    if not inspect.ismethod(method) or method.__self__ is not spider:
+        return None
+    return method
+
+
+def _callbacks(request: Request, spider: Spider) -> dict[str, str]:
+    """The names of the callback and errback; only names ``decode`` resolves back."""
+    names = {}
+    for field, function in (("c", request.callback), ("e", request.errback)):
+        if function is None:
+            continue
+        name = getattr(function, "__name__", None)
+        if not isinstance(name, str) or _spider_method(spider, name) != function:
+            raise UnencodableRequestError(
+                "callback" if field == "c" else "errback",
+                values.type_name(type(function)),
+                f"{function!r} is not a method of the spider the frontier can name "
+                "(use a spider method whose name does not start with '__')",
+            )
+        names[field] = name
+    return names
+
+
+def _class_name(request: Request) -> str:
+    for name, request_class in _CLASSES.items():
+        if type(request) is request_class:
+            return name
+    raise UnencodableRequestError(
+        "request",
+        values.type_name(type(request)),
+        f"supported request classes: Request, {', '.join(_CLASSES)}",
+    )
+
+
+def _dumps(entry: dict[str, Any]) -> str:
+    """ASCII JSON, so that it is valid UTF-8 even for a string with a lone surrogate."""
+    try:
+        return json.dumps(entry, separators=(",", ":"), ensure_ascii=True)
+    except (TypeError, ValueError, RecursionError) as exc:
+        # Meta and cb_kwargs are JSON-ready by now: only cookies are stored untyped.
+        raise UnencodableRequestError("cookies", "value", str(exc)) from None

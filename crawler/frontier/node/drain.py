@@ -1,0 +1,58 @@
+"""Whether the whole crawl is over: the end of crawl, decided the same on every node.
+
+A node does not stop when its own shards run dry: other nodes may still find links
+for them. The crawl is over when nothing is queued and nothing is leased in any
+shard, as read at one moment (``CrawlShards.settled_totals``). Nodes started
+together get a grace: one that has seen no work yet waits up to FRONTIER_NODE_TTL
+while other nodes are alive, since the node with the seeds may not have pushed them
+yet.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from crawler.frontier.node.membership import Membership
+    from crawler.frontier.store.store import FrontierStore
+
+# The engine asks has_pending_requests() often; Redis is asked at most this often.
+CHECK_INTERVAL = 1.0
+
+
+class DrainWatch:
+    def __init__(
+        self, store: FrontierStore, membership: Membership, opened_at: float
+    ) -> None:
+        self._store = store
+        self._membership = membership
+        self._opened_at = opened_at
+        self._checked: tuple[float, bool] = (0.0, False)
+        self._seen_work = False
+
+    def drained(self, now: float, own_leases: int = 0) -> bool:
+        """Whether no request is queued, nor leased but the *own_leases* this node's
+        engine still works on (as of CHECK_INTERVAL)."""
+        checked_at, drained = self._checked
+        if now - checked_at >= CHECK_INTERVAL:
+            # None: a shard changed as it was read (work is moving): not drained.
+            settled = self._store.settled_totals()
+            queued, leased = settled if settled is not None else (1, 0)
+            drained = queued <= 0 and leased <= own_leases
+            self._seen_work = self._seen_work or queued > 0 or leased > 0
+            if drained and self._waiting_for_seeds(now):
+                drained = False
+            self._checked = (now, drained)
+        return drained
+
+    def forget(self) -> None:
+        """Ask Redis again next time: hosts were just scheduled again."""
+        self._checked = (0.0, False)
+
+    def _waiting_for_seeds(self, now: float) -> bool:
+        """A node that has seen no work waits while other nodes are alive, at most
+        FRONTIER_NODE_TTL from its start."""
+        if self._seen_work or now - self._opened_at >= self._store.config.node_ttl:
+            return False
+        others = set(self._membership.live_nodes(now)) - {self._membership.node_id}
+        return bool(others)

@@ -1,0 +1,92 @@
+"""Seeds any client pushes to the crawl's Redis seed list, read by a running node.
+
+An entry is a plain URL (``redis-cli RPUSH bfs:seeds https://c.example/``) or the
+JSON object scrapy-redis users push (``{"url": ..., "meta": {...}, "priority": N}``,
+optional ``"method"`` and form fields: ``crawler.policy.scope.parse_seed_payload``).
+A bad entry is counted in ``frontier/bad_seeds`` and skipped, with one WARNING per
+kind of fault; it never stops the heartbeat.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy import Request
+from scrapy.http import FormRequest
+
+from crawler.crawlstate.damage import retyped
+from crawler.meta import REVIVE
+from crawler.policy.scope import BadSeedError, parse_seed_payload
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from scrapy.crawler import Crawler
+
+    from crawler.frontier.store.store import FrontierStore
+
+logger = logging.getLogger(__name__)
+
+# Seeds taken from the crawl's Redis seed list per maintenance round.
+SEEDS_PER_ROUND = 1000
+
+
+class SeedIntake:
+    def __init__(self, crawler: Crawler, enqueue: Callable[[Request], bool]) -> None:
+        assert crawler.stats is not None
+        self._crawler = crawler
+        self._stats = crawler.stats
+        self._enqueue = enqueue
+        self._logged: set[str] = set()  # kinds of bad seeds already logged
+
+    def take(self, store: FrontierStore) -> int:
+        """Enqueue the seeds waiting in Redis (at most SEEDS_PER_ROUND); how many
+        entries were read."""
+        key, client = store.crawl_keys.seeds, store.client
+        entries: list[bytes] | None = retyped(  # type: ignore[assignment]
+            client,
+            key,
+            "list",
+            lambda: client.lpop(key, SEEDS_PER_ROUND),
+            store.damaged,
+        )
+        for entry in entries or ():
+            if (request := self._request(entry)) is not None:
+                self._enqueue(request)
+        return len(entries or ())
+
+    def _request(self, entry: bytes) -> Request | None:
+        """The request *entry* asks for, or None (counted, logged once per kind)."""
+        try:
+            seed = parse_seed_payload(entry.decode("utf-8"))
+        except UnicodeDecodeError:
+            self._bad("utf-8", "not UTF-8 text", entry)
+            return None
+        except BadSeedError as exc:
+            self._bad(exc.kind, str(exc), entry)
+            return None
+        if seed is None:
+            return None
+        meta = {**seed.meta, REVIVE: True}
+        if seed.formdata:  # as scrapy-redis sends them
+            return FormRequest(
+                seed.url,
+                method=seed.method,
+                formdata=seed.formdata,
+                meta=meta,
+                priority=seed.priority,
+            )
+        return Request(seed.url, method=seed.method, meta=meta, priority=seed.priority)
+
+    def _bad(self, kind: str, reason: str, entry: bytes) -> None:
+        self._stats.inc_value("frontier/bad_seeds")
+        if kind in self._logged:
+            return
+        self._logged.add(kind)
+        logger.warning(
+            "Skipped a seed from Redis (%(reason)s): %(entry)r; further seeds with "
+            "this fault (%(kind)s) are only counted in frontier/bad_seeds",
+            {"reason": reason, "kind": kind, "entry": entry[:200]},
+            extra={"spider": self._crawler.spider},
+        )

@@ -1,0 +1,119 @@
+"""Repairing a shard that holds values the crawler did not write.
+
+Three occasions: at start every shard gets the ``REPAIR`` script (key types, numeric
+fields, leases, ready and waiting hosts); a script call that fails on a shard gets it
+too before it runs again (``ScriptRunner.run``); and a shard that looks stuck (requests
+outstanding, yet no host ready at its lowest level, none waiting, nothing leased) has
+every host that has requests queued looked at, so a host stranded out of the ready
+and waiting sets is scheduled again and the shard's counts are set from what is
+queued. Nothing read is ever decoded here: values are only checked for their shape.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from crawler.frontier.dedup import most_hashes, shard_layouts
+from crawler.frontier.store.scripts import Call
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from redis import Redis
+
+    from crawler.crawlstate.keys import Keys
+    from crawler.frontier.frontierconfig import FrontierConfig
+    from crawler.frontier.store.scripts import ScriptRunner
+
+# Hosts one REPAIR_HOSTS call looks at (bounds a call's work).
+HOSTS_PER_CALL = 200
+# Seconds before a shard that still looks stuck is scanned again.
+STUCK_REPAIR_INTERVAL = 30.0
+
+
+class ShardRepair:
+    """Runs the repair scripts; each method returns the values it found damaged."""
+
+    def __init__(
+        self,
+        client: Redis,
+        runner: ScriptRunner,
+        config: FrontierConfig,
+        keys: Sequence[Keys],
+    ) -> None:
+        self._client = client
+        self._runner = runner
+        self._config = config
+        self._keys = keys
+        self._scanned_at: dict[int, float] = {}
+
+    def fixed(self, shards: Iterable[int], now: float) -> list[tuple[int, list[Any]]]:
+        """Run REPAIR on *shards*: (shard, reply) pairs; the reply's first element
+        is the hosts whose in-flight count was wrong, then the summary."""
+        shards = list(shards)
+        seen_type = "hash" if self._config.dedup.mode == "bloom" else "set"
+        layouts = shard_layouts(self._config.dedup, self._config.shards)
+        args: list[str | int | float | bytes] = [
+            self._config.order,
+            round(now * 1000),
+            self._config.host_concurrency,
+            seen_type,
+            most_hashes(layouts),
+        ]
+        calls = [Call("repair", self._keys[s], args) for s in shards]
+        return list(zip(shards, self._runner.run(calls), strict=True))
+
+    def due(self, shard: int, now: float) -> bool:
+        """Whether *shard* may be scanned now (at most every STUCK_REPAIR_INTERVAL)."""
+        return now >= self._scanned_at.get(shard, 0.0) + STUCK_REPAIR_INTERVAL
+
+    def hosts(
+        self, shards: Iterable[int], now: float
+    ) -> list[tuple[int, int, list[Any]]]:
+        """Schedule the stranded hosts of *shards* (one SCAN of the keyspace) and
+        set their counts from their queues: (shard, hosts scheduled, summary)."""
+        shards = list(shards)
+        found = self._hosts_of(shards)
+        return [(s, *self._shard_hosts(s, found.get(s, []), now)) for s in shards]
+
+    def _shard_hosts(
+        self, shard: int, hosts: list[bytes], now: float
+    ) -> tuple[int, list[Any]]:
+        self._scanned_at[shard] = now
+        keys = self._keys[shard]
+        base: list[str | int] = [
+            self._config.order,
+            round(now * 1000),
+            self._config.host_concurrency,
+        ]
+        scheduled, damage, counts = 0, 0, dict[bytes, int]()
+        for start in range(0, len(hosts), HOSTS_PER_CALL):
+            batch = hosts[start : start + HOSTS_PER_CALL]
+            (reply,) = self._runner.run([Call("repair_hosts", keys, [*base, *batch])])
+            scheduled += reply[0]
+            for level, count in zip(reply[1][0::2], reply[1][1::2], strict=True):
+                counts[level] = counts.get(level, 0) + int(count)
+            damage += int(reply[5])
+        pairs = [value for item in counts.items() for value in item]
+        (reply,) = self._runner.run([Call("repair_counts", keys, [*base[:2], *pairs])])
+        return scheduled, [*reply[1:4], damage + int(reply[4])]
+
+    def _hosts_of(self, shards: list[int]) -> dict[int, list[bytes]]:
+        """The hosts with a levels key in each of *shards*, by shard (one SCAN)."""
+        prefixes = {self._keys[s].levels("").encode(): s for s in shards}
+        if len(shards) == 1:
+            pattern = _glob_escape(next(iter(prefixes))) + b"*"
+        else:
+            pattern = _glob_escape(f"{self._keys[0].prefix}:".encode()) + b"*:lv:*"
+        found: dict[int, list[bytes]] = {}
+        for key in self._client.scan_iter(match=pattern, count=1000):
+            head, _, host = key.partition(b"lv:")
+            if (shard := prefixes.get(head + b"lv:")) is not None:
+                found.setdefault(shard, []).append(host)
+        return found
+
+
+def _glob_escape(text: bytes) -> bytes:
+    """*text* as a SCAN pattern that matches only itself."""
+    return re.sub(rb"([*?\[\]\\])", rb"\\\1", text)

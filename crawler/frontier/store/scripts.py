@@ -1,0 +1,246 @@
+"""The one object that runs the frontier's Lua scripts, on one server or a Cluster.
+
+The sources are in ``crawler.frontier.store.queuescripts`` and
+``crawler.frontier.store.repairscripts``; each is loaded after the helpers of
+``crawler.frontier.store.scripthelpers``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from redis.cluster import ClusterPipeline, RedisCluster
+from redis.exceptions import NoScriptError, ResponseError
+
+from crawler.frontier.store.queuescripts import ACK, POP, PROMOTE, PUSH, REQUEUE, RETRY
+from crawler.frontier.store.repairscripts import REPAIR, REPAIR_COUNTS, REPAIR_HOSTS
+from crawler.frontier.store.scripthelpers import GUARD, HELPERS
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from redis import Redis
+    from redis.client import Pipeline
+    from redis.commands.core import Script
+    from redis.typing import EncodableT, KeyT
+
+    from crawler.context.roundtriptimes import RoundTripTimes
+    from crawler.crawlstate.keys import Keys
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One script call: which script, on which shard, with what arguments."""
+
+    script: str
+    keys: Keys
+    args: Sequence[str | int | float | bytes]
+
+
+class ScriptRunner:
+    """Runs script calls in one round trip; reloads scripts after a SCRIPT FLUSH.
+
+    Scripts are called by SHA. redis-py's ``Script`` objects would send a
+    ``SCRIPT EXISTS`` before every pipeline; instead a ``NOSCRIPT`` answer reloads the
+    scripts and re-runs only the calls that failed, in order.
+    """
+
+    SOURCES: ClassVar[dict[str, str]] = {
+        "push": PUSH,
+        "pop": POP,
+        "ack": ACK,
+        "requeue": REQUEUE,
+        "promote": PROMOTE,
+        "retry": RETRY,
+        "repair": REPAIR,
+        "repair_hosts": REPAIR_HOSTS,
+        "repair_counts": REPAIR_COUNTS,
+    }
+
+    def __init__(self, client: Redis, times: RoundTripTimes | None = None) -> None:
+        self._client = client
+        self._sha: dict[str, str] = {}
+        self._times = times
+
+    def load(self) -> None:
+        for name, source in self.SOURCES.items():
+            guard = "" if name.startswith("repair") else GUARD
+            self._sha[name] = self._client.script_load(HELPERS + guard + source)
+
+    def run(
+        self,
+        calls: Sequence[Call],
+        repair: Callable[[Call], None] | None = None,
+        first: int = 0,
+    ) -> list[Any]:
+        """The replies of *calls*, run in order in one pipeline; the *first* calls
+        take effect before any other starts (one server's pipeline runs in order).
+
+        A call that fails with any other error (a script error on a damaged value, a
+        key of the wrong type) does not fail the others: *repair* is called once for
+        its shard (with the call) and the call runs once more. Raises the first error left then.
+        """
+        if not self._sha:
+            self.load()
+        results = self._execute(calls)
+        failed = self._failed(results, NoScriptError)
+        if failed:
+            self.load()
+            self._rerun(calls, results, failed)
+        failed = self._failed(results, ResponseError)
+        if failed and repair is not None:
+            for index in {calls[i].keys: i for i in failed}.values():
+                repair(calls[index])
+            self._rerun(calls, results, failed)
+        for result in results:
+            if isinstance(result, ResponseError):
+                raise result
+        return results
+
+    @staticmethod
+    def _failed(results: list[Any], kind: type[Exception]) -> list[int]:
+        return [i for i, result in enumerate(results) if isinstance(result, kind)]
+
+    def _rerun(
+        self, calls: Sequence[Call], results: list[Any], failed: list[int]
+    ) -> None:
+        """Run the calls at indexes *failed* again, in order; their replies replace."""
+        for index, result in zip(
+            failed, self._execute([calls[i] for i in failed]), strict=True
+        ):
+            results[index] = result
+
+    def _execute(self, calls: Sequence[Call]) -> list[Any]:
+        pipe = self._client.pipeline(transaction=False)
+        for call in calls:
+            keys = _shard_keys(call.keys)
+            pipe.evalsha(
+                self._sha[call.script],
+                len(keys),
+                *keys,
+                call.keys.tag,
+                *call.args,
+            )
+        return self._send(pipe)
+
+    def _send(self, pipe: Pipeline) -> list[Any]:
+        """Execute *pipe*: one round trip, timed when ``times`` was given."""
+        started = time.monotonic()
+        replies = list(pipe.execute(raise_on_error=False))
+        if self._times is not None:
+            self._times.add(time.monotonic() - started)
+        return replies
+
+
+class ClusterScriptRunner(ScriptRunner):
+    """A ``ScriptRunner`` for a Redis Cluster: each call goes to the node that serves
+    its shard's slot. ``SCRIPT LOAD`` reaches every primary.
+
+    A Cluster pipeline writes to every node before it reads any reply, and each node
+    runs its part when it gets to it: calls to two nodes take effect in either
+    order. Where the order matters (a page's links queued before its lease is
+    released, or another node may find the crawl empty and stop), the *first*
+    calls go in a pipeline of their own, unless every call is for one node.
+    """
+
+    def __init__(
+        self, client: RedisCluster, times: RoundTripTimes | None = None
+    ) -> None:
+        super().__init__(cast("Redis", client), times)
+        self._cluster = client
+
+    def run(
+        self,
+        calls: Sequence[Call],
+        repair: Callable[[Call], None] | None = None,
+        first: int = 0,
+    ) -> list[Any]:
+        if 0 < first < len(calls) and len({self._node(c) for c in calls}) > 1:
+            return super().run(calls[:first], repair) + super().run(
+                calls[first:], repair
+            )
+        return super().run(calls, repair)
+
+    def _node(self, call: Call) -> str:
+        """The name of the node that serves *call*'s shard."""
+        node = self._cluster.get_node_from_key(call.keys.ready)  # type: ignore[no-untyped-call]
+        return str(node.name)
+
+    def _execute(self, calls: Sequence[Call]) -> list[Any]:
+        pipe = self._cluster.pipeline(transaction=False)  # type: ignore[no-untyped-call]
+        for call in calls:
+            keys = _shard_keys(call.keys)
+            args = (call.keys.tag, *call.args)
+            queue_on_slot(pipe, "EVALSHA", self._sha[call.script], keys, args)
+        return self._send(pipe)
+
+
+def script_runner(client: Redis, times: RoundTripTimes | None = None) -> ScriptRunner:
+    """The runner of the frontier's scripts on *client*, a single server or a
+    Cluster; each round trip's time goes to *times*, if given."""
+    if isinstance(client, RedisCluster):
+        return ClusterScriptRunner(client, times)
+    return ScriptRunner(client, times)
+
+
+def queue_script(
+    pipe: Pipeline,
+    script: Script,
+    keys: Sequence[KeyT],
+    args: Sequence[EncodableT],
+) -> None:
+    """Queue a call of *script* (``register_script``) in *pipe*, a single server's
+    pipeline or a Cluster's. On a Cluster the source goes with ``EVAL``, so no node
+    needs it loaded (for the few calls of a heartbeat, not for the frontier's)."""
+    if isinstance(pipe, ClusterPipeline):
+        queue_on_slot(pipe, "EVAL", script.script, keys, args)
+    else:
+        script(keys=keys, args=args, client=pipe)
+
+
+def queue_on_slot(
+    pipe: ClusterPipeline,
+    command: str,
+    script: str | bytes,
+    keys: Sequence[KeyT],
+    args: Sequence[EncodableT],
+) -> None:
+    """Queue ``EVAL`` or ``EVALSHA`` of *script* in a Cluster pipeline, sent to the
+    primary of its keys' slot (all of *keys* share it).
+
+    redis-py refuses ``pipe.evalsha`` in a Cluster pipeline, and sent by name an
+    EVALSHA costs a ``COMMAND GETKEYS`` round trip to find its keys; here the first
+    key names the node, as redis-py's own multi-slot commands do. A node that lost
+    the slot answers MOVED, and redis-py sends the call again where it belongs.
+    """
+    # redis-py's cluster classes are not typed.
+    node = pipe.get_node_from_key(keys[0])  # type: ignore[no-untyped-call]
+    pipe.execute_command(  # type: ignore[no-untyped-call]
+        command, script, len(keys), *keys, *args, target_nodes=node
+    )
+
+
+@lru_cache(maxsize=4096)
+def _shard_keys(keys: Keys) -> tuple[str, ...]:
+    """The KEYS of a shard's scripts, built once per shard: every call passes them."""
+    return (
+        keys.ready,
+        keys.waiting,
+        keys.ready_at,
+        keys.inflight,
+        keys.leases,
+        keys.leased,
+        keys.sequence,
+        keys.counters,
+        keys.seen,
+        keys.delays,
+        keys.outstanding,
+        keys.owner,
+        keys.held,
+        keys.failed,
+        keys.superseded,
+        keys.reparse,
+    )

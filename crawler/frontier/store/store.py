@@ -1,0 +1,228 @@
+"""The frontier's request path in Redis: push, acknowledge, pop, requeue, promote.
+
+Each method is one round trip (a pipeline of script calls, one per shard touched).
+Every script reply carries its shard's summary, kept in ``summaries`` so the
+scheduler chooses a shard without asking Redis again. What every use of the shards
+shares (keys, damage repair, crawl-wide reads) is in ``crawlshards``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from crawler.frontier.store.crawlshards import CrawlShards, SchemaMismatchError
+from crawler.frontier.store.roundtrip import (
+    Ack,
+    Flushed,
+    Lease,
+    Pending,
+    PopOrder,
+    ms,
+)
+from crawler.frontier.store.scripts import Call
+from crawler.policy.order import TIERS_PER_DEPTH, queue_class, score_limit
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable, Sequence
+
+    from redis.client import Pipeline
+
+__all__ = [
+    "Ack",
+    "Flushed",
+    "FrontierStore",
+    "Lease",
+    "Pending",
+    "PopOrder",
+    "SchemaMismatchError",
+]
+
+# Waiting hosts one script call moves to ready at most (bounds a call's work).
+PROMOTE_LIMIT = 100
+REQUEUE_LIMIT = 500
+# Deepest provisional depth looked at when DEPTH_LIMIT is 0 (no limit).
+MAX_DEPTH = 64
+
+
+class FrontierStore(CrawlShards):
+    def prepare(self, now: float) -> None:
+        """Check the schema version, repair every shard, write Bloom layouts, load
+        scripts and summaries."""
+        if self.config.reset:
+            self.delete_all()
+        self.check_schema()
+        self._scripts.load()
+        for shard, reply in self._repair.fixed(range(self.config.shards), now):
+            self._remember(shard, reply[1:], int(reply[0]))
+        if self.config.dedup.mode == "bloom":
+            self._write_bloom_layouts(self.keys)
+        self.promote(range(self.config.shards), now)
+
+    def flush(
+        self,
+        batch: Sequence[Pending],
+        acks: Sequence[Ack | tuple[Lease, float]],
+        now: float,
+        pop: PopOrder | None = None,
+    ) -> Flushed:
+        """Push *batch*, ack *leases* (each with its host's delay), then *pop*: one trip
+        (on a Cluster, two when the pushes and acks go to more than one node).
+
+        Pushes go first, so the links of a page are queued before its lease is
+        released; the pop goes last, so it sees the hosts the acks made ready.
+        """
+        by_shard: dict[int, list[Pending]] = {}
+        for pending in batch:
+            by_shard.setdefault(pending.shard, []).append(pending)
+        calls = [self._push_call(s, items, now) for s, items in by_shard.items()]
+        calls += [self._ack_call(Ack(*ack), now) for ack in acks]
+        pop_calls = [self._pop_call(pop, now)] if pop is not None else []
+        pushes = len(by_shard)
+        first = pushes if acks else 0  # links queued before their pages' leases go
+        replies = self._scripts.run(calls + pop_calls, self._repair_shard, first)
+        popped, fenced = self._popped(pop, replies.pop()) if pop else (None, False)
+        for call, reply in zip(calls, replies, strict=True):
+            self._remember(call.keys.shard, reply[1:])
+        flags = {
+            call.keys.shard: iter(reply[0])
+            for call, reply in zip(calls[:pushes], replies[:pushes], strict=True)
+        }
+        marks = [next(flags[pending.shard]) for pending in batch]
+        new = [mark != ord("0") for mark in marks]
+        acked = sum(reply[0] for reply in replies[pushes:])
+        shortened = marks.count(ord("2"))
+        return Flushed(new, acked, popped, fenced, shortened)
+
+    def pop(self, order: PopOrder, now: float) -> tuple[Lease, bytes] | None:
+        """Lease the best ready request of a shard: its lease and entry, or None."""
+        return self.flush([], [], now, order).popped
+
+    def _push_call(self, shard: int, items: list[Pending], now: float) -> Call:
+        args: list[str | int | float | bytes] = [
+            self.config.order,
+            ms(now),
+            self.config.host_concurrency,
+            self.config.dedup.mode,
+            self.summaries.lowest_depth() or 0,
+            self.config.depth_limit if self.config.depth_limit > 0 else MAX_DEPTH,
+            TIERS_PER_DEPTH,
+            "1" if self.config.reparse_from_store else "0",
+        ]
+        for item in items:
+            hold = "" if item.hold_until is None else ms(item.hold_until)
+            args += [item.host, queue_class(item.level, item.priority), item.dedup]
+            args += [item.entry, hold, item.revive]
+            args.append(item.depth_key)
+        return Call("push", self.keys[shard], args)
+
+    def _ack_call(self, ack: Ack, now: float) -> Call:
+        done_at = ack.lease.done_at
+        since = now if done_at is None else min(now, done_at)
+        args: list[str | int | float | bytes] = [
+            self.config.order,
+            ms(since),
+            self.config.host_concurrency,
+            ms(ack.delay),
+            ack.lease.lease_id,
+            ack.fate,
+            ack.fingerprint,
+            "1" if ack.untouched else "0",
+        ]
+        return Call("ack", self.keys[ack.lease.shard], args)
+
+    def _pop_call(self, order: PopOrder, now: float) -> Call:
+        args: list[str | int | float | bytes] = [
+            self.config.order,
+            ms(now),
+            self.config.host_concurrency,
+            ms(now + self.config.lease_timeout),
+            ms(order.default_delay),
+            PROMOTE_LIMIT,
+            score_limit(order.deepest_level),
+            order.node_id,
+            TIERS_PER_DEPTH,
+        ]
+        return Call("pop", self.keys[order.shard], args)
+
+    def _popped(
+        self, order: PopOrder, reply: list[Any]
+    ) -> tuple[tuple[Lease, bytes] | None, bool]:
+        """The lease and entry popped, if any, and whether the pop was fenced."""
+        self._remember(order.shard, reply[3:])
+        if reply[0] is None:
+            return None, reply[1] == b"fenced"
+        return (
+            Lease(order.shard, str(reply[0]), reparse=reply[2] == 1),
+            reply[1],
+        ), False
+
+    def requeue(self, now: float, leases: Iterable[Lease] = ()) -> int:
+        """Put back *leases*, or every expired lease of every shard; how many."""
+        ids: dict[int, list[str]] = {}
+        for lease in leases:
+            ids.setdefault(lease.shard, []).append(lease.lease_id)
+        shards = list(ids) if ids else list(range(self.config.shards))
+        base: list[str | int] = [
+            self.config.order,
+            ms(now),
+            self.config.host_concurrency,
+            REQUEUE_LIMIT,
+        ]
+        calls = [
+            Call("requeue", self.keys[s], [*base, *ids.get(s, [])]) for s in shards
+        ]
+        total = 0
+        replies = self._scripts.run(calls, self._repair_shard)
+        for shard, reply in zip(shards, replies, strict=True):
+            total += reply[0]
+            self._remember(shard, reply[1:])
+        return total
+
+    def promote(self, shards: Iterable[int], now: float) -> None:
+        """Move hosts whose delay ended to ready, and refresh the shards' summaries."""
+        shards = list(shards)
+        floor = self.summaries.lowest_depth()
+        args: list[str | int] = [
+            self.config.order,
+            ms(now),
+            PROMOTE_LIMIT,
+            self.config.host_concurrency,
+            "" if floor is None else floor,
+        ]
+        calls = [Call("promote", self.keys[s], args) for s in shards]
+        replies = self._scripts.run(calls, self._repair_shard)
+        for shard, reply in zip(shards, replies, strict=True):
+            self._remember(shard, reply)
+
+    def repair_stuck(self, among: Collection[int], now: float) -> int:
+        """Look at every host of the shards of *among* that seem stuck: requests
+        outstanding, yet no host ready at their lowest level, none waiting, nothing
+        leased (a stranded host, a count left by a damaged entry). Each shard at most
+        every ``repair.STUCK_REPAIR_INTERVAL``. Returns the hosts scheduled again."""
+        candidates = [
+            i
+            for i in sorted(among)
+            if self.summaries.looks_stuck(i) and self._repair.due(i, now)
+        ]
+        if not candidates:
+            return 0
+
+        def read(pipe: Pipeline) -> None:
+            for shard in candidates:
+                pipe.zcard(self.keys[shard].leases)
+
+        leased = self._read(read)
+        return self.rescue(
+            now, [s for s, n in zip(candidates, leased, strict=True) if not n]
+        )
+
+    def rescue(self, now: float, shards: Iterable[int] | None = None) -> int:
+        """Schedule every stranded host of *shards* (default: every shard not looked
+        at in the last ``repair.STUCK_REPAIR_INTERVAL``); how many. One SCAN."""
+        if shards is None:
+            shards = [s for s in range(self.config.shards) if self._repair.due(s, now)]
+        scheduled = 0
+        for shard, hosts, summary in self._repair.hosts(shards, now) if shards else ():
+            self._remember(shard, summary)
+            scheduled += hosts
+        return scheduled

@@ -1,0 +1,1 @@
+"""The page store: a mirror of each host's URL tree (docs/pagestore.md)."""

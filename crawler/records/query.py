@@ -1,0 +1,77 @@
+"""What ``scrapy pages`` asks of the page-record database: filters, turned into SQL.
+
+Pure: no connection, only the statement and its parameters, for either dialect.
+Values always go as parameters; the statement holds only column names and marks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from crawler.policy.fates import FAILED_FATES
+from crawler.records.schema import COLUMNS
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+
+@dataclass(frozen=True, slots=True)
+class PagesQuery:
+    """The rows matching every filter given, by URL: *host* exactly, *status*
+    exactly, *title* as a case-insensitive substring, *fate* one of *fates* (a row
+    of an earlier version, without a fate, counts as failed when its status is 0);
+    at most *limit*."""
+
+    host: str | None = None
+    status: int | None = None
+    title: str | None = None
+    fates: Collection[str] | None = None
+    limit: int | None = None
+
+    def sql(self, dialect: str, present: Collection[str]) -> tuple[str, list[object]]:
+        """The SELECT for *dialect* (``sqlite`` or ``postgresql``) over a table with
+        the columns *present* (those missing read as NULL), and its parameters."""
+        mark = "?" if dialect == "sqlite" else "%s"
+        where: list[str] = []
+        values: list[object] = []
+        if self.host is not None:
+            where.append(f"host = {mark}")
+            values.append(self.host.lower())
+        if self.status is not None:
+            where.append(f"status = {mark}")
+            values.append(self.status)
+        if self.title is not None:
+            like = "LIKE" if dialect == "sqlite" else "ILIKE"
+            where.append(f"title {like} {mark} ESCAPE '!'")
+            escaped = self.title.replace("!", "!!").replace("%", "!%")
+            values.append(f"%{escaped.replace('_', '!_')}%")
+        if self.fates is not None:
+            fates = sorted(self.fates)
+            where.append(_fate_filter(fates, "fate" in present, values, mark))
+        selected = (c if c in present else f"NULL AS {c}" for c in COLUMNS)
+        sql = f"SELECT {', '.join(selected)} FROM pages"  # noqa: S608 (no input in it)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY url"
+        if self.limit is not None:
+            sql += f" LIMIT {int(self.limit)}"
+        return sql, values
+
+
+def _fate_filter(
+    fates: list[str], has_fate: bool, values: list[object], mark: str
+) -> str:
+    """The condition "fate is one of *fates*" (appending its values). A row of an
+    earlier version has no fate: it matches ``fetched`` if its status is not 0, and
+    a filter asking for every failed fate if it is."""
+    clauses = []
+    if has_fate and fates:
+        clauses.append(f"fate IN ({', '.join([mark] * len(fates))})")
+        values.extend(fates)
+    legacy = "fate IS NULL AND " if has_fate else ""
+    if set(fates) >= FAILED_FATES:
+        clauses.append(f"({legacy}status = 0)")
+    if "fetched" in fates:
+        clauses.append(f"({legacy}status <> 0)")
+    return "(" + " OR ".join(clauses) + ")" if clauses else "1 = 0"

@@ -1,0 +1,177 @@
+"""``scrapy frontier status``: the state of a crawl (``crawler.crawlstate.status``)
+and of its URL library (``crawler.revisit.duestatus``) rendered as text for a
+terminal."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from crawler.reports.hosts import cell
+from crawler.revisit.duestatus import OVERDUE_GRACE
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from crawler.crawlstate.status import CrawlStatus
+    from crawler.revisit.duestatus import DueStatus
+
+# Longest text a node id shows, and a run-time setting's value; longer (hostile)
+# values are cut.
+CELL_WIDTH = 48
+VALUE_WIDTH = 200
+# --- rendering ----------------------------------------------------------------------
+
+
+def render_status(status: CrawlStatus, *, now: float) -> str:
+    """The report, as lines of text."""
+    if not status.exists:
+        return f"Crawl {status.prefix!r}: no such crawl (no key {status.prefix}:meta)\n"
+    lines = [f"Crawl {status.prefix!r}: {status.state}, {status.shards} shards"]
+    if status.state == "finished" and status.alive:
+        nodes = "1 node" if status.alive == 1 else f"{status.alive} nodes"
+        lines[0] += f" ({nodes} alive, idle: taking seeds pushed to {status.prefix}"
+        lines[0] += ":seeds)"
+    lines += _node_lines(status, now=now)
+    lines.append(
+        f"Queued {status.queued}, in flight {status.in_flight}; hosts ready "
+        f"{status.ready}, waiting {status.waiting}; seeds not yet taken {status.seeds}"
+    )
+    lines.append(totals_line(status))
+    if status.by_depth:
+        rows = [[str(d), str(n)] for d, n in sorted(status.by_depth.items())]
+        lines += table(["depth", "queued+in flight"], rows)
+    orphans = shard_ranges(status.orphans) if status.orphans else "none"
+    lines.append(f"Shards without a live owner: {orphans}")
+    settings = status.control.settings
+    shown = ", ".join(
+        f"{name}={cell(value, VALUE_WIDTH)}" for name, value in settings.items()
+    )
+    lines.append(f"Run-time settings: {shown or 'none'}")
+    if status.control.ignored:
+        names = ", ".join(cell(name, CELL_WIDTH) for name in status.control.ignored)
+        lines.append(f"Control fields ignored (not this crawler's): {names}")
+    return "".join(line + "\n" for line in lines)
+
+
+def totals_line(status: CrawlStatus) -> str:
+    """``Done 12: fetched 9, redirected 1; failed 2 (http_error 1, timed_out 1);
+    held 3``: URLs whose lease was acknowledged, by fate, and those held (a crawl
+    whose nodes kept no fate counters says so)."""
+    totals = status.totals()
+    if not totals.by_fate:  # written by an earlier version
+        return f"Done {totals.done} (not counted by fate); held {totals.held}"
+    why = ", ".join(f"{fate} {count}" for fate, count in totals.failed_by_fate.items())
+    return (
+        f"Done {totals.done}: fetched {totals.fetched}, redirected "
+        f"{totals.redirected}; failed {totals.failed}"
+        + (f" ({why})" if why else "")
+        + f"; held {totals.held}"
+    )
+
+
+def _node_lines(status: CrawlStatus, *, now: float) -> list[str]:
+    alive = sum(node.alive for node in status.nodes)
+    lines = [f"Nodes: {alive} alive, {len(status.nodes) - alive} dead"]
+    if not status.nodes:
+        return lines
+    rows = [
+        [
+            cell(node.node_id, CELL_WIDTH),
+            "alive" if node.alive else "dead",
+            age(now - node.heartbeat) if node.heartbeat is not None else "?",
+            shard_ranges(node.shards) or "-",
+            str(node.pages) if node.pages is not None else "?",
+            f"{rate:.1f}" if (rate := node.rate()) is not None else "?",
+        ]
+        for node in status.nodes
+    ]
+    headers = ["node", "state", "heartbeat", "shards", "pages", "pages/min"]
+    lines += table(headers, rows, left=3)
+    lines.append(
+        "(pages/min: over the node's last heartbeat interval, else since it started)"
+    )
+    stray = [s for node in status.nodes for s in node.shards if s >= status.shards]
+    if stray:
+        lines.append(
+            f"Nodes own shards up to {max(stray)}, beyond FRONTIER_SHARDS="
+            f"{status.shards}: pass the crawl's -s FRONTIER_SHARDS"
+        )
+    return lines
+
+
+def table(headers: list[str], rows: list[list[str]], *, left: int = 0) -> list[str]:
+    """Aligned columns: the first *left* columns to the left, the rest to the right."""
+    lines = [headers, *rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
+    return [
+        "  ".join(
+            text.ljust(width) if i < left else text.rjust(width)
+            for i, (text, width) in enumerate(zip(line, widths, strict=True))
+        ).rstrip()
+        for line in lines
+    ]
+
+
+def shard_ranges(shards: Sequence[int]) -> str:
+    """``[0, 1, 2, 3, 32]`` -> ``"0-3,32"``; ``""`` for none."""
+    parts: list[str] = []
+    ordered = sorted(set(shards))
+    start = 0
+    for i, shard in enumerate(ordered):
+        if i + 1 == len(ordered) or ordered[i + 1] != shard + 1:
+            first = ordered[start]
+            parts.append(str(first) if first == shard else f"{first}-{shard}")
+            start = i + 1
+    return ",".join(parts)
+
+
+def render_revisits(due: DueStatus, *, where: str) -> str:
+    """The Revisits section: the URL library in the database *where* (its URL,
+    password hidden), what is due in it and how late, what feeders hold, and
+    what comes next."""
+    states = ", ".join(f"{state} {count}" for state, count in due.by_state.items())
+    lines = [f"Revisits (URL library in {where}): {due.library} URLs ({states})"]
+    late = ""
+    if due.median_lateness is not None and due.max_lateness is not None:
+        late = (
+            f"; lateness median {duration(due.median_lateness)}, "
+            f"max {duration(due.max_lateness)}"
+        )
+    lines.append(
+        f"Due now {due.due}, overdue {due.overdue} "
+        f"(due for more than {duration(OVERDUE_GRACE)}){late}"
+    )
+    lines.append(
+        f"Claimed by feeders {due.claimed}; revisited in the last hour "
+        f"{due.recent_revisits}"
+    )
+    lines.append(f"Next due: {_next_due(due)}")
+    return "".join(line + "\n" for line in lines)
+
+
+def _next_due(due: DueStatus) -> str:
+    """``in 4m10s (2026-11-24 19:30:00 UTC)``, or ``none`` when no active URL
+    waits for a later visit."""
+    if due.next_due is None:
+        return "none"
+    when = datetime.fromtimestamp(due.next_due, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return f"in {duration(due.next_due - due.now)} ({when} UTC)"
+
+
+def age(seconds: float) -> str:
+    """``4`` -> ``4s ago``, ``125`` -> ``2m05s ago``, ``3700`` -> ``1h01m ago``."""
+    return f"{duration(seconds)} ago"
+
+
+def duration(seconds: float) -> str:
+    """``4`` -> ``4s``, ``125`` -> ``2m05s``, ``3700`` -> ``1h01m``, ``90000`` ->
+    ``1d01h`` (rounded to the second; below 0 is 0)."""
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    if whole < 86400:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
