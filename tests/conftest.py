@@ -1,4 +1,5 @@
-"""Fixtures: a real Redis (private or TEST_REDIS_URL), the local site, settings."""
+"""Fixtures: a real Redis (private or TEST_REDIS_URL), a real PostgreSQL (private or
+TEST_POSTGRES_URL), the local site, settings."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ import redis as redis_py
 
 import crawler.settings as project
 from crawler import defaults
-from tests.servers import RestartableRedis, redis_for_tests, running_site
+from tests.servers import (
+    RestartableRedis,
+    postgres_for_tests,
+    redis_for_tests,
+    running_site,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -42,6 +48,14 @@ TEST_OVERRIDES: dict[str, Any] = {
 @pytest.fixture(scope="session")
 def redis_url_session() -> Iterator[str]:
     with redis_for_tests() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def postgres_url_session() -> Iterator[str]:
+    """The test PostgreSQL, started by the first test that needs it: tests take a
+    schema of their own in it (``postgres_url`` in tests/unit/test_records.py)."""
+    with postgres_for_tests() as url:
         yield url
 
 

@@ -1,10 +1,13 @@
-"""Context managers that run the test site and a Redis server as subprocesses."""
+"""Context managers that run the test site, a Redis server and a PostgreSQL server as
+subprocesses."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import pwd
+import signal
 import socket
 import subprocess
 import sys
@@ -16,7 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import redis as redis_py
 
-from crawler.crawlstate.embedded import EmbeddedRedis, redis_server_binary
+from crawler.crawlstate.embedded import (
+    EmbeddedRedis,
+    _die_with_parent,
+    redis_server_binary,
+)
 from tests.dynamicsite import is_subresource_path, rendered_page
 from tests.site import SiteSpec, read_log
 
@@ -26,6 +33,10 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 # Seconds a stopped site may take to exit before it is killed.
 STOP_TIMEOUT = 10.0
+# Seconds a private PostgreSQL may take to initdb, and then to accept connections.
+POSTGRES_START_TIMEOUT = 60.0
+# Where Debian's postgresql-<version> packages put their server binaries.
+DEBIAN_POSTGRES = Path("/usr/lib/postgresql")
 
 
 @dataclass(frozen=True)
@@ -170,9 +181,7 @@ class RestartableRedis:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port: int = probe.getsockname()[1]
+        self.port = _free_port()
         self._process: subprocess.Popen[str] | None = None
 
     @property
@@ -206,3 +215,128 @@ def _pings(client: redis_py.Redis) -> bool:
         return bool(client.ping())
     except redis_py.ConnectionError:  # still starting (or loading its file)
         return False
+
+
+@contextlib.contextmanager
+def postgres_for_tests() -> Iterator[str]:
+    """``TEST_POSTGRES_URL`` when given, else a private PostgreSQL server for the
+    session, so the records tests never depend on a server of the machine's.
+
+    The cluster is made by initdb in a temporary directory (trust auth, no fsync:
+    it lives as long as the session) and listens on 127.0.0.1 on a free port, its
+    unix socket in that directory. initdb and postgres refuse to run as root, so as
+    root (CI) both run as the ``postgres`` user that Debian's package creates.
+    """
+    if url := os.environ.get("TEST_POSTGRES_URL"):
+        yield url
+        return
+    binaries = postgres_binaries()
+    as_user = _unprivileged()
+    with tempfile.TemporaryDirectory(prefix="postgres-") as tmp:
+        if as_user:
+            os.chown(tmp, as_user["user"], as_user["group"])
+        data = Path(tmp) / "data"
+        command: list[str | Path] = [
+            binaries / "initdb", "-D", data, "-U", "postgres", "--auth=trust",
+            "--no-locale", "--encoding=UTF8", "--no-sync",
+        ]  # fmt: skip
+        initdb = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=POSTGRES_START_TIMEOUT,
+            check=False,
+            **as_user,
+        )
+        if initdb.returncode != 0:
+            raise RuntimeError(f"initdb failed in {tmp}:\n{initdb.stderr}")
+        port = _free_port()
+        command = [
+            binaries / "postgres", "-D", data, "-h", "127.0.0.1", "-p", str(port),
+            "-k", tmp, "-c", "fsync=off", "-c", "synchronous_commit=off",
+            "-c", "full_page_writes=off",
+        ]  # fmt: skip
+        log_path = Path(tmp) / "postgres.log"
+        with log_path.open("w") as log:
+            process = subprocess.Popen(
+                command,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 (runs before exec only)
+                **as_user,
+            )
+        url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        try:
+            up = wait_for(
+                lambda: process.poll() is not None or _accepts(url),
+                timeout=POSTGRES_START_TIMEOUT,
+            )
+            if not up or process.poll() is not None:
+                raise RuntimeError(
+                    f"postgres did not start on port {port}:\n{log_path.read_text()}"
+                )
+            yield url
+        finally:
+            # SIGINT: a fast shutdown, which does not wait for clients to disconnect.
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(STOP_TIMEOUT)
+
+
+def postgres_binaries() -> Path:
+    """The bin directory of the newest PostgreSQL server Debian installed."""
+    found = [
+        path.parent
+        for path in DEBIAN_POSTGRES.glob("*/bin/postgres")
+        if (path.parent / "initdb").exists()
+    ]
+    if not found:
+        raise RuntimeError(
+            f"no PostgreSQL server in {DEBIAN_POSTGRES}/<version>/bin: the records "
+            "tests need one (apt-get install postgresql; .ci/run installs it), or "
+            "TEST_POSTGRES_URL set to a database they may create schemas in"
+        )
+    return max(found, key=lambda bin_dir: _version(bin_dir.parent.name))
+
+
+def _version(name: str) -> tuple[int, ...]:
+    """``"15"`` -> (15,), ``"9.6"`` -> (9, 6); names not a version sort first."""
+    try:
+        return tuple(int(part) for part in name.split("."))
+    except ValueError:
+        return ()
+
+
+def _unprivileged() -> dict[str, Any]:
+    """Popen keywords that run a PostgreSQL binary as ``postgres`` when we are root
+    (initdb and postgres refuse root), else none."""
+    if os.geteuid() != 0:
+        return {}
+    try:
+        user = pwd.getpwnam("postgres")
+    except KeyError:
+        raise RuntimeError(
+            "running as root, and there is no postgres user to run PostgreSQL as "
+            "(Debian's postgresql package creates it)"
+        ) from None
+    return {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
+
+
+def _accepts(url: str) -> bool:
+    import psycopg  # noqa: PLC0415 (only when PostgreSQL is tested)
+
+    try:
+        psycopg.connect(url, connect_timeout=1).close()
+    except psycopg.OperationalError:  # still starting
+        return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port

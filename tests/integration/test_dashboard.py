@@ -215,7 +215,7 @@ def status_numbers(redis_url: str) -> dict[str, Any]:
 
 
 def test_the_dashboard_agrees_with_status_during_and_after_a_crawl(
-    redis_url, tmp_path, capsys
+    redis, redis_url, tmp_path, capsys
 ):
     """During the crawl the page shows it running, with a count of pages done
     between two `status` runs around it; after, every number is status's."""
@@ -226,6 +226,9 @@ def test_the_dashboard_agrees_with_status_during_and_after_a_crawl(
         crawling(redis_url, site.seeds, **delays) as crawl,
         dashboard(redis_url) as url,
     ):
+        # Until the crawl's process has written its meta key, `status` says "no such
+        # crawl" (a slow start under load): sampling starts once the crawl exists.
+        assert wait_for(lambda: redis.exists(KEYS.meta), 60), "the crawl never started"
         deadline = time.monotonic() + 60
         while crawl.poll() is None and samples < 3 and time.monotonic() < deadline:
             before = status_numbers(redis_url)

@@ -1,5 +1,5 @@
 """The records pipeline and `scrapy pages`, on whole crawls of the local site, with
-SQLite in tmp_path (and PostgreSQL when TEST_POSTGRES_URL is set)."""
+SQLite in tmp_path and PostgreSQL (the suite's private server, or TEST_POSTGRES_URL)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The URL library's figures (crawler/revisit/duestatus.py) and the Revisits section
 of `scrapy frontier status`, on table ``revisits`` rows written here by hand with
-next visits chosen around a fixed now: in SQLite, and in PostgreSQL when
-TEST_POSTGRES_URL is set."""
+next visits chosen around a fixed now: in SQLite, and in PostgreSQL (the suite's
+private server, or TEST_POSTGRES_URL)."""
 
 from __future__ import annotations
 

@@ -21,10 +21,7 @@ from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_many_nodes import stat_value
 from tests.integration.test_node_failures import scrapy_crawl
 from tests.servers import ROOT
-from tests.unit.test_records import (  # noqa: F401 (postgres_url: a fixture)
-    POSTGRES_URL,
-    postgres_url,
-)
+from tests.unit.test_records import postgres_url  # noqa: F401 (a fixture)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -258,15 +255,13 @@ async def test_redis_holds_nothing_of_a_url_that_is_not_due(settings, tmp_path, 
         assert not [text for text in texts if url in text]
 
 
-def test_two_nodes_revisit_each_page_once_per_due(redis_url, tmp_path, request):
-    """Two crawler processes, one URL library (PostgreSQL when the suite has one):
-    each page is revisited once per due, whichever feeder claims it."""
-    database = f"sqlite:///{tmp_path}/pages.db"
-    if POSTGRES_URL:  # a schema of its own, dropped after the test
-        database = request.getfixturevalue("postgres_url")
+def test_two_nodes_revisit_each_page_once_per_due(redis_url, postgres_url):  # noqa: F811
+    """Two crawler processes, one URL library in PostgreSQL (a schema of its own,
+    dropped after the test): each page is revisited once per due, whichever feeder
+    claims it."""
     settings = [
         f"REDIS_URL={redis_url}",
-        f"RECORDS_DATABASE_URL={database}",
+        f"RECORDS_DATABASE_URL={postgres_url}",
         "REVISIT_POLICY=uniform",
         "REVISIT_INTERVAL=1.0",
         "REVISIT_MIN_INTERVAL=0.5",

@@ -1,5 +1,6 @@
 """The URL library's table on a real database: claims, their end and their expiry,
-with SQLite in tmp_path (and PostgreSQL when TEST_POSTGRES_URL is set)."""
+with SQLite in tmp_path and PostgreSQL (the suite's private server, or
+TEST_POSTGRES_URL)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
-"""The page-record database (crawler/records/database.py, recordsconnection.py,
-recordsschema.py, recordsquery.py) on a real SQLite file, and on a real PostgreSQL
-when TEST_POSTGRES_URL is set: URLs, schema, upsert, queries."""
+"""The page-record database (crawler/records/: database.py, connection.py, schema.py,
+query.py) on a real SQLite file and a real PostgreSQL (the suite's private server, or
+TEST_POSTGRES_URL): URLs, schema, upsert, queries."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import uuid
 from dataclasses import replace
@@ -23,29 +22,23 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "")
-needs_postgres = pytest.mark.skipif(
-    not POSTGRES_URL, reason="TEST_POSTGRES_URL is not set"
-)
-
 
 @pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """TEST_POSTGRES_URL in a schema of its own, dropped after the test."""
+def postgres_url(postgres_url_session: str) -> Iterator[str]:
+    """The test PostgreSQL in a schema of its own, dropped after the test."""
     import psycopg  # noqa: PLC0415 (only when PostgreSQL is tested)
 
+    server = postgres_url_session
     schema = f"records_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+    with psycopg.connect(server, autocommit=True) as connection:
         connection.execute(f"CREATE SCHEMA {schema}")
-    separator = "&" if "?" in POSTGRES_URL else "?"
-    yield f"{POSTGRES_URL}{separator}options={quote(f'-csearch_path={schema}')}"
-    with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+    separator = "&" if "?" in server else "?"
+    yield f"{server}{separator}options={quote(f'-csearch_path={schema}')}"
+    with psycopg.connect(server, autocommit=True) as connection:
         connection.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
-@pytest.fixture(
-    params=["sqlite", pytest.param("postgresql", marks=needs_postgres)],
-)
+@pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh database of each kind: a SQLite file, a PostgreSQL schema."""
     if request.param == "sqlite":
@@ -239,7 +232,6 @@ def test_a_refused_row_is_returned_and_the_others_written(tmp_path):
         database.close()
 
 
-@needs_postgres
 def test_an_unreachable_postgres_is_one_line_without_the_password():
     url = "postgresql://postgres:s3cret@127.0.0.1:1/test"
     with pytest.raises(RecordsDatabaseError) as caught:
@@ -352,7 +344,6 @@ def test_an_older_sqlite_table_gets_the_new_columns_and_index(tmp_path):
     RecordsDatabase(url).open().close()  # a second open adds nothing, fails nothing
 
 
-@needs_postgres
 def test_an_older_postgres_table_gets_the_new_columns(postgres_url):
     import psycopg  # noqa: PLC0415 (only when PostgreSQL is tested)
 
