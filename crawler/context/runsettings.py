@@ -1,8 +1,8 @@
 """The settings that may change while a crawl runs, as one read-only object.
 
 Components that obey them (``HostDelays`` for the politeness policy, ``Admission``
-for ``DEPTH_LIMIT``) hold the crawl's ``RunSettingsHolder`` and read ``current``
-each time they decide. Only the node's runtime replaces it, whole, when
+and ``FrontierStore``'s depth repair for ``DEPTH_LIMIT``, read nowhere else) hold
+the crawl's ``RunSettingsHolder`` and read ``current`` each time they decide. Only the node's runtime replaces it, whole, when
 ``scrapy frontier set`` changes a value (``crawler.frontier.node.runcontrol``): no
 component's attribute is ever assigned from outside, and a reader never sees half
 of a change.

@@ -28,8 +28,17 @@ class FrontierDepthMiddleware(DepthMiddleware):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        middleware = super().from_crawler(crawler)
-        middleware.maxdepth = 0
+        # Not Scrapy's from_crawler: DEPTH_LIMIT is read from the run-time settings
+        # only (crawler.context.runsettings), which check it at start in one line.
+        assert crawler.stats is not None
+        settings = crawler.settings
+        middleware = cls(
+            0,  # no limit here
+            crawler.stats,
+            settings.getbool("DEPTH_STATS_VERBOSE"),
+            settings.getint("DEPTH_PRIORITY"),
+        )
+        middleware.crawler = crawler
         return middleware
 
 

@@ -1,4 +1,8 @@
-"""The frontier's settings, read once and checked, so a bad value stops start-up."""
+"""The frontier's settings, read once and checked, so a bad value stops start-up.
+
+Settings that may change while the crawl runs (``DEPTH_LIMIT``, the politeness
+policy) are not here: they are read from ``crawler.context.runsettings`` each time.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +35,6 @@ class FrontierConfig:
     maintenance_interval: float
     node_ttl: float
     log_interval: float
-    depth_limit: int
     bfs_lookahead: int
     local_seen_cache: int
     push_batch: int
@@ -62,7 +65,6 @@ class FrontierConfig:
             maintenance_interval=get_float(settings, "FRONTIER_MAINTENANCE_INTERVAL"),
             node_ttl=get_float(settings, "FRONTIER_NODE_TTL"),
             log_interval=get_float(settings, "FRONTIER_LOG_INTERVAL"),
-            depth_limit=get_int(settings, "DEPTH_LIMIT"),
             bfs_lookahead=get_int(settings, "FRONTIER_BFS_LOOKAHEAD"),
             local_seen_cache=get_int(settings, "FRONTIER_LOCAL_SEEN_CACHE"),
             push_batch=get_int(settings, "FRONTIER_PUSH_BATCH"),

@@ -8,19 +8,31 @@ from the crawler.
 
 from __future__ import annotations
 
+import argparse
+import io
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from scrapy import signals
+from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
+from twisted.internet import reactor
 
+from crawler.commands.steering import set_setting
+from crawler.crawlstate import controls
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.spiders.bfs import BfsSpider
 from tests.servers import running_site
 from tests.site import bfs_depths, url_of
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import redis as redis_py
+    from scrapy.crawler import Crawler
+
     from tests.servers import RunningSite
 
 pytestmark = pytest.mark.integration
@@ -30,10 +42,14 @@ SITE = {"hosts": 8, "pages": 60, "links": 2, "cross": 0.5, "seed": 3}
 # Pages within LIMIT of a root: enough that some are first found by a longer path.
 
 
-async def recorded_depths(values: dict[str, Any], site: RunningSite) -> dict[str, int]:
+async def recorded_depths(
+    values: dict[str, Any],
+    site: RunningSite,
+    on_open: Callable[[Crawler], None] | None = None,
+) -> dict[str, int]:
     """Crawl from every host's root, confined to the site's hosts; the depth of
     each page record, by URL (the last record of a URL wins, as in the records
-    database)."""
+    database). *on_open* is called with the crawler once its spider is open."""
     crawler = get_crawler(BfsSpider, values)
     depths: dict[str, int] = {}
 
@@ -41,6 +57,10 @@ async def recorded_depths(values: dict[str, Any], site: RunningSite) -> dict[str
         depths[item.url] = item.depth
 
     crawler.signals.connect(scraped, signal=signals.item_scraped)
+    if on_open is not None:
+        crawler.signals.connect(
+            lambda: on_open(crawler), signal=signals.spider_opened, weak=False
+        )
     await crawler.crawl_async(seeds=",".join(site.seeds), scope="seed-hosts")
     return depths
 
@@ -105,3 +125,53 @@ async def test_without_repair_pages_found_by_a_longer_path_keep_its_depth(settin
 
     wrong = [url for url, d in expected.items() if depths.get(url) != d]
     assert wrong
+
+
+@deferred_f_from_coro_f
+async def test_a_depth_limit_raised_while_the_crawl_runs_is_repaired_to(
+    settings, redis: redis_py.Redis, tmp_path
+):
+    """A node started with DEPTH_LIMIT=1, paused; `scrapy frontier set DEPTH_LIMIT`
+    raises it to LIMIT, then the crawl resumes: depth repair looks for shorter paths
+    down to the limit in force, not the one the node started with, so every page
+    within LIMIT is recorded at its distance, none fetched twice."""
+    keys = CrawlKeys("bfs")
+    values = {
+        **polite(settings, PAGESTORE_DIR=str(tmp_path / "pages")),
+        "DEPTH_LIMIT": 1,
+        "FRONTIER_MAINTENANCE_INTERVAL": 0.2,
+        "CLOSESPIDER_TIMEOUT": 120,  # bounded, should the crawl never resume
+    }
+    raised: list[bool] = []
+
+    def raise_limit() -> None:
+        try:
+            opts = argparse.Namespace(
+                words=["DEPTH_LIMIT", str(LIMIT)],
+                unset=False,
+                settings=Settings(values),
+            )
+            raised.append(set_setting(redis, keys, opts, io.StringIO()) == 0)
+        finally:
+            controls.resume(redis, keys)
+
+    def opened(crawler: Crawler) -> None:
+        raised.append(crawler.crawling)  # the node runs at DEPTH_LIMIT=1, paused
+        reactor.callLater(0.5, raise_limit)  # type: ignore[attr-defined]
+
+    controls.pause(redis, keys)
+    with running_site(**SITE) as site:
+        depths = await recorded_depths(values, site, on_open=opened)
+        expected = within_limit(site)
+        fetches = Counter((row["host"], row["path"]) for row in site.pages())
+
+    assert raised == [True, True]
+    assert redis.hget(keys.control, "set:DEPTH_LIMIT") == str(LIMIT).encode()
+    wrong = {
+        url: (d, depths.get(url)) for url, d in expected.items() if depths.get(url) != d
+    }
+    assert not wrong, (
+        f"{len(wrong)} of {len(expected)} pages missed or misplaced: {wrong}"
+    )
+    assert set(depths) == set(expected)  # nothing beyond the new limit
+    assert max(fetches.values()) == 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
-from crawler.context.runsettings import with_runtime_settings
+from crawler.context.runsettings import RunSettings, with_runtime_settings
 from crawler.crawlstate.controls import (
     RUNTIME_SETTINGS,
     Control,
@@ -110,6 +110,16 @@ def test_a_good_runtime_value_applies_as_dash_s_would(name, value, read):
 def test_a_bad_runtime_value_fails_in_one_line_naming_the_setting(name, value):
     with pytest.raises(ValueError, match=name) as caught:
         with_runtime_settings(project_settings(), {name: value})
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("value", ["deep", "", "1.5", "inf", "nan", "-1"])
+def test_a_bad_depth_limit_at_start_fails_in_one_line_naming_it(value):
+    """DEPTH_LIMIT is read, at start as at run time, by the run-time settings."""
+    settings = project_settings()
+    settings.set("DEPTH_LIMIT", value, priority="cmdline")
+    with pytest.raises(ValueError, match="DEPTH_LIMIT") as caught:
+        RunSettings.from_settings(settings, machine_zone="UTC")
     assert "\n" not in str(caught.value)
 
 

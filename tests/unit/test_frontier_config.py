@@ -25,7 +25,6 @@ def test_project_defaults_make_a_config() -> None:
     assert config.host_concurrency == project.FRONTIER_HOST_CONCURRENCY
     assert config.lease_timeout == project.FRONTIER_LEASE_TIMEOUT
     assert config.maintenance_interval == project.FRONTIER_MAINTENANCE_INTERVAL
-    assert config.depth_limit == project.DEPTH_LIMIT
     assert config.push_batch == project.FRONTIER_PUSH_BATCH
     assert config.local_seen_cache == project.FRONTIER_LOCAL_SEEN_CACHE
     assert config.dedup == DedupConfig(
@@ -62,7 +61,6 @@ def test_prefix_defaults_to_the_spider_name(
         {"FRONTIER_LEASE_TIMEOUT": 10.5, "FRONTIER_MAINTENANCE_INTERVAL": 5},
         {"FRONTIER_LOCAL_SEEN_CACHE": 0},
         {"FRONTIER_DEDUP": "exact"},
-        {"DEPTH_LIMIT": 0},
     ],
 )
 def test_valid_values_are_accepted(overrides: dict[str, object]) -> None:
@@ -96,7 +94,6 @@ def test_valid_values_are_accepted(overrides: dict[str, object]) -> None:
         ({"FRONTIER_KEY_PREFIX": "a b"}, "FRONTIER_KEY_PREFIX"),
         ({"FRONTIER_KEY_PREFIX": "x{y}"}, "FRONTIER_KEY_PREFIX"),
         ({"FRONTIER_KEY_PREFIX": "crawl*"}, "FRONTIER_KEY_PREFIX"),
-        ({"DEPTH_LIMIT": "deep"}, "DEPTH_LIMIT"),
         (
             {"CONCURRENT_REQUESTS_PER_DOMAIN": 1, "FRONTIER_HOST_CONCURRENCY": 2},
             "CONCURRENT_REQUESTS_PER_DOMAIN",
@@ -144,7 +141,6 @@ INTEGERS = [
     "FRONTIER_LOCAL_SEEN_CACHE",
     "FRONTIER_PUSH_BATCH",
     "FRONTIER_DEDUP_CAPACITY",
-    "DEPTH_LIMIT",
     "CONCURRENT_REQUESTS_PER_DOMAIN",
 ]
 

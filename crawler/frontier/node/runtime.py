@@ -93,7 +93,7 @@ class NodeRuntime:
         try:
             check_reachable(client, CrawlContext.of(self._crawler).redis.url)
             times = CrawlContext.of(self._crawler).round_trip_times
-            store = FrontierStore(client, self._config, times)
+            store = FrontierStore(client, self._config, times, self._run)
             store.prepare(now)
             self.membership = Membership(
                 client, store.crawl_keys, self._config, on_damage=store.damaged

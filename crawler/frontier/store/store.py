@@ -25,7 +25,12 @@ from crawler.policy.order import TIERS_PER_DEPTH, queue_class, score_limit
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Sequence
 
+    from redis import Redis
     from redis.client import Pipeline
+
+    from crawler.context.roundtriptimes import RoundTripTimes
+    from crawler.context.runsettings import RunSettingsHolder
+    from crawler.frontier.frontierconfig import FrontierConfig
 
 __all__ = [
     "Ack",
@@ -45,6 +50,23 @@ MAX_DEPTH = 64
 
 
 class FrontierStore(CrawlShards):
+    def __init__(
+        self,
+        client: Redis,
+        config: FrontierConfig,
+        times: RoundTripTimes | None = None,
+        run: RunSettingsHolder | None = None,
+    ) -> None:
+        super().__init__(client, config, times)
+        # DEPTH_LIMIT in force, read at each push (`scrapy frontier set` changes it);
+        # None (a command's store, a test's): every provisional depth is looked at.
+        self._run = run
+
+    def _deepest(self) -> int:
+        """The deepest provisional depth a push looks at for a shorter path."""
+        limit = 0 if self._run is None else self._run.current.depth_limit
+        return limit if limit > 0 else MAX_DEPTH
+
     def prepare(self, now: float) -> None:
         """Check the schema version, repair every shard, write Bloom layouts, load
         scripts and summaries."""
@@ -104,7 +126,7 @@ class FrontierStore(CrawlShards):
             self.config.host_concurrency,
             self.config.dedup.mode,
             self.summaries.lowest_depth() or 0,
-            self.config.depth_limit if self.config.depth_limit > 0 else MAX_DEPTH,
+            self._deepest(),
             TIERS_PER_DEPTH,
             "1" if self.config.reparse_from_store else "0",
         ]
