@@ -92,7 +92,7 @@ class CrawlKeys:
     def render(self, host: str) -> str:
         """HASH of what RENDER_MODE=auto learnt of *host* (``host:port``): sample
         claims, outcomes and decisions of the host and its URL patterns
-        (``crawler.render.adaptive``). The host is the key's hash tag, shared with
+        (``crawler.render.levels``). The host is the key's hash tag, shared with
         ``render_held``: a script reads both."""
         return f"{self.prefix}:render:{{{host}}}"
 

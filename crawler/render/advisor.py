@@ -29,21 +29,23 @@ from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.encoding import codec
 from crawler.policy.hosts import BadURLError
 from crawler.render.adaptive import (
-    HOST,
-    DecisionKey,
-    HostRecord,
-    LevelRecord,
     after_outcome,
     deciding_level,
     held_fate,
-    key_of,
-    pattern_of,
-    read_host,
     sample_pays,
     undecided,
     verdict,
 )
 from crawler.render.config import RenderConfig
+from crawler.render.levels import (
+    HOST,
+    DecisionKey,
+    HostRecord,
+    LevelRecord,
+    key_of,
+    pattern_of,
+    read_host,
+)
 from crawler.render.state import RenderState
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """What RENDER_MODE=auto learnt, in Redis: one hash per host, and the scripts on it.
 
-``CrawlKeys.render(host)`` holds the host's levels (``crawler.render.adaptive``);
+``CrawlKeys.render(host)`` holds the host's levels (``crawler.render.levels``);
 ``CrawlKeys.render_held(host)`` the pages fetched statically while the host was
 undecided, to render if the decision says so. Both carry the host as their hash
 tag, so a script may read both on a Redis Cluster. Every call is one round trip.
@@ -21,7 +21,7 @@ from redis.exceptions import ResponseError
 
 from crawler.context.crawl import CrawlContext
 from crawler.context.outage import REDIS_ERRORS, is_outage, patiently
-from crawler.render.adaptive import level_fields, write_level
+from crawler.render.levels import level_fields, write_level
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from crawler.crawlstate.keys import CrawlKeys
-    from crawler.render.adaptive import Change, LevelRecord
+    from crawler.render.adaptive import Change
+    from crawler.render.levels import LevelRecord
 
 logger = logging.getLogger(__name__)
 

@@ -1,4 +1,5 @@
-"""crawler/render/adaptive.py: decision keys, records read from Redis, the rules."""
+"""crawler/render/levels.py and adaptive.py: decision keys, records read from Redis,
+the rules."""
 
 from __future__ import annotations
 
@@ -13,27 +14,29 @@ from scrapy.settings import Settings
 from crawler.defaults import default_settings
 from crawler.policy.hosts import BadURLError
 from crawler.render.adaptive import (
-    HOST,
-    MAX_PATTERN_LENGTH,
     MAX_PATTERNS,
-    DecisionKey,
-    HostRecord,
-    LevelRecord,
     after_outcome,
     decide,
     held_fate,
-    key_of,
     may_claim,
-    pattern_of,
-    read_host,
     recheck_due,
     sample_pays,
     text_gain,
     undecided,
     verdict,
-    write_level,
 )
 from crawler.render.config import RenderConfig
+from crawler.render.levels import (
+    HOST,
+    MAX_PATTERN_LENGTH,
+    DecisionKey,
+    HostRecord,
+    LevelRecord,
+    key_of,
+    pattern_of,
+    read_host,
+    write_level,
+)
 from tests.unit.properties import PROPERTY
 
 CLAIM_LIFE = 300.0
