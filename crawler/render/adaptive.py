@@ -95,7 +95,7 @@ def may_claim(record: LevelRecord, *, now: float, pages: int, life: float) -> bo
     """Whether an undecided level has a sample slot free: fewer than *pages*
     claimed (outcomes count as claims), or the claims not answered are older than
     *life* seconds (their samples failed or were lost). The claim script in
-    ``crawler.render.advisor`` applies the same rule atomically."""
+    ``crawler.render.statescripts`` applies the same rule atomically."""
     taken = max(record.claimed, record.samples)
     if taken < pages:
         return True
