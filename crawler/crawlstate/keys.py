@@ -7,6 +7,7 @@ that a Lua script touching one shard's keys runs on one Cluster node.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from string import Formatter
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -15,6 +16,42 @@ if TYPE_CHECKING:
 # 4: queues, leases, held and failed entries keep a queue class (level and
 # priority band, crawler.policy.order) where 3 kept a level.
 SCHEMA_VERSION = "4"
+
+
+@dataclass(frozen=True, slots=True)
+class KeyShape:
+    """The shape of a per-shard key built from values (a host, a queue class...),
+    after the shard's tag: ``q:{host}:{level}``.
+
+    The Lua scripts build these keys too; ``crawler.frontier.store.scriptkeys``
+    renders each shape into a Lua function, so a shape is spelled here and only here.
+    """
+
+    name: str
+    template: str
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The names of the values the key is built from, in order."""
+        return tuple(f for _, f, _, _ in Formatter().parse(self.template) if f)
+
+    def pieces(self) -> list[tuple[str, str | None]]:
+        """The template as (literal text, field name or None) pairs, in order."""
+        return [(text, field) for text, field, _, _ in Formatter().parse(self.template)]
+
+    def build(self, tag: str, **values: object) -> str:
+        """The key of the shard whose tag is *tag*, for *values* (one per field)."""
+        return tag + self.template.format(**values)
+
+
+# The per-shard keys scripts build from values, by the Keys member that builds them.
+QUEUE = KeyShape("queue", "q:{host}:{level}")
+LEVELS = KeyShape("levels", "lv:{host}")
+PROVISIONAL = KeyShape("provisional", "prov:{depth}")
+PROVISIONAL_SEQUENCES = KeyShape("provisional_sequences", "provseq:{depth}")
+DAMAGED = KeyShape("damaged", "damaged")
+BLOOM = KeyShape("bloom", "seen:{index}")
+KEY_SHAPES = (QUEUE, LEVELS, PROVISIONAL, PROVISIONAL_SEQUENCES, DAMAGED, BLOOM)
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,13 +248,12 @@ class Keys:
 
     def provisional_sequences(self, depth: int) -> str:
         """HASH sequence number -> depth key of the requests in ``provisional``."""
-        return f"{self.tag}provseq:{depth}"
+        return PROVISIONAL_SEQUENCES.build(self.tag, depth=depth)
 
     def provisional(self, depth: int) -> str:
         """HASH depth key -> sequence number (or ``f`` once fetched) of requests
-        queued at *depth* that a shorter path may still reach (scripts build the
-        same name)."""
-        return f"{self.tag}prov:{depth}"
+        queued at *depth* that a shorter path may still reach."""
+        return PROVISIONAL.build(self.tag, depth=depth)
 
     @property
     def outstanding(self) -> str:
@@ -232,20 +268,19 @@ class Keys:
     @property
     def damaged(self) -> str:
         """LIST of the last queue entries and lease payloads the crawler did not
-        write, set aside by the scripts (which build the same name), never decoded."""
-        return self.tag + "damaged"
+        write, set aside by the scripts, never decoded."""
+        return DAMAGED.build(self.tag)
 
     def queue(self, host: str, level: int) -> str:
         """LIST of one host's requests of one queue class, *level* (a BFS level and
-        priority band, crawler.policy.order), oldest first (scripts build the same
-        name)."""
-        return f"{self.tag}q:{host}:{level}"
+        priority band, crawler.policy.order), oldest first."""
+        return QUEUE.build(self.tag, host=host, level=level)
 
     def levels(self, host: str) -> str:
         """ZSET of the queue classes that have requests queued for *host*, scored
         by their rank in FRONTIER_ORDER."""
-        return f"{self.tag}lv:{host}"
+        return LEVELS.build(self.tag, host=host)
 
     def bloom(self, index: int) -> str:
-        """STRING bitmap of Bloom filter *index* (scripts build the same name)."""
-        return f"{self.seen}:{index}"
+        """STRING bitmap of Bloom filter *index* (``seen`` and the index)."""
+        return BLOOM.build(self.tag, index=index)

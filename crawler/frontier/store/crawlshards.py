@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from crawler.context.roundtriptimes import RoundTripTimes
     from crawler.crawlstate.keys import Keys
     from crawler.frontier.frontierconfig import FrontierConfig
+    from crawler.frontier.store.scriptargs import Scalar
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ class CrawlShards:
 
     def _repair_shard(self, call: Call) -> None:
         """*call* failed on its shard: repair the shard before the call runs again."""
-        now = float(call.args[1]) / 1000  # every script's ARGV[3]
+        now = float(call.args["now"]) / 1000  # every call's (ms)
         ((shard, reply),) = self._repair.fixed([call.keys.shard], now)
         if self.config.dedup.mode == "bloom":
             self._write_bloom_layouts([call.keys])
@@ -242,14 +243,16 @@ class CrawlShards:
 
     def retry_failed(self, failed: dict[int, list[tuple[str, str]]], now: float) -> int:
         """Queue the *failed* requests again (as ``failed`` lists them); how many."""
-        base: list[str | int] = [
-            self.config.order,
-            ms(now),
-            self.config.host_concurrency,
-        ]
+        args: dict[str, Scalar] = {
+            "order": self.config.order,
+            "now": ms(now),
+            "concurrency": self.config.host_concurrency,
+        }
         shards = [shard for shard, entries in failed.items() if entries]
         calls = [
-            Call("retry", self.keys[s], [*base, *(fp for fp, _ in failed[s])])
+            Call(
+                "retry", self.keys[s], args, [{"fingerprint": f} for f, _ in failed[s]]
+            )
             for s in shards
         ]
         total = 0

@@ -10,7 +10,8 @@ give the host back its previous ready time. A held
 request (retry-later) is ``<class> <len(host)> <host><entry>`` in ``held``, scored
 by when it may go again; a request that failed for good is
 ``<fate> <class> <len(host)> <host><json>`` in ``failed``, by fingerprint. Each runs
-after ``crawler.frontier.store.scripthelpers`` (KEYS order and helpers there).
+after ``crawler.frontier.store.scripthelpers`` (key names, arguments
+and helpers there).
 """
 
 from __future__ import annotations
@@ -20,51 +21,53 @@ from crawler.frontier.store.scripthelpers import BLOOM_ADD
 PUSH = (
     BLOOM_ADD
     + """
--- KEYS: the shard's keys (see above); KEYS[9] is the seen filter
--- ARGV: tag, order, now, host_concurrency, dedup mode ('bloom'|'exact'), the
---       crawl's lowest depth with requests queued or leased, the deepest depth a
---       provisional request may have (DEPTH_LIMIT), levels per depth, '1' if a
---       page fetched too deep is reparsed (the node has a page store), then groups
---       of 7: host, queue class, dedup ('' = do not filter; exact: fingerprint;
---       bloom: 32-bit big-endian hashes, bit j of a filter is hash j % bits, see
---       crawler/frontier/dedup.py), entry json, hold until (ms; '' = queue now),
---       revive ('' or the fingerprint (hex) of a seed whose failure is forgotten),
---       depth key ('' or a short fingerprint (hex): depth repair, see below)
+-- KEYS: the shard's keys (see above); SEEN is the seen filter
+-- args: concurrency (FRONTIER_HOST_CONCURRENCY), dedup_mode ('bloom'|'exact'),
+--       floor (the crawl's lowest depth with requests queued or leased), deepest
+--       (the deepest depth a provisional request may have: DEPTH_LIMIT),
+--       per_depth (levels per depth), reparse ('1' if a page fetched too deep is
+--       reparsed: the node has a page store)
+-- records: host, class (queue class), dedup ('' = do not filter; exact:
+--       fingerprint; bloom: 32-bit big-endian hashes, bit j of a filter is hash
+--       j % bits, see crawler/frontier/dedup.py), entry (json), hold (until, ms;
+--       '' = queue now), revive ('' or the fingerprint (hex) of a seed whose failure
+--       is forgotten), depth_key ('' or a short fingerprint (hex): depth repair)
 -- Depth repair: a request pushed deeper than one past the lowest depth still in
 -- work may later be found by a shorter path; its depth key is kept in
--- prov:<depth> (key -> its entry's seq, or 'f' once fetched) until that can no
--- longer happen, and provseq:<depth> maps the seq back to the key. Found again
+-- provisional_key(depth) (key -> its entry's seq, or 'f' once fetched) until that
+-- can no longer happen, and provisional_sequences_key(depth) maps the seq back to
+-- the key. Found again
 -- shallower, it is queued again at the shallower depth: its deeper copy, if still
--- queued, is marked superseded (KEYS[15]); if it was fetched already, the new copy
--- is marked for a reparse (KEYS[16]) and queued under the pseudo-host '~', which
+-- queued, is marked superseded (SUPERSEDED); if it was fetched already, the new copy
+-- is marked for a reparse (REPARSE) and queued under the pseudo-host '~', which
 -- no politeness delay holds back: its links are followed again at their true
 -- depths, from the page store (when it lacks the page, the request is queued again
 -- under its own host, politely). Without a page store a page is never fetched
 -- twice for this: its links keep their depths.
 -- returns: {flags as a string: '1' new, '2' new at a shorter depth, '0' seen,
 --           best score, wake time}
-local concurrency, mode = tonumber(ARGV[4]), ARGV[5]
-local floor, deepest, per_depth = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
-local reparse = ARGV[9] == '1'
+local concurrency, mode = tonumber(args.concurrency), args.dedup_mode
+local floor, deepest = tonumber(args.floor), tonumber(args.deepest)
+local per_depth, reparse = tonumber(args.per_depth), args.reparse == '1'
 
 local function is_new(dedup)
   if dedup == '' then return true end
-  if mode == 'exact' then return redis.call('SADD', KEYS[9], dedup) == 1 end
+  if mode == 'exact' then return redis.call('SADD', SEEN, dedup) == 1 end
   return bloom_add(dedup)
 end
 
 -- Whether *key* is known at a provisional depth deeper than *depth*: then it is
 -- forgotten there, and its queued copy superseded; 'fetched' if it was fetched.
-local deepest_known = tonumber(redis.call('HGET', KEYS[8], 'prov_deepest') or '-1')
+local deepest_known = tonumber(redis.call('HGET', COUNTERS, 'prov_deepest') or '-1')
 local function shorten(key, depth)
   for d = depth + 1, math.min(deepest, deepest_known) do
-    local seq = redis.call('HGET', tag .. 'prov:' .. d, key)
+    local seq = redis.call('HGET', provisional_key(d), key)
     if seq then
-      redis.call('HDEL', tag .. 'prov:' .. d, key)
-      redis.call('HINCRBY', KEYS[8], 'shortened', 1)
+      redis.call('HDEL', provisional_key(d), key)
+      redis.call('HINCRBY', COUNTERS, 'shortened', 1)
       if seq == 'f' then return 'fetched' end
-      redis.call('HDEL', tag .. 'provseq:' .. d, seq)
-      redis.call('SADD', KEYS[15], seq)
+      redis.call('HDEL', provisional_sequences_key(d), seq)
+      redis.call('SADD', SUPERSEDED, seq)
       return 'queued'
     end
   end
@@ -72,34 +75,35 @@ local function shorten(key, depth)
 end
 
 local flags = {}
-for i = 10, #ARGV, 7 do
-  local host, class, hold, key = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 4]), ARGV[i + 6]
+for item in records() do
+  local host, class, key = item.host, item.class, item.depth_key
+  local hold = tonumber(item.hold)
   local depth = math.floor(level_of(class) / per_depth)
-  local new = is_new(ARGV[i + 2])
+  local new = is_new(item.dedup)
   if type(new) == 'table' then return new end
-  if not new and ARGV[i + 5] ~= '' then new = revive(ARGV[i + 5]) end
+  if not new and item.revive ~= '' then new = revive(item.revive) end
   local shorter = not new and key ~= '' and shorten(key, depth)
   if new or shorter == 'queued' or (shorter == 'fetched' and reparse) then
-    local seq = redis.call('INCR', KEYS[7])
-    local entry = seq .. '|' .. ARGV[i + 3]
+    local seq = redis.call('INCR', SEQUENCE)
+    local entry = seq .. '|' .. item.entry
     if key ~= '' and depth > floor + 1 then
-      redis.call('HSET', tag .. 'prov:' .. depth, key, seq)
-      redis.call('HSET', tag .. 'provseq:' .. depth, seq, key)
+      redis.call('HSET', provisional_key(depth), key, seq)
+      redis.call('HSET', provisional_sequences_key(depth), seq, key)
       if depth > deepest_known then
         deepest_known = depth
-        redis.call('HSET', KEYS[8], 'prov_deepest', depth)
+        redis.call('HSET', COUNTERS, 'prov_deepest', depth)
       end
     end
     if shorter == 'fetched' then  -- reparsed from the page store: no host to wait for
-      redis.call('SADD', KEYS[16], seq)
+      redis.call('SADD', REPARSE, seq)
       host = REPARSE_HOST
     end
     if hold and hold > now then
-      redis.call('ZADD', KEYS[13], hold, class .. ' ' .. #host .. ' ' .. host .. entry)
-      redis.call('HINCRBY', KEYS[8], 'held', 1)
+      redis.call('ZADD', HELD, hold, class .. ' ' .. #host .. ' ' .. host .. entry)
+      redis.call('HINCRBY', COUNTERS, 'held', 1)
     else
       push_entry(host, class, entry)
-      redis.call('HINCRBY', KEYS[8], 'queued', 1)
+      redis.call('HINCRBY', COUNTERS, 'queued', 1)
       touch(host, concurrency)
     end
   end
@@ -111,127 +115,130 @@ return {table.concat(flags), unpack(summary())}
 
 POP = """
 -- KEYS: the shard's keys (see above)
--- ARGV: tag, order, now, host_concurrency, lease expiry time, default delay,
---       most waiting hosts to promote, highest score allowed (the BFS barrier),
---       the popping node's id (it must own the shard: fencing), levels per depth
+-- args: concurrency, expiry (the lease's expiry time), default_delay,
+--       promote_limit (most waiting hosts to promote), score_limit (highest score
+--       allowed: the BFS barrier), node_id (the popping node: it must own the
+--       shard, fencing), per_depth (levels per depth)
 -- returns: {lease id, entry json, 1 if its links are to be reparsed (depth
 --          repair) else 0, summary...}; id and entry false if no host is ready
 --          below the barrier; id false and entry 'fenced' if the node does not
 --          own the shard
-local concurrency, expiry, default_delay = tonumber(ARGV[4]), ARGV[5], ARGV[6]
-if redis.call('GET', KEYS[12]) ~= ARGV[9] then
+local concurrency = tonumber(args.concurrency)
+local expiry, default_delay = args.expiry, args.default_delay
+if redis.call('GET', OWNER) ~= args.node_id then
   return {false, 'fenced', 0, unpack(summary())}
 end
-promote(tonumber(ARGV[7]))
-release_held(tonumber(ARGV[7]), concurrency)
+promote(tonumber(args.promote_limit))
+release_held(tonumber(args.promote_limit), concurrency)
 -- The head request of the best ready host. A host with nothing usable queued is
 -- set aside; a request superseded by a shallower copy of itself (depth repair) is
 -- dropped on the way.
 local host, class, entry, reparse
-local per_depth = tonumber(ARGV[10])
+local per_depth = tonumber(args.per_depth)
 for _ = 1, 1000 do
-  local hosts = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[8], 'LIMIT', 0, 1)
+  local hosts = redis.call('ZRANGEBYSCORE', READY, '-inf', args.score_limit, 'LIMIT', 0, 1)
   if #hosts == 0 then return {false, false, 0, unpack(summary())} end
   host = hosts[1]
   if not head_score(host) then  -- nothing usable queued
-    redis.call('ZREM', KEYS[1], host)
+    redis.call('ZREM', READY, host)
     set_aside(false)
   else
-    local levels_key = tag .. 'lv:' .. host
+    local levels_key = levels_key(host)
     class = redis.call('ZRANGE', levels_key, 0, 0)[1]
-    local queue = tag .. 'q:' .. host .. ':' .. class
+    local queue = queue_key(host, class)
     entry = redis.call('LPOP', queue)
     if redis.call('LLEN', queue) == 0 then redis.call('ZREM', levels_key, class) end
     local seq = string.match(entry, '^(%d+)|')
-    if not (seq and redis.call('SREM', KEYS[15], seq) == 1) then
+    if not (seq and redis.call('SREM', SUPERSEDED, seq) == 1) then
       local depth = math.floor(level_of(class) / per_depth)
-      local key = seq and redis.call('HGET', tag .. 'provseq:' .. depth, seq)
+      local key = seq and redis.call('HGET', provisional_sequences_key(depth), seq)
       if key then  -- fetched now: a shorter path found later reparses it
-        redis.call('HDEL', tag .. 'provseq:' .. depth, seq)
-        redis.call('HSET', tag .. 'prov:' .. depth, key, 'f')
+        redis.call('HDEL', provisional_sequences_key(depth), seq)
+        redis.call('HSET', provisional_key(depth), key, 'f')
       end
-      reparse = seq and redis.call('SREM', KEYS[16], seq) == 1
+      reparse = seq and redis.call('SREM', REPARSE, seq) == 1
       break
     end
-    redis.call('HINCRBY', KEYS[8], 'queued', -1)
-    redis.call('HINCRBY', KEYS[8], 'superseded', 1)
+    redis.call('HINCRBY', COUNTERS, 'queued', -1)
+    redis.call('HINCRBY', COUNTERS, 'superseded', 1)
     local level = level_of(class)
-    if redis.call('HINCRBY', KEYS[11], level, -1) <= 0 then redis.call('HDEL', KEYS[11], level) end
-    redis.call('ZREM', KEYS[1], host)
+    if redis.call('HINCRBY', OUTSTANDING, level, -1) <= 0 then redis.call('HDEL', OUTSTANDING, level) end
+    redis.call('ZREM', READY, host)
     touch(host, concurrency)
     entry = nil
   end
 end
 if not entry then return {false, false, 0, unpack(summary())} end
-local id = redis.call('INCR', KEYS[7])
-local prior = redis.call('HGET', KEYS[3], host) or '0'
-redis.call('HSET', KEYS[6], id, class .. ' ' .. prior .. ' ' .. #host .. ' ' .. host .. entry)
-redis.call('ZADD', KEYS[5], expiry, id)
-redis.call('HINCRBY', KEYS[4], host, 1)
-redis.call('HINCRBY', KEYS[8], 'queued', -1)
-local delay = hnum(KEYS[10], host, tonumber(default_delay))
-redis.call('HSET', KEYS[3], host, now + delay)
-redis.call('ZREM', KEYS[1], host)
+local id = redis.call('INCR', SEQUENCE)
+local prior = redis.call('HGET', READY_AT, host) or '0'
+redis.call('HSET', LEASED, id, class .. ' ' .. prior .. ' ' .. #host .. ' ' .. host .. entry)
+redis.call('ZADD', LEASES, expiry, id)
+redis.call('HINCRBY', INFLIGHT, host, 1)
+redis.call('HINCRBY', COUNTERS, 'queued', -1)
+local delay = hnum(DELAYS, host, tonumber(default_delay))
+redis.call('HSET', READY_AT, host, now + delay)
+redis.call('ZREM', READY, host)
 touch(host, concurrency)
 return {id, string.match(entry, '^%d+|(.*)$'), reparse and 1 or 0, unpack(summary())}
 """
 
 ACK = """
 -- KEYS: the shard's keys (see above)
--- ARGV: tag, order, now, host_concurrency, the host's delay, lease id, fate ('' if
---       none: the request was replaced by a retry), fingerprint (hex; '' unless it
---       failed for good: then it is kept in failed), untouched ('1' if nothing was
---       sent to the host, e.g. robots.txt forbade it: the delay is not spent)
+-- args: concurrency, delay (the host's), lease_id, fate ('' if none: the request
+--       was replaced by a retry), fingerprint (hex; '' unless it failed for good:
+--       then it is kept in failed), untouched ('1' if nothing was sent to the host,
+--       e.g. robots.txt forbade it: the delay is not spent)
 -- returns: {1 if the lease was held (0 if it had expired or was acked), best, wake}
-local concurrency, delay, id = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
-local fate, fingerprint = ARGV[7], ARGV[8]
+local concurrency, delay = tonumber(args.concurrency), tonumber(args.delay)
+local id = args.lease_id
+local fate, fingerprint = args.fate, args.fingerprint
 local class, host, entry, prior = release(id)
 if not class then return {0, unpack(summary())} end
 local level = level_of(class)
-if redis.call('HINCRBY', KEYS[11], level, -1) <= 0 then redis.call('HDEL', KEYS[11], level) end
+if redis.call('HINCRBY', OUTSTANDING, level, -1) <= 0 then redis.call('HDEL', OUTSTANDING, level) end
 local at
-if ARGV[9] == '1' and not redis.call('HGET', KEYS[4], host) then
+if args.untouched == '1' and not redis.call('HGET', INFLIGHT, host) then
   at = prior
 else
-  at = math.max(hnum(KEYS[3], host, 0), now + delay)
-  redis.call('HSET', KEYS[10], host, delay)
+  at = math.max(hnum(READY_AT, host, 0), now + delay)
+  redis.call('HSET', DELAYS, host, delay)
 end
-redis.call('HSET', KEYS[3], host, at)
-if at > now and redis.call('ZREM', KEYS[1], host) == 1 then
-  redis.call('ZADD', KEYS[2], at, host)
+redis.call('HSET', READY_AT, host, at)
+if at > now and redis.call('ZREM', READY, host) == 1 then
+  redis.call('ZADD', WAITING, at, host)
 end
 touch(host, concurrency)
-redis.call('HINCRBY', KEYS[8], 'acked', 1)
-if fate ~= '' then redis.call('HINCRBY', KEYS[8], 'fate:' .. fate, 1) end
+redis.call('HINCRBY', COUNTERS, 'acked', 1)
+if fate ~= '' then redis.call('HINCRBY', COUNTERS, 'fate:' .. fate, 1) end
 local json = string.match(entry, '^%d+|(.*)$')
 if fingerprint ~= '' and json then
-  local previous = redis.call('HGET', KEYS[14], fingerprint)
+  local previous = redis.call('HGET', FAILED, fingerprint)
   local old_fate = previous and string.match(previous, '^(%S+) ')
-  if old_fate then redis.call('HINCRBY', KEYS[8], 'fate:' .. old_fate, -1) end
-  redis.call('HSET', KEYS[14], fingerprint, fate .. ' ' .. class .. ' ' .. #host .. ' ' .. host .. json)
+  if old_fate then redis.call('HINCRBY', COUNTERS, 'fate:' .. old_fate, -1) end
+  redis.call('HSET', FAILED, fingerprint, fate .. ' ' .. class .. ' ' .. #host .. ' ' .. host .. json)
 end
 return {1, unpack(summary())}
 """
 
 REQUEUE = """
 -- KEYS: the shard's keys (see above)
--- ARGV: tag, order, now, host_concurrency, most leases to requeue, then lease ids;
---       without ids, the leases whose expiry time is <= now
+-- args: concurrency, limit (most leases to requeue)
+-- records: id (a lease id); without any, the leases whose expiry time is <= now
 -- returns: {leases put back at the head of their queues, best, wake}
-local concurrency, limit = tonumber(ARGV[4]), tonumber(ARGV[5])
+local concurrency, limit = tonumber(args.concurrency), tonumber(args.limit)
 local ids = {}
-for i = 6, #ARGV do ids[#ids + 1] = ARGV[i] end
+for lease in records() do ids[#ids + 1] = lease.id end
 if #ids == 0 then
-  ids = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', now, 'LIMIT', 0, limit)
+  ids = redis.call('ZRANGEBYSCORE', LEASES, '-inf', now, 'LIMIT', 0, limit)
 end
 local count = 0
 for _, id in ipairs(ids) do
   local class, host, entry = release(id)
   if class then
-    local queue = tag .. 'q:' .. host .. ':' .. class
+    local queue = queue_key(host, class)
     redis.call('LPUSH', queue, entry)
-    redis.call('ZADD', tag .. 'lv:' .. host, rank_of(class), class)
-    redis.call('HINCRBY', KEYS[8], 'queued', 1)
+    redis.call('ZADD', levels_key(host), rank_of(class), class)
+    redis.call('HINCRBY', COUNTERS, 'queued', 1)
     touch(host, concurrency)
     count = count + 1
   end
@@ -241,16 +248,16 @@ return {count, unpack(summary())}
 
 PROMOTE = """
 -- KEYS: the shard's keys (see above)
--- ARGV: tag, order, now, most waiting hosts (and held entries) to promote,
---       host_concurrency, the crawl's lowest depth with requests queued or leased
---       ('' if unknown): provisional depths it has passed are forgotten
+-- args: limit (most waiting hosts and held entries to promote), concurrency,
+--       floor (the crawl's lowest depth with requests queued or leased, '' if
+--       unknown): provisional depths it has passed are forgotten
 -- returns: {best score, wake time}
-promote(tonumber(ARGV[4]))
-release_held(tonumber(ARGV[4]), tonumber(ARGV[5]))
-local floor = tonumber(ARGV[6])
+promote(tonumber(args.limit))
+release_held(tonumber(args.limit), tonumber(args.concurrency))
+local floor = tonumber(args.floor)
 if floor then
   for d = 0, floor + 1 do
-    redis.call('DEL', tag .. 'prov:' .. d, tag .. 'provseq:' .. d)
+    redis.call('DEL', provisional_key(d), provisional_sequences_key(d))
   end
 end
 return summary()
@@ -258,18 +265,19 @@ return summary()
 
 RETRY = """
 -- KEYS: the shard's keys (see above)
--- ARGV: tag, order, now, host_concurrency, then fingerprints (hex) of failed requests
+-- args: concurrency
+-- records: fingerprint (hex) of a failed request
 -- returns: {requests queued again, best, wake}
-local concurrency, count = tonumber(ARGV[4]), 0
-for i = 5, #ARGV do
-  local payload = redis.call('HGET', KEYS[14], ARGV[i])
+local concurrency, count = tonumber(args.concurrency), 0
+for failed in records() do
+  local payload = redis.call('HGET', FAILED, failed.fingerprint)
   local fate, rest = string.match(payload or '', '^(%S+) (.*)$')
   local class, host, json = unpack_entry(rest or '')
-  redis.call('HDEL', KEYS[14], ARGV[i])
-  if fate then redis.call('HINCRBY', KEYS[8], 'fate:' .. fate, -1) end
+  redis.call('HDEL', FAILED, failed.fingerprint)
+  if fate then redis.call('HINCRBY', COUNTERS, 'fate:' .. fate, -1) end
   if host and host ~= '' then
-    push_entry(host, class, redis.call('INCR', KEYS[7]) .. '|' .. json)
-    redis.call('HINCRBY', KEYS[8], 'queued', 1)
+    push_entry(host, class, redis.call('INCR', SEQUENCE) .. '|' .. json)
+    redis.call('HINCRBY', COUNTERS, 'queued', 1)
     touch(host, concurrency)
     count = count + 1
   end

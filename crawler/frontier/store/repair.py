@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from crawler.crawlstate.keys import Keys
     from crawler.frontier.frontierconfig import FrontierConfig
+    from crawler.frontier.store.scriptargs import Scalar, Value
     from crawler.frontier.store.scripts import ScriptRunner
 
 # Hosts one REPAIR_HOSTS call looks at (bounds a call's work).
@@ -54,13 +55,13 @@ class ShardRepair:
         shards = list(shards)
         seen_type = "hash" if self._config.dedup.mode == "bloom" else "set"
         layouts = shard_layouts(self._config.dedup, self._config.shards)
-        args: list[str | int | float | bytes] = [
-            self._config.order,
-            round(now * 1000),
-            self._config.host_concurrency,
-            seen_type,
-            most_hashes(layouts),
-        ]
+        args: dict[str, Scalar] = {
+            "order": self._config.order,
+            "now": round(now * 1000),
+            "concurrency": self._config.host_concurrency,
+            "seen_type": seen_type,
+            "most_hashes": most_hashes(layouts),
+        }
         calls = [Call("repair", self._keys[s], args) for s in shards]
         return list(zip(shards, self._runner.run(calls), strict=True))
 
@@ -82,21 +83,23 @@ class ShardRepair:
     ) -> tuple[int, list[Any]]:
         self._scanned_at[shard] = now
         keys = self._keys[shard]
-        base: list[str | int] = [
-            self._config.order,
-            round(now * 1000),
-            self._config.host_concurrency,
-        ]
+        base: dict[str, Scalar] = {
+            "order": self._config.order,
+            "now": round(now * 1000),
+        }
+        args = base | {"concurrency": self._config.host_concurrency}
         scheduled, damage, counts = 0, 0, dict[bytes, int]()
         for start in range(0, len(hosts), HOSTS_PER_CALL):
-            batch = hosts[start : start + HOSTS_PER_CALL]
-            (reply,) = self._runner.run([Call("repair_hosts", keys, [*base, *batch])])
+            batch = [{"host": h} for h in hosts[start : start + HOSTS_PER_CALL]]
+            (reply,) = self._runner.run([Call("repair_hosts", keys, args, batch)])
             scheduled += reply[0]
             for level, count in zip(reply[1][0::2], reply[1][1::2], strict=True):
                 counts[level] = counts.get(level, 0) + int(count)
             damage += int(reply[5])
-        pairs = [value for item in counts.items() for value in item]
-        (reply,) = self._runner.run([Call("repair_counts", keys, [*base[:2], *pairs])])
+        found: list[dict[str, Value]] = [
+            {"level": level, "count": n} for level, n in counts.items()
+        ]
+        (reply,) = self._runner.run([Call("repair_counts", keys, base, found)])
         return scheduled, [*reply[1:4], damage + int(reply[4])]
 
     def _hosts_of(self, shards: list[int]) -> dict[int, list[bytes]]:

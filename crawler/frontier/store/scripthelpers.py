@@ -1,23 +1,23 @@
 """The Lua helpers every frontier script starts with, and the guard before them.
 
-Every script works on the keys of one shard (one Redis Cluster slot): fixed keys come
-in KEYS, in the order below; per-host keys are built from the shard's hash-tagged
-prefix in ARGV[1]; ARGV[2] is the crawl's FRONTIER_ORDER and ARGV[3] the time (ms).
+Every script works on the keys of one shard (one Redis Cluster slot), named as
+``crawler.frontier.store.scriptkeys`` renders them from the key model: the fixed
+keys (``READY``, ``COUNTERS``...) come in KEYS, per-host and per-depth keys are
+built from the shard's hash-tagged prefix, ``tag`` (``queue_key(host, class)``).
+Arguments are named (``crawler.frontier.store.scriptargs``): ``args.order`` is the
+crawl's FRONTIER_ORDER, ``args.now`` the time (ms).
 Every script ends by returning the shard's *summary*: the score of its best ready
-host (rank, then sequence: ``crawler.policy.order``), the time its first waiting host (or held entry) becomes
-ready, the lowest level with requests queued or leased, and how many damaged values
-it set aside, so the scheduler can pick a shard without asking again.
+host (rank, then sequence: ``crawler.policy.order``), the time its first waiting
+host (or held entry) becomes ready, the lowest level with requests queued or
+leased, and how many damaged values it set aside, so the scheduler can pick a shard
+without asking again.
 """
 
 from __future__ import annotations
 
+from crawler.frontier.store.scriptargs import LUA_ARGUMENTS
+from crawler.frontier.store.scriptkeys import lua_keys
 from crawler.policy.order import LEVELS, PRIORITY_BANDS, SEQUENCE_LIMIT
-
-# KEYS of every script, in this order (the helpers index them):
-# 1 ready, 2 waiting, 3 ready_at, 4 inflight, 5 leases, 6 leased, 7 seq, 8 counters,
-# 9 seen, 10 delays, 11 outstanding, 12 owner (the node id that alone may pop),
-# 13 held, 14 failed, 15 superseded (queue entries replaced by a shallower copy),
-# 16 reparse (queue entries of pages fetched too deep, whose links go again)
 
 # The order's constants, from crawler.policy.order (one source for Python and Lua).
 CONSTANTS = f"""
@@ -26,9 +26,9 @@ local SEQUENCE_LIMIT, BANDS, LEVELS = {SEQUENCE_LIMIT}, {PRIORITY_BANDS}, {LEVEL
 
 HELPERS = (
     CONSTANTS
+    + LUA_ARGUMENTS
+    + lua_keys()
     + """
-local tag, order, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
-
 -- A request's queue class (its level and priority band, see crawler.policy.order):
 -- the class of a stored value this crawler wrote, or nil; its level; its rank in
 -- FRONTIER_ORDER ('bfs': level, then priority; 'priority': the other way round).
@@ -52,10 +52,10 @@ local damaged = 0
 -- Count a damaged value; queue entries are kept, capped, in the shard's damaged list.
 local function set_aside(value)
   damaged = damaged + 1
-  redis.pcall('HINCRBY', KEYS[8], 'bad_entries', 1)
+  redis.pcall('HINCRBY', COUNTERS, 'bad_entries', 1)
   if value then
-    redis.pcall('LPUSH', tag .. 'damaged', value)
-    redis.pcall('LTRIM', tag .. 'damaged', 0, 999)
+    redis.pcall('LPUSH', damaged_key(), value)
+    redis.pcall('LTRIM', damaged_key(), 0, 999)
   end
 end
 
@@ -75,10 +75,10 @@ local function drop_head(queue, lv, class, entry)
   redis.call('LPOP', queue)
   if redis.call('LLEN', queue) == 0 then redis.call('ZREM', lv, class) end
   local level = level_of(class)
-  if (tonumber(redis.pcall('HINCRBY', KEYS[11], level, -1)) or 0) <= 0 then
-    redis.pcall('HDEL', KEYS[11], level)
+  if (tonumber(redis.pcall('HINCRBY', OUTSTANDING, level, -1)) or 0) <= 0 then
+    redis.pcall('HDEL', OUTSTANDING, level)
   end
-  redis.pcall('HINCRBY', KEYS[8], 'queued', -1)
+  redis.pcall('HINCRBY', COUNTERS, 'queued', -1)
   set_aside(entry)
 end
 
@@ -86,11 +86,11 @@ end
 -- crawler.policy.order); nil if nothing usable is queued. Damaged classes, queues
 -- and entries met on the way are set aside (bounded).
 local function head_score(host)
-  local lv = tag .. 'lv:' .. host
+  local lv = levels_key(host)
   for _ = 1, 1000 do
     local classes = read('ZRANGE', lv, 0, 0)
     if not classes or #classes == 0 then return nil end
-    local class, queue = class_of(classes[1]), tag .. 'q:' .. host .. ':' .. classes[1]
+    local class, queue = class_of(classes[1]), queue_key(host, classes[1])
     local entry = class and read('LINDEX', queue, 0)
     if not entry then
       redis.call('ZREM', lv, classes[1])
@@ -115,35 +115,35 @@ end
 local function schedule(host)
   local score = head_score(host)
   if not score then return end
-  local at = hnum(KEYS[3], host, 0)
+  local at = hnum(READY_AT, host, 0)
   if at > now then
-    redis.call('ZADD', KEYS[2], at, host)
+    redis.call('ZADD', WAITING, at, host)
   else
-    redis.call('ZADD', KEYS[1], score, host)
+    redis.call('ZADD', READY, score, host)
   end
 end
 
 -- After a host's queue or in-flight count changed: keep its place right.
 local function touch(host, concurrency)
-  if redis.call('ZSCORE', KEYS[2], host) then return end
-  if redis.call('ZSCORE', KEYS[1], host) then
+  if redis.call('ZSCORE', WAITING, host) then return end
+  if redis.call('ZSCORE', READY, host) then
     local score = head_score(host)
     if score then
-      redis.call('ZADD', KEYS[1], 'XX', score, host)
+      redis.call('ZADD', READY, 'XX', score, host)
     else
-      redis.call('ZREM', KEYS[1], host)
+      redis.call('ZREM', READY, host)
     end
-  elseif hnum(KEYS[4], host, 0) < concurrency then
+  elseif hnum(INFLIGHT, host, 0) < concurrency then
     schedule(host)
   end
 end
 
 local function promote(limit)
-  local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
+  local due = redis.call('ZRANGEBYSCORE', WAITING, '-inf', now, 'LIMIT', 0, limit)
   for _, host in ipairs(due) do
-    redis.call('ZREM', KEYS[2], host)
+    redis.call('ZREM', WAITING, host)
     local score = head_score(host)
-    if score then redis.call('ZADD', KEYS[1], score, host) end
+    if score then redis.call('ZADD', READY, score, host) end
   end
 end
 
@@ -151,7 +151,7 @@ end
 -- A field that is not a level, or whose count is not positive, is not one.
 local function lowest_level()
   local low = false
-  local fields = redis.call('HGETALL', KEYS[11])
+  local fields = redis.call('HGETALL', OUTSTANDING)
   for i = 1, #fields, 2 do
     local level, count = tonumber(fields[i]), tonumber(fields[i + 1])
     if level and count and count > 0 and (not low or level < low) then low = level end
@@ -161,9 +161,9 @@ end
 
 -- The shard's summary; its wake time is the first of a waiting host and a held entry.
 local function summary()
-  local best = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  local wake = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')[2]
-  local held = redis.call('ZRANGE', KEYS[13], 0, 0, 'WITHSCORES')[2]
+  local best = redis.call('ZRANGE', READY, 0, 0, 'WITHSCORES')
+  local wake = redis.call('ZRANGE', WAITING, 0, 0, 'WITHSCORES')[2]
+  local held = redis.call('ZRANGE', HELD, 0, 0, 'WITHSCORES')[2]
   if held and (not wake or tonumber(held) < tonumber(wake)) then wake = held end
   return {best[2] or false, wake or false, lowest_level(), damaged}
 end
@@ -174,11 +174,11 @@ local REPARSE_HOST = '~'
 -- Queue *entry* at the tail of its class's list; the class ranks in the host's
 -- levels key, and the BFS barrier counts it at its level.
 local function push_entry(host, class, entry)
-  local queue = tag .. 'q:' .. host .. ':' .. class
+  local queue = queue_key(host, class)
   if redis.call('RPUSH', queue, entry) == 1 then
-    redis.call('ZADD', tag .. 'lv:' .. host, rank_of(class), class)
+    redis.call('ZADD', levels_key(host), rank_of(class), class)
   end
-  redis.call('HINCRBY', KEYS[11], level_of(class), 1)
+  redis.call('HINCRBY', OUTSTANDING, level_of(class), 1)
 end
 
 -- '<class> <len(host)> <host><rest>' -> class, host, rest (nil if malformed)
@@ -202,32 +202,32 @@ end
 -- Forget a lease; its class, host, entry and prior ready time if it was held (a
 -- damaged one is set aside and forgotten).
 local function release(id)
-  local payload = redis.call('HGET', KEYS[6], id)
-  redis.call('ZREM', KEYS[5], id)
+  local payload = redis.call('HGET', LEASED, id)
+  redis.call('ZREM', LEASES, id)
   if not payload then return nil end
-  redis.call('HDEL', KEYS[6], id)
+  redis.call('HDEL', LEASED, id)
   local class, host, entry, prior = unpack_lease(payload)
   if not class then
     set_aside(payload)
     return nil
   end
-  if redis.call('HINCRBY', KEYS[4], host, -1) <= 0 then
-    redis.call('HDEL', KEYS[4], host)
+  if redis.call('HINCRBY', INFLIGHT, host, -1) <= 0 then
+    redis.call('HDEL', INFLIGHT, host)
   end
   return class, host, entry, prior
 end
 
 -- Held entries whose time has come go back to the tail of their queues.
 local function release_held(limit, concurrency)
-  local due = redis.call('ZRANGEBYSCORE', KEYS[13], '-inf', now, 'LIMIT', 0, limit)
+  local due = redis.call('ZRANGEBYSCORE', HELD, '-inf', now, 'LIMIT', 0, limit)
   for _, member in ipairs(due) do
-    redis.call('ZREM', KEYS[13], member)
-    redis.call('HINCRBY', KEYS[8], 'held', -1)
+    redis.call('ZREM', HELD, member)
+    redis.call('HINCRBY', COUNTERS, 'held', -1)
     local class, host, entry = unpack_entry(member)
     local json = entry and string.match(entry, '^%d+|(.*)$')
     if json then
-      push_entry(host, class, redis.call('INCR', KEYS[7]) .. '|' .. json)
-      redis.call('HINCRBY', KEYS[8], 'queued', 1)
+      push_entry(host, class, redis.call('INCR', SEQUENCE) .. '|' .. json)
+      redis.call('HINCRBY', COUNTERS, 'queued', 1)
       touch(host, concurrency)
     end
   end
@@ -235,11 +235,11 @@ end
 
 -- A failed URL found again as a seed: forget its failure, so it is queued again.
 local function revive(fingerprint)
-  local payload = redis.call('HGET', KEYS[14], fingerprint)
+  local payload = redis.call('HGET', FAILED, fingerprint)
   if not payload then return false end
-  redis.call('HDEL', KEYS[14], fingerprint)
+  redis.call('HDEL', FAILED, fingerprint)
   local fate = string.match(payload, '^(%S+) ')
-  if fate then redis.call('HINCRBY', KEYS[8], 'fate:' .. fate, -1) end
+  if fate then redis.call('HINCRBY', COUNTERS, 'fate:' .. fate, -1) end
   return true
 end
 """
@@ -247,19 +247,18 @@ end
 
 # The push script's Bloom filter check-and-add (the layout: crawler/frontier/dedup.py).
 BLOOM_ADD = """
--- Add a URL's hashes to the last filter of the seen filter (KEYS[9]) unless a
+-- Add a URL's hashes to the last filter of the seen filter (SEEN) unless a
 -- filter has every bit set already: whether it was new (an error reply if the
 -- layout is damaged, before any write).
 local function bloom_add(hashes)
-  local seen = KEYS[9]
-  local filters = tonumber(redis.call('HGET', seen, 'filters') or '0')
+  local filters = tonumber(redis.call('HGET', SEEN, 'filters') or '0')
   if filters == 0 then return redis.error_reply('frontier: no Bloom layout') end
   for i = 0, filters - 1 do
-    local layout = redis.call('HMGET', seen, 'bits:' .. i, 'hashes:' .. i)
+    local layout = redis.call('HMGET', SEEN, 'bits:' .. i, 'hashes:' .. i)
     local bits, found = tonumber(layout[1]), true
     for j = 0, tonumber(layout[2]) - 1 do
       local hash = struct.unpack('>I4', hashes, 4 * j + 1)
-      if redis.call('GETBIT', seen .. ':' .. i, hash % bits) == 0 then
+      if redis.call('GETBIT', bloom_key(i), hash % bits) == 0 then
         found = false
         break
       end
@@ -267,8 +266,8 @@ local function bloom_add(hashes)
     if found then return false end
   end
   local last = filters - 1
-  local layout = redis.call('HMGET', seen, 'bits:' .. last, 'hashes:' .. last, 'cap:' .. last)
-  local bits, key = tonumber(layout[1]), seen .. ':' .. last
+  local layout = redis.call('HMGET', SEEN, 'bits:' .. last, 'hashes:' .. last, 'cap:' .. last)
+  local bits, key = tonumber(layout[1]), bloom_key(last)
   if not (bits and bits > 0 and 4 * (tonumber(layout[2]) or 0) <= #hashes) then
     return redis.error_reply('frontier: damaged Bloom layout')  -- before any write
   end
@@ -278,9 +277,9 @@ local function bloom_add(hashes)
   for j = 0, tonumber(layout[2]) - 1 do
     redis.call('SETBIT', key, struct.unpack('>I4', hashes, 4 * j + 1) % bits, 1)
   end
-  local count = redis.call('HINCRBY', seen, 'count:' .. last, 1)
-  if count >= tonumber(layout[3]) and redis.call('HEXISTS', seen, 'bits:' .. filters) == 1 then
-    redis.call('HSET', seen, 'filters', filters + 1)
+  local count = redis.call('HINCRBY', SEEN, 'count:' .. last, 1)
+  if count >= tonumber(layout[3]) and redis.call('HEXISTS', SEEN, 'bits:' .. filters) == 1 then
+    redis.call('HSET', SEEN, 'filters', filters + 1)
   end
   return true
 end
@@ -291,8 +290,8 @@ end
 # runner repairs the shard and calls again), since failing after an entry left its
 # queue or the seen filter loses it.
 GUARD = """
-local checks = {{'INCRBY', KEYS[7], 0}, {'HLEN', KEYS[6]}, {'ZCARD', KEYS[13]},
-                {'HLEN', KEYS[14]}, {'SCARD', KEYS[15]}, {'SCARD', KEYS[16]}}
+local checks = {{'INCRBY', SEQUENCE, 0}, {'HLEN', LEASED}, {'ZCARD', HELD},
+                {'HLEN', FAILED}, {'SCARD', SUPERSEDED}, {'SCARD', REPARSE}}
 for _, check in ipairs(checks) do
   local reply = redis.pcall(unpack(check))
   if type(reply) == 'table' and reply.err then return redis.error_reply(reply.err) end

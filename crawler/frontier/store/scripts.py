@@ -1,15 +1,16 @@
 """The one object that runs the frontier's Lua scripts, on one server or a Cluster.
 
 The sources are in ``crawler.frontier.store.queuescripts`` and
-``crawler.frontier.store.repairscripts``; each is loaded after the helpers of
-``crawler.frontier.store.scripthelpers``.
+``crawler.frontier.store.repairscripts``; each is loaded after its record fields
+(``crawler.frontier.store.scriptargs``) and the helpers of
+``crawler.frontier.store.scripthelpers``, which name its keys
+(``crawler.frontier.store.scriptkeys``).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from redis.cluster import ClusterPipeline, RedisCluster
@@ -17,10 +18,12 @@ from redis.exceptions import NoScriptError, ResponseError
 
 from crawler.frontier.store.queuescripts import ACK, POP, PROMOTE, PUSH, REQUEUE, RETRY
 from crawler.frontier.store.repairscripts import REPAIR, REPAIR_COUNTS, REPAIR_HOSTS
+from crawler.frontier.store.scriptargs import SIGNATURES
 from crawler.frontier.store.scripthelpers import GUARD, HELPERS
+from crawler.frontier.store.scriptkeys import shard_keys
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from redis import Redis
     from redis.client import Pipeline
@@ -29,15 +32,22 @@ if TYPE_CHECKING:
 
     from crawler.context.roundtriptimes import RoundTripTimes
     from crawler.crawlstate.keys import Keys
+    from crawler.frontier.store.scriptargs import Scalar, Value
 
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One script call: which script, on which shard, with what arguments."""
+    """One script call: which script, on which shard, with what arguments (by
+    name, as the script's ``Signature`` lists them) and records."""
 
     script: str
     keys: Keys
-    args: Sequence[str | int | float | bytes]
+    args: Mapping[str, Scalar]
+    records: Sequence[Mapping[str, Value]] = ()
+
+    def argv(self) -> list[Value]:
+        """The call's ARGV: its named arguments and the shard's tag, then records."""
+        return SIGNATURES[self.script].encode(self.keys.tag, self.args, self.records)
 
 
 class ScriptRunner:
@@ -66,9 +76,8 @@ class ScriptRunner:
         self._times = times
 
     def load(self) -> None:
-        for name, source in self.SOURCES.items():
-            guard = "" if name.startswith("repair") else GUARD
-            self._sha[name] = self._client.script_load(HELPERS + guard + source)
+        for name in self.SOURCES:
+            self._sha[name] = self._client.script_load(script_source(name))
 
     def run(
         self,
@@ -116,14 +125,8 @@ class ScriptRunner:
     def _execute(self, calls: Sequence[Call]) -> list[Any]:
         pipe = self._client.pipeline(transaction=False)
         for call in calls:
-            keys = _shard_keys(call.keys)
-            pipe.evalsha(
-                self._sha[call.script],
-                len(keys),
-                *keys,
-                call.keys.tag,
-                *call.args,
-            )
+            keys = shard_keys(call.keys)
+            pipe.evalsha(self._sha[call.script], len(keys), *keys, *call.argv())
         return self._send(pipe)
 
     def _send(self, pipe: Pipeline) -> list[Any]:
@@ -172,10 +175,18 @@ class ClusterScriptRunner(ScriptRunner):
     def _execute(self, calls: Sequence[Call]) -> list[Any]:
         pipe = self._cluster.pipeline(transaction=False)  # type: ignore[no-untyped-call]
         for call in calls:
-            keys = _shard_keys(call.keys)
-            args = (call.keys.tag, *call.args)
-            queue_on_slot(pipe, "EVALSHA", self._sha[call.script], keys, args)
+            keys = shard_keys(call.keys)
+            sha = self._sha[call.script]
+            queue_on_slot(pipe, "EVALSHA", sha, keys, call.argv())
         return self._send(pipe)
+
+
+def script_source(name: str) -> str:
+    """The full source of script *name*: its record fields, the helpers (keys and
+    arguments named), the guard (not before the repair scripts), the script."""
+    guard = "" if name.startswith("repair") else GUARD
+    source = ScriptRunner.SOURCES[name]
+    return SIGNATURES[name].lua() + HELPERS + guard + source
 
 
 def script_runner(client: Redis, times: RoundTripTimes | None = None) -> ScriptRunner:
@@ -220,27 +231,4 @@ def queue_on_slot(
     node = pipe.get_node_from_key(keys[0])  # type: ignore[no-untyped-call]
     pipe.execute_command(  # type: ignore[no-untyped-call]
         command, script, len(keys), *keys, *args, target_nodes=node
-    )
-
-
-@lru_cache(maxsize=4096)
-def _shard_keys(keys: Keys) -> tuple[str, ...]:
-    """The KEYS of a shard's scripts, built once per shard: every call passes them."""
-    return (
-        keys.ready,
-        keys.waiting,
-        keys.ready_at,
-        keys.inflight,
-        keys.leases,
-        keys.leased,
-        keys.sequence,
-        keys.counters,
-        keys.seen,
-        keys.delays,
-        keys.outstanding,
-        keys.owner,
-        keys.held,
-        keys.failed,
-        keys.superseded,
-        keys.reparse,
     )

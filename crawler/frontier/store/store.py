@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from crawler.context.roundtriptimes import RoundTripTimes
     from crawler.context.runsettings import RunSettingsHolder
     from crawler.frontier.frontierconfig import FrontierConfig
+    from crawler.frontier.store.scriptargs import Scalar
 
 __all__ = [
     "Ack",
@@ -120,50 +121,57 @@ class FrontierStore(CrawlShards):
         return self.flush([], [], now, order).popped
 
     def _push_call(self, shard: int, items: list[Pending], now: float) -> Call:
-        args: list[str | int | float | bytes] = [
-            self.config.order,
-            ms(now),
-            self.config.host_concurrency,
-            self.config.dedup.mode,
-            self.summaries.lowest_depth() or 0,
-            self._deepest(),
-            TIERS_PER_DEPTH,
-            "1" if self.config.reparse_from_store else "0",
+        args: dict[str, Scalar] = {
+            "order": self.config.order,
+            "now": ms(now),
+            "concurrency": self.config.host_concurrency,
+            "dedup_mode": self.config.dedup.mode,
+            "floor": self.summaries.lowest_depth() or 0,
+            "deepest": self._deepest(),
+            "per_depth": TIERS_PER_DEPTH,
+            "reparse": "1" if self.config.reparse_from_store else "0",
+        }
+        records = [
+            {
+                "host": item.host,
+                "class": queue_class(item.level, item.priority),
+                "dedup": item.dedup,
+                "entry": item.entry,
+                "hold": "" if item.hold_until is None else ms(item.hold_until),
+                "revive": item.revive,
+                "depth_key": item.depth_key,
+            }
+            for item in items
         ]
-        for item in items:
-            hold = "" if item.hold_until is None else ms(item.hold_until)
-            args += [item.host, queue_class(item.level, item.priority), item.dedup]
-            args += [item.entry, hold, item.revive]
-            args.append(item.depth_key)
-        return Call("push", self.keys[shard], args)
+        return Call("push", self.keys[shard], args, records)
 
     def _ack_call(self, ack: Ack, now: float) -> Call:
         done_at = ack.lease.done_at
         since = now if done_at is None else min(now, done_at)
-        args: list[str | int | float | bytes] = [
-            self.config.order,
-            ms(since),
-            self.config.host_concurrency,
-            ms(ack.delay),
-            ack.lease.lease_id,
-            ack.fate,
-            ack.fingerprint,
-            "1" if ack.untouched else "0",
-        ]
+        args: dict[str, Scalar] = {
+            "order": self.config.order,
+            "now": ms(since),
+            "concurrency": self.config.host_concurrency,
+            "delay": ms(ack.delay),
+            "lease_id": ack.lease.lease_id,
+            "fate": ack.fate,
+            "fingerprint": ack.fingerprint,
+            "untouched": "1" if ack.untouched else "0",
+        }
         return Call("ack", self.keys[ack.lease.shard], args)
 
     def _pop_call(self, order: PopOrder, now: float) -> Call:
-        args: list[str | int | float | bytes] = [
-            self.config.order,
-            ms(now),
-            self.config.host_concurrency,
-            ms(now + self.config.lease_timeout),
-            ms(order.default_delay),
-            PROMOTE_LIMIT,
-            score_limit(order.deepest_level),
-            order.node_id,
-            TIERS_PER_DEPTH,
-        ]
+        args: dict[str, Scalar] = {
+            "order": self.config.order,
+            "now": ms(now),
+            "concurrency": self.config.host_concurrency,
+            "expiry": ms(now + self.config.lease_timeout),
+            "default_delay": ms(order.default_delay),
+            "promote_limit": PROMOTE_LIMIT,
+            "score_limit": score_limit(order.deepest_level),
+            "node_id": order.node_id,
+            "per_depth": TIERS_PER_DEPTH,
+        }
         return Call("pop", self.keys[order.shard], args)
 
     def _popped(
@@ -184,14 +192,15 @@ class FrontierStore(CrawlShards):
         for lease in leases:
             ids.setdefault(lease.shard, []).append(lease.lease_id)
         shards = list(ids) if ids else list(range(self.config.shards))
-        base: list[str | int] = [
-            self.config.order,
-            ms(now),
-            self.config.host_concurrency,
-            REQUEUE_LIMIT,
-        ]
+        args: dict[str, Scalar] = {
+            "order": self.config.order,
+            "now": ms(now),
+            "concurrency": self.config.host_concurrency,
+            "limit": REQUEUE_LIMIT,
+        }
         calls = [
-            Call("requeue", self.keys[s], [*base, *ids.get(s, [])]) for s in shards
+            Call("requeue", self.keys[s], args, [{"id": i} for i in ids.get(s, [])])
+            for s in shards
         ]
         total = 0
         replies = self._scripts.run(calls, self._repair_shard)
@@ -204,13 +213,13 @@ class FrontierStore(CrawlShards):
         """Move hosts whose delay ended to ready, and refresh the shards' summaries."""
         shards = list(shards)
         floor = self.summaries.lowest_depth()
-        args: list[str | int] = [
-            self.config.order,
-            ms(now),
-            PROMOTE_LIMIT,
-            self.config.host_concurrency,
-            "" if floor is None else floor,
-        ]
+        args: dict[str, Scalar] = {
+            "order": self.config.order,
+            "now": ms(now),
+            "limit": PROMOTE_LIMIT,
+            "concurrency": self.config.host_concurrency,
+            "floor": "" if floor is None else floor,
+        }
         calls = [Call("promote", self.keys[s], args) for s in shards]
         replies = self._scripts.run(calls, self._repair_shard)
         for shard, reply in zip(shards, replies, strict=True):
