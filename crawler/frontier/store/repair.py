@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from crawler.crawlstate.keys import LEVELS
 from crawler.frontier.dedup import most_hashes, shard_layouts
 from crawler.frontier.store.scripts import Call
 
@@ -105,14 +106,16 @@ class ShardRepair:
     def _hosts_of(self, shards: list[int]) -> dict[int, list[bytes]]:
         """The hosts with a levels key in each of *shards*, by shard (one SCAN)."""
         prefixes = {self._keys[s].levels("").encode(): s for s in shards}
+        marker = LEVELS.build("", host="").encode()  # b"lv:", from the key model
         if len(shards) == 1:
             pattern = _glob_escape(next(iter(prefixes))) + b"*"
         else:
-            pattern = _glob_escape(f"{self._keys[0].prefix}:".encode()) + b"*:lv:*"
+            prefix = _glob_escape(f"{self._keys[0].prefix}:".encode())
+            pattern = prefix + b"*:" + _glob_escape(marker) + b"*"
         found: dict[int, list[bytes]] = {}
         for key in self._client.scan_iter(match=pattern, count=1000):
-            head, _, host = key.partition(b"lv:")
-            if (shard := prefixes.get(head + b"lv:")) is not None:
+            head, _, host = key.partition(marker)
+            if (shard := prefixes.get(head + marker)) is not None:
                 found.setdefault(shard, []).append(host)
         return found
 
