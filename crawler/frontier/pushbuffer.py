@@ -17,7 +17,7 @@ from scrapy.utils.asyncio import call_later
 from crawler.context.outage import REDIS_ERRORS
 from crawler.frontier.ackgate import AckGate
 from crawler.frontier.encoding import codec
-from crawler.frontier.leases import Held, HeldLeases
+from crawler.frontier.leases import OwnLease, OwnLeases
 from crawler.frontier.store.roundtrip import Ack
 from crawler.meta import FATE, NODE, REPARSE, REPARSED
 from crawler.policy.fates import FAILED_FATES, UNTOUCHED_FATES
@@ -58,7 +58,7 @@ class PushBuffer:
         self._crawler = crawler
         self._stats = crawler.stats
         self._admission = admission
-        self.held = HeldLeases()
+        self.leases = OwnLeases()
         self.acks = AckGate(crawler, self.lease_done)
         self._bad_entry_logged = False
         self._delays = delays
@@ -69,7 +69,7 @@ class PushBuffer:
         self._asking_refused = False
         self.store: FrontierStore | None = None
         self.requests: list[Pending] = []
-        self.done: list[Held] = []
+        self.done: list[OwnLease] = []
         self._timer: CallLaterResult | None = None
         self._damage_counted = 0  # of the store's bad_entries, in the stats already
 
@@ -81,7 +81,7 @@ class PushBuffer:
             self._timer.cancel()
 
     def flush(
-        self, now: float, done: Sequence[Held] = (), pop: PopOrder | None = None
+        self, now: float, done: Sequence[OwnLease] = (), pop: PopOrder | None = None
     ) -> tuple[Lease, bytes] | None:
         """Push the buffer, acknowledge the leases done, then *pop*: one round trip.
 
@@ -92,7 +92,7 @@ class PushBuffer:
             return None
         assert self.store is not None
         batch, self.requests, self.done = self.requests, [], []
-        acks = [self._ack(held, now) for held in done]
+        acks = [self._ack(own, now) for own in done]
         try:
             flushed = self.store.flush(batch, acks, now, pop)
         except Exception:
@@ -106,7 +106,7 @@ class PushBuffer:
         return flushed.popped
 
     def write(
-        self, now: float, done: Sequence[Held] = (), asking: Request | None = None
+        self, now: float, done: Sequence[OwnLease] = (), asking: Request | None = None
     ) -> bool:
         """``flush``, unless Redis is away: what is not written stays buffered, to
         go with the next round trip that succeeds. Whether Redis found *asking* (a
@@ -139,10 +139,10 @@ class PushBuffer:
         """Queue the ack: the engine asks for the next request right after a request
         is done, and that pop carries the ack (its links were buffered before it).
         A timer writes it if no pop comes soon."""
-        held = self.held.done(request, at)
-        if held is None:
+        own = self.leases.done(request, at)
+        if own is None:
             return
-        self.done.append(held)
+        self.done.append(own)
         if self._timer is None:
             self._timer = call_later(ACK_DELAY, self._write_pending)
 
@@ -152,27 +152,27 @@ class PushBuffer:
         if self.store is not None:
             self.write(time.time())
 
-    def _ack(self, held: Held, now: float) -> Ack:
-        """How *held*'s lease is released: the host's delay, the request's fate (none
+    def _ack(self, own: OwnLease, now: float) -> Ack:
+        """How *own*'s lease is released: the host's delay, the request's fate (none
         for a retry's lease, which the retry takes on), its fingerprint if it failed
         for good (kept for ``scrapy frontier retry``), and whether the host was
         left untouched (robots.txt forbade the URL: no delay spent)."""
-        marked = held.meta.get(FATE, "")
+        marked = own.meta.get(FATE, "")
         fate = marked or "fetched"
-        if held.replaced_by:
-            fate = "redirected" if held.replaced_by == "redirect" else ""
+        if own.replaced_by:
+            fate = "redirected" if own.replaced_by == "redirect" else ""
         fingerprint = ""
-        if fate in FAILED_FATES and held.request is not None:
+        if fate in FAILED_FATES and own.request is not None:
             fingerprint = self._crawler.request_fingerprinter.fingerprint(
-                held.request
+                own.request
             ).hex()
-        delay = self._delays.delay_for(held.host, now=now)
+        delay = self._delays.delay_for(own.host, now=now)
         untouched = (
             marked in UNTOUCHED_FATES
-            or bool(held.meta.get(REPARSED))
-            or held.replaced_by == "requeue"
+            or bool(own.meta.get(REPARSED))
+            or own.replaced_by == "requeue"
         )
-        return Ack(held.lease, delay, fate, fingerprint, untouched)
+        return Ack(own.lease, delay, fate, fingerprint, untouched)
 
     def _count(self, flushed: Flushed) -> None:
         accepted = sum(flushed.new)
@@ -198,7 +198,7 @@ class PushBuffer:
         except codec.BadEntryError as exc:
             self._drop_bad_entry(lease, entry, exc, now)
             return None
-        self.held.hold(lease, request)
+        self.leases.take(lease, request)
         self.acks.track(request)
         if lease.reparse:
             request.meta[REPARSE] = True
@@ -225,7 +225,7 @@ class PushBuffer:
                 extra={"spider": self._crawler.spider},
             )
             self._bad_entry_logged = True
-        self.flush(now, [Held(lease, "")])
+        self.flush(now, [OwnLease(lease, "")])
 
     def closed_without_redis(self, error: Exception, outage: RedisOutage) -> None:
         """Closing while Redis is away loses nothing: the leases of the pages whose
@@ -238,14 +238,14 @@ class PushBuffer:
             "again when their leases expire",
             {
                 "links": len(self.requests),
-                "leases": len(self.held.leases()) + len(self.done),
+                "leases": len(self.leases.leases()) + len(self.done),
             },
             extra={"spider": self._crawler.spider},
         )
 
     def leases_in_hand(self) -> list[Lease]:
-        """Leases held, and those done but not yet acknowledged (Redis was away)."""
-        return [*self.held.leases(), *(held.lease for held in self.done)]
+        """Own leases, and those done but not yet acknowledged (Redis was away)."""
+        return [*self.leases.leases(), *(own.lease for own in self.done)]
 
     def write_pending(self, now: float) -> None:
         self.flush(now)

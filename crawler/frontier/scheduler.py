@@ -82,7 +82,7 @@ class FrontierScheduler(BaseScheduler):
         self._pushes = PushBuffer(
             crawler, self._admission, delays, self._runtime, self._duplicates
         )
-        self._held = self._pushes.held
+        self._own = self._pushes.leases
         self._acks = self._pushes.acks
         self._queued_known = 0  # the crawl's queue size Redis last gave
         self._store: FrontierStore | None = None
@@ -153,10 +153,10 @@ class FrontierScheduler(BaseScheduler):
         assert self._store is not None
         self._pushes.flush(now)
         self._admission.count_duplicates(0)  # the last ones found locally
-        if leases := self._held.leases():
+        if leases := self._own.leases():
             released = self._store.requeue(now, leases)
             self._stats.inc_value("frontier/leases_released", released)
-            self._held.clear()
+            self._own.clear()
         self._runtime.leave()
 
     # --- Scrapy's scheduler interface ----------------------------------------------
@@ -176,7 +176,7 @@ class FrontierScheduler(BaseScheduler):
         if not self._runtime.redis_usable(now):
             return True  # Redis is away: the crawl is over only when it says so
         try:
-            return not self._runtime.drained(len(self._held.leases()))
+            return not self._runtime.drained(len(self._own.leases()))
         except REDIS_ERRORS as exc:
             self._runtime.redis_failed(exc, now)
             return True
@@ -189,7 +189,7 @@ class FrontierScheduler(BaseScheduler):
         Redis finds in a later write gets ``request_dropped`` then."""
         if self._store is None:
             return False
-        replaced = self._held.replaced(request)
+        replaced = self._own.replaced(request)
         pending = self._admission.admit(request)
         if pending is not None:
             self._pushes.requests.append(pending)
@@ -290,7 +290,7 @@ class FrontierScheduler(BaseScheduler):
         assert self._store is not None
         wake = self._store.summaries.next_wake()
         if wake is None:
-            if self._runtime.drained(len(self._held.leases())):
+            if self._runtime.drained(len(self._own.leases())):
                 return
             wake = self._refreshed_at + self._refresh_every
         self._runtime.wake_at(wake, now)
