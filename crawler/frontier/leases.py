@@ -1,4 +1,4 @@
-"""The leases this node holds: which request each belongs to, and their retries.
+"""This node's own leases: which request each belongs to, and their retries.
 
 Words: an *own lease* is a lease this node took with a pop and has not released;
 *held* means only retry-later (the shards' ``held`` zset, ``crawler.frontier.holds``).
@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from crawler.meta import HELD_TIMES, LEASE, REQUEUED, TIER
+from crawler.meta import FATE, HELD_TIMES, LEASE, REPARSED, REQUEUED, TIER
+from crawler.policy.fates import UNTOUCHED_FATES
 from crawler.policy.hosts import host_of
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class OwnLease:
-    """A request this node holds a lease for, and how to tell its retries apart."""
+    """A request under a lease this node took, and how to tell its retries apart."""
 
     lease: Lease
     host: str
@@ -38,6 +39,25 @@ class OwnLease:
     # "hold" (retry-later), "requeue" (a reparse the page store could not answer);
     # empty while it is the request's own lease.
     replaced_by: str = ""
+
+    @property
+    def fate(self) -> str:
+        """The fate its ack records: the one marked (the retry-later middleware's),
+        else ``fetched``; ``redirected`` for a lease a redirect took over, none for
+        any other replacement (the new request takes the fate on)."""
+        if self.replaced_by:
+            return "redirected" if self.replaced_by == "redirect" else ""
+        return str(self.meta.get(FATE) or "fetched")
+
+    @property
+    def untouched(self) -> bool:
+        """Whether its host was left untouched: robots.txt forbade the URL, the page
+        was reparsed from the store, or a reparse was requeued (no delay spent)."""
+        return (
+            self.meta.get(FATE, "") in UNTOUCHED_FATES
+            or bool(self.meta.get(REPARSED))
+            or self.replaced_by == "requeue"
+        )
 
     @property
     def tier(self) -> Any:
