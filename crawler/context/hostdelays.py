@@ -2,8 +2,8 @@
 middlewares.
 
 The frontier asks it for each host's delay when a fetch of that host is done; the
-robots middleware tells it each host's ``Crawl-delay``; the timeouts middleware holds
-hosts back (``Retry-After``, a dead host's pause); the traffic monitor reads the
+robots middleware tells it each host's ``Crawl-delay``; the timeouts middleware makes
+hosts back off (``Retry-After``, a dead host's pause); the traffic monitor reads the
 delay in force and its reason. The formula itself is pure, in
 ``crawler.policy.politeness``.
 """
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from crawler.context.runsettings import RunSettingsHolder
     from crawler.policy.politeness import PolitenessConfig
 
-# Hosts whose Crawl-delay (or hold) this process remembers at most.
+# Hosts whose Crawl-delay (or back-off) this process remembers at most.
 MAX_REMEMBERED_HOSTS = 65536
 
 
@@ -44,7 +44,7 @@ class HostDelays:
         self._stats = stats
         self._rng = rng or random.Random()  # noqa: S311 (jitter, not secrets)
         self._crawl_delays: dict[str, float] = {}
-        self._holds: dict[str, tuple[float, DelayReason]] = {}  # host -> until, why
+        self._backoffs: dict[str, tuple[float, DelayReason]] = {}  # host -> until, why
 
     @property
     def config(self) -> PolitenessConfig:
@@ -63,40 +63,42 @@ class HostDelays:
         if len(self._crawl_delays) > MAX_REMEMBERED_HOSTS:
             del self._crawl_delays[next(iter(self._crawl_delays))]
 
-    def hold(self, host: str, until: float, reason: DelayReason) -> None:
+    def back_off(self, host: str, until: float, reason: DelayReason) -> None:
         """Fetch *host* again no sooner than *until* (a ``Retry-After``, a pause)."""
-        current = self._holds.get(host)
+        current = self._backoffs.get(host)
         if current is None or current[0] < until:
-            self._holds[host] = (until, reason)
-        if len(self._holds) > MAX_REMEMBERED_HOSTS:  # the oldest hold goes first
-            del self._holds[next(iter(self._holds))]
+            self._backoffs[host] = (until, reason)
+        if len(self._backoffs) > MAX_REMEMBERED_HOSTS:  # the oldest back-off goes first
+            del self._backoffs[next(iter(self._backoffs))]
 
     def in_force(self, host: str, *, now: float) -> Delay:
         delay = self.config.in_force(
             host, now=now, crawl_delay=self._crawl_delays.get(host)
         )
-        held = self._held(host, now)
-        return held if held is not None and held.seconds > delay.seconds else delay
+        backoff = self._backoff(host, now)
+        if backoff is not None and backoff.seconds > delay.seconds:
+            return backoff
+        return delay
 
     def delay_for(self, host: str, *, now: float) -> float:
         """Seconds *host* waits after this fetch: the delay in force plus jitter,
-        or longer while the host is held back."""
+        or longer while the host backs off."""
         delay = self.config.in_force(
             host, now=now, crawl_delay=self._crawl_delays.get(host)
         )
         if self._stats is not None and delay.reason == "hourly-cap":
             self._stats.inc_value("politeness/hourly_cap")
         seconds = self.config.jittered(delay.seconds, self._rng.random())
-        held = self._held(host, now)
-        return max(seconds, held.seconds) if held is not None else seconds
+        backoff = self._backoff(host, now)
+        return max(seconds, backoff.seconds) if backoff is not None else seconds
 
-    def _held(self, host: str, now: float) -> Delay | None:
-        """How much longer *host* is held back, and why; forgets ended holds."""
-        if (hold := self._holds.get(host)) is None:
+    def _backoff(self, host: str, now: float) -> Delay | None:
+        """How much longer *host* backs off, and why; forgets ended back-offs."""
+        if (backoff := self._backoffs.get(host)) is None:
             return None
-        until, reason = hold
+        until, reason = backoff
         if until <= now:
-            del self._holds[host]
+            del self._backoffs[host]
             return None
         return Delay(until - now, reason)
 

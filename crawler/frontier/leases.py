@@ -1,11 +1,16 @@
-"""The leases this node holds: which request each belongs to, and their retries."""
+"""This node's own leases: which request each belongs to, and their retries.
+
+Words: an *own lease* is a lease this node took with a pop and has not released;
+*held* means only retry-later (the shards' ``held`` zset, ``crawler.frontier.holds``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from crawler.meta import HELD_TIMES, LEASE, REQUEUED, TIER
+from crawler.meta import FATE, HELD_TIMES, LEASE, REPARSED, REQUEUED, TIER
+from crawler.policy.fates import UNTOUCHED_FATES
 from crawler.policy.hosts import host_of
 
 if TYPE_CHECKING:
@@ -17,14 +22,14 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
-class Held:
-    """A request this node holds a lease for, and how to tell its retries apart."""
+class OwnLease:
+    """A request under a lease this node took, and how to tell its retries apart."""
 
     lease: Lease
     host: str
     retry_times: int = 0
     redirect_times: int = 0
-    held_times: int = 0
+    held_times: int = 0  # times held for later (retry-later)
     # The leased request's own meta, not a copy: the timeouts middleware sets its
     # tier when it is fetched, after the lease is taken (tier 1 on a slow host), and
     # the retry-later middleware its fate.
@@ -36,19 +41,40 @@ class Held:
     replaced_by: str = ""
 
     @property
+    def fate(self) -> str:
+        """The fate its ack records: the one marked (the retry-later middleware's),
+        else ``fetched``; ``redirected`` for a lease a redirect took over, none for
+        any other replacement (the new request takes the fate on)."""
+        if self.replaced_by:
+            return "redirected" if self.replaced_by == "redirect" else ""
+        return str(self.meta.get(FATE) or "fetched")
+
+    @property
+    def untouched(self) -> bool:
+        """Whether its host was left untouched: robots.txt forbade the URL, the page
+        was reparsed from the store, or a reparse was requeued (no delay spent)."""
+        return (
+            self.meta.get(FATE, "") in UNTOUCHED_FATES
+            or bool(self.meta.get(REPARSED))
+            or self.replaced_by == "requeue"
+        )
+
+    @property
     def tier(self) -> Any:
         """The timeout tier the leased request was fetched at."""
         return self.meta.get(TIER, 0)
 
 
-class HeldLeases:
-    def __init__(self) -> None:
-        self._held: dict[str, Held] = {}
+class OwnLeases:
+    """The own leases of this node, by lease key."""
 
-    def hold(self, lease: Lease, request: Request) -> None:
+    def __init__(self) -> None:
+        self._own: dict[str, OwnLease] = {}
+
+    def take(self, lease: Lease, request: Request) -> None:
         """Mark *request* as leased to this node (in its meta, and here)."""
         request.meta[LEASE] = str(lease)
-        self._held[str(lease)] = Held(
+        self._own[str(lease)] = OwnLease(
             lease,
             host_of(request.url),
             request.meta.get("retry_times", 0),
@@ -58,15 +84,15 @@ class HeldLeases:
             request,
         )
 
-    def done(self, request: Request, at: float | None = None) -> Held | None:
+    def done(self, request: Request, at: float | None = None) -> OwnLease | None:
         """The lease of *request*, now done (its download ended *at*, if known);
         None if it was released already."""
-        held = self._held.pop(request.meta.get(LEASE, ""), None)
-        if held is None or at is None:
-            return held
-        return replace(held, lease=replace(held.lease, done_at=at))
+        own = self._own.pop(request.meta.get(LEASE, ""), None)
+        if own is None or at is None:
+            return own
+        return replace(own, lease=replace(own.lease, done_at=at))
 
-    def replaced(self, request: Request) -> Held | None:
+    def replaced(self, request: Request) -> OwnLease | None:
         """The lease *request* replaces, if it retries, redirects or escalates (to a
         looser timeout tier) a leased request.
 
@@ -76,23 +102,23 @@ class HeldLeases:
         lease key is taken out of the new request's meta.
         """
         key = request.meta.pop(LEASE, None)
-        held = self._held.get(key) if key else None
-        if held is None:
+        own = self._own.get(key) if key else None
+        if own is None:
             return None
         reasons = {
-            "redirect": request.meta.get("redirect_times", 0) > held.redirect_times,
-            "retry": request.meta.get("retry_times", 0) > held.retry_times,
-            "escalation": request.meta.get(TIER, 0) > held.tier,
-            "hold": request.meta.get(HELD_TIMES, 0) > held.held_times,
-            "requeue": request.meta.get(REQUEUED, 0) > held.meta.get(REQUEUED, 0),
+            "redirect": request.meta.get("redirect_times", 0) > own.redirect_times,
+            "retry": request.meta.get("retry_times", 0) > own.retry_times,
+            "escalation": request.meta.get(TIER, 0) > own.tier,
+            "hold": request.meta.get(HELD_TIMES, 0) > own.held_times,
+            "requeue": request.meta.get(REQUEUED, 0) > own.meta.get(REQUEUED, 0),
         }
         reason = next((name for name, true in reasons.items() if true), "")
         if reason:
-            return replace(self._held.pop(key), replaced_by=reason)
+            return replace(self._own.pop(key), replaced_by=reason)
         return None
 
     def leases(self) -> list[Lease]:
-        return [held.lease for held in self._held.values()]
+        return [own.lease for own in self._own.values()]
 
     def clear(self) -> None:
-        self._held.clear()
+        self._own.clear()

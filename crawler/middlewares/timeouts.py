@@ -110,7 +110,7 @@ class TimeoutsMiddleware:
         tier = request.meta.get(TIER, 0)
         self._update(host, health, *after_success(self._config, health, tier=tier))
         if response.status in RETRY_AFTER_STATUSES:
-            self._hold_for_retry_after(host, response)
+            self._back_off_for_retry_after(host, response)
         return response
 
     def process_exception(
@@ -145,7 +145,7 @@ class TimeoutsMiddleware:
         if event is None:
             return
         if event == "paused":
-            self._delays.hold(host, new.paused_until, "paused")
+            self._delays.back_off(host, new.paused_until, "paused")
             self._stats.inc_value("timeouts/paused_hosts")
         elif event == "slow":
             self._stats.inc_value("timeouts/slow_hosts")
@@ -157,11 +157,11 @@ class TimeoutsMiddleware:
             extra={"spider": self._crawler.spider},
         )
 
-    def _hold_for_retry_after(self, host: str, response: Response) -> None:
+    def _back_off_for_retry_after(self, host: str, response: Response) -> None:
         """A 429 or 503 with Retry-After pushes the host's next fetch back."""
         seconds = retry_after_seconds(response.headers.get(b"Retry-After"))
         if seconds is not None:
-            self._delays.hold(host, time.time() + seconds, "retry-after")
+            self._delays.back_off(host, time.time() + seconds, "retry-after")
             self._stats.inc_value("timeouts/retry_after")
 
 

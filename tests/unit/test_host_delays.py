@@ -48,9 +48,9 @@ def test_crawl_delay_raises_the_delay_and_none_forgets_it():
     assert host_delays.delay_for("a.example", now=NOON_UTC) == 2.0
 
 
-def test_a_hold_lasts_until_its_time_then_is_forgotten():
+def test_a_backoff_lasts_until_its_time_then_is_forgotten():
     host_delays = delays(POLITENESS_JITTER=0)
-    host_delays.hold("a.example", NOON_UTC + 30, "retry-after")
+    host_delays.back_off("a.example", NOON_UTC + 30, "retry-after")
     held = host_delays.in_force("a.example", now=NOON_UTC)
     assert (held.seconds, held.reason) == (30.0, "retry-after")
     assert host_delays.delay_for("a.example", now=NOON_UTC + 20) == 10.0
@@ -58,10 +58,10 @@ def test_a_hold_lasts_until_its_time_then_is_forgotten():
     assert host_delays.delay_for("b.example", now=NOON_UTC) == 2.0  # others untouched
 
 
-def test_a_shorter_hold_never_shortens_a_longer_one():
+def test_a_shorter_backoff_never_shortens_a_longer_one():
     host_delays = delays(POLITENESS_JITTER=0)
-    host_delays.hold("a.example", NOON_UTC + 600, "paused")
-    host_delays.hold("a.example", NOON_UTC + 5, "retry-after")
+    host_delays.back_off("a.example", NOON_UTC + 600, "paused")
+    host_delays.back_off("a.example", NOON_UTC + 5, "retry-after")
     assert host_delays.in_force("a.example", now=NOON_UTC).reason == "paused"
 
 
@@ -70,7 +70,7 @@ def test_remembered_hosts_are_bounded(monkeypatch):
     host_delays = delays(POLITENESS_JITTER=0)
     for i in range(5):
         host_delays.set_crawl_delay(f"h{i}.example", 9.0)
-        host_delays.hold(f"h{i}.example", NOON_UTC + 60, "paused")
+        host_delays.back_off(f"h{i}.example", NOON_UTC + 60, "paused")
     assert host_delays.in_force("h0.example", now=NOON_UTC).reason == "day"
     assert host_delays.in_force("h4.example", now=NOON_UTC).reason == "paused"
 

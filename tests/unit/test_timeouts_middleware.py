@@ -16,7 +16,7 @@ from scrapy.utils.test import get_crawler
 
 import crawler.defaults as project
 from crawler.context.startup import StartupFailure
-from crawler.frontier.leases import HeldLeases
+from crawler.frontier.leases import OwnLeases
 from crawler.frontier.store.store import Lease
 from crawler.middlewares.timeouts import (
     MAX_RETRY_AFTER,
@@ -177,13 +177,13 @@ def test_a_stored_tier_is_used_and_a_hostile_one_is_tier_0(
 def test_a_child_that_copies_a_slow_hosts_meta_leaves_its_lease_alone() -> None:
     """The lease is taken before the middleware starts a slow host's request at tier
     1; a request that copied that meta (a child) is not an escalation of it."""
-    held = HeldLeases()
+    own = OwnLeases()
     parent = Request("http://slow.example/")
-    held.hold(Lease(3, "lease"), parent)
+    own.take(Lease(3, "lease"), parent)
     parent.meta["tier"] = 1  # what process_request does for a slow host
     child = Request("http://slow.example/next", meta=dict(parent.meta))
-    assert held.replaced(child) is None
+    assert own.replaced(child) is None
     escalated = parent.replace(meta={**parent.meta, "tier": 2})
-    replaced = held.replaced(escalated)
+    replaced = own.replaced(escalated)
     assert replaced is not None
     assert replaced.lease == Lease(3, "lease")

@@ -1,3 +1,3 @@
-"""This node in the cluster: its runtime (heartbeat, maintenance, end of crawl),
-membership and shard ownership, id, drain, progress, seed intake and run-time
-control."""
+"""This node in the cluster: joining the crawl and its heartbeat (runtime), its way
+to Redis (redislink), membership and shard ownership, id, drain, progress, seed
+intake and run-time control."""

@@ -1,30 +1,30 @@
-"""The node's runtime around the scheduler: opening the crawl, its heartbeat and
-maintenance, seeds pushed to Redis, run-time control, progress, the end of the
-crawl, and riding out Redis outages.
+"""The node's runtime around the scheduler: joining the crawl, its heartbeat and
+maintenance, seeds pushed to Redis, run-time control, progress, and the end of the
+crawl.
 
-``FrontierScheduler`` keeps Scrapy's interface and the push/ack/pop round trip; it
-asks this runtime whether Redis may be used, whether the crawl is over, and to wake
-the engine later. The runtime asks the scheduler (``FrontierWork``) for the leases
-it still holds and to enqueue the seeds it reads.
+``join`` reaches Redis and returns what every later step needs (``Joined``); the
+runtime is built whole from it. It serves the round trip's owner
+(``crawler.frontier.exchange``) only through ``FrontierWork`` and reaches Redis
+through the node's ``RedisLink``: it holds no reference to the scheduler, and the
+round trip none to it.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from scrapy.utils.asyncio import call_later, create_looping_call
+from scrapy.utils.asyncio import create_looping_call
 
 from crawler.context.crawl import CrawlContext
-from crawler.context.enginehooks import wake_engine
 from crawler.context.hostdelays import machine_zone
 from crawler.context.outage import REDIS_ERRORS, is_outage, use_reactor_retry
 from crawler.crawlstate.connection import check_reachable
 from crawler.crawlstate.damage import retyped
 from crawler.frontier.node.drain import DrainWatch
 from crawler.frontier.node.membership import Membership
-from crawler.frontier.node.progress import Progress
 from crawler.frontier.node.runcontrol import ControlFollower
 from crawler.frontier.node.seedintake import SeedIntake
 from crawler.frontier.store.store import FrontierStore
@@ -34,103 +34,118 @@ if TYPE_CHECKING:
 
     from scrapy import Request
     from scrapy.crawler import Crawler
-    from scrapy.utils.asyncio import AsyncioLoopingCall, CallLaterResult
+    from scrapy.statscollectors import StatsCollector
+    from scrapy.utils.asyncio import AsyncioLoopingCall
     from twisted.internet.task import LoopingCall
 
-    from crawler.context.outage import RedisGate, RedisOutage
     from crawler.context.runsettings import RunSettingsHolder
     from crawler.frontier.frontierconfig import FrontierConfig
+    from crawler.frontier.node.progress import Progress
+    from crawler.frontier.node.redislink import RedisLink
     from crawler.frontier.store.roundtrip import Lease
 
 logger = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """The crawl as this node joined it: its store, this node's membership (shards
+    claimed, leases of a previous run taken back) and the end-of-crawl watch."""
+
+    store: FrontierStore
+    membership: Membership
+    drain: DrainWatch
+
+
+def join(crawler: Crawler, config: FrontierConfig, now: float) -> Joined:
+    """Connect, prepare the crawl, join it and take back this node's leases (before
+    the first pop). Raises if Redis cannot be reached or the crawl cannot be used;
+    the client is closed then."""
+    context = CrawlContext.of(crawler)
+    client = context.redis.sync_client()
+    use_reactor_retry(client)  # a longer wait is the gate's, off the reactor
+    try:
+        check_reachable(client, context.redis.url)
+        run = context.delays.run_settings  # DEPTH_LIMIT in force, for depth repair
+        store = FrontierStore(client, config, context.round_trip_times, run)
+        store.prepare(now)
+        membership = Membership(
+            client, store.crawl_keys, config, on_damage=store.damaged
+        )
+        membership.beat(now, pages=0)
+        resumed = membership.resume(store, now)
+        _stats(crawler).inc_value("frontier/leases_resumed", resumed)
+    except Exception:
+        client.close()
+        raise
+    return Joined(store, membership, DrainWatch(store, membership, opened_at=now))
+
+
+def _stats(crawler: Crawler) -> StatsCollector:
+    assert crawler.stats is not None  # Scrapy's type: set once the crawler is built
+    return crawler.stats
+
+
 class FrontierWork(Protocol):
-    """What the runtime asks of the scheduler's writes (``pushbuffer``)."""
+    """What the heartbeat asks of the round trip's owner (``exchange``), and nothing
+    more: the runtime needs no other part of it."""
 
     def leases_in_hand(self) -> list[Lease]:
-        """Leases this node still holds, acknowledged or not."""
+        """This node's own leases, acknowledgement written or not."""
 
     def write_pending(self, now: float) -> None:
         """Push what is buffered now (raises if Redis fails)."""
 
-    def count_damage(self) -> None: ...
+    def count_damage(self) -> None:
+        """Count in the stats what the store found damaged since the last count."""
 
 
 class NodeRuntime:
-    def __init__(
+    """The heartbeat of a node that joined the crawl, and what it decides."""
+
+    def __init__(  # noqa: PLR0913 (keyword-only: built whole, each is needed)
         self,
         crawler: Crawler,
         config: FrontierConfig,
-        run: RunSettingsHolder,
-        outage: RedisOutage,
+        *,
+        joined: Joined,
+        link: RedisLink,
+        progress: Progress,
+        work: FrontierWork,
+        enqueue: Callable[[Request], bool],
     ) -> None:
-        assert crawler.stats is not None
         self._crawler = crawler
-        self._stats = crawler.stats
+        self._stats = _stats(crawler)
         self._config = config
-        self._run = run  # replaced whole when `scrapy frontier set` changes it
-        self._outage = outage
-        self.redis_gate: RedisGate = outage.gate("the scheduler")
-        self.progress = Progress(crawler, config.log_interval)
+        # Replaced whole when `scrapy frontier set` changes it.
+        self._run: RunSettingsHolder = CrawlContext.of(crawler).delays.run_settings
+        self.store = joined.store
+        self.membership = joined.membership
+        self._drain = joined.drain
+        self._link = link
+        self.progress = progress
+        self._work = work
         self.control = ControlFollower(crawler.settings, machine_zone())
-        self.store: FrontierStore | None = None
-        self.membership: Membership | None = None
-        self._drain: DrainWatch | None = None
-        self._work: FrontierWork | None = None
-        self._seeds = SeedIntake(crawler, lambda request: False)  # until started
+        self._seeds = SeedIntake(crawler, enqueue)
         self._maintenance: AsyncioLoopingCall | LoopingCall | None = None
-        self._wake: CallLaterResult | None = None
-        self._catch_up: CallLaterResult | None = None  # a heartbeat after an outage
         self._maintenance_failed = False
 
-    # --- opening and closing -----------------------------------------------------------
-
-    def open(self, now: float) -> FrontierStore:
-        """Connect, prepare the crawl, join it and take back this node's leases."""
-        client = CrawlContext.of(self._crawler).redis.sync_client()
-        use_reactor_retry(client)  # a longer wait is the gate's, off the reactor
-        try:
-            check_reachable(client, CrawlContext.of(self._crawler).redis.url)
-            times = CrawlContext.of(self._crawler).round_trip_times
-            store = FrontierStore(client, self._config, times, self._run)
-            store.prepare(now)
-            self.membership = Membership(
-                client, store.crawl_keys, self._config, on_damage=store.damaged
-            )
-            self.membership.beat(now, pages=0)
-            resumed = self.membership.resume(store, now)  # before the first pop
-            self._stats.inc_value("frontier/leases_resumed", resumed)
-            self._drain = DrainWatch(store, self.membership, opened_at=now)
-        except Exception:
-            client.close()
-            raise
-        self.store = store
-        return store
-
-    def start(self, work: FrontierWork, enqueue: Callable[[Request], bool]) -> None:
-        """Start the heartbeat, which serves *work* and *enqueue*s seeds."""
-        self._work = work
-        self._seeds = SeedIntake(self._crawler, enqueue)
+    def start(self) -> None:
+        """Start the heartbeat."""
         self._maintenance = create_looping_call(self.maintain)
         self._maintenance.start(self._config.maintenance_interval, now=True)
 
     def stop(self) -> None:
-        """No more heartbeats or wake-ups."""
+        """No more heartbeats."""
         if self._maintenance is not None and self._maintenance.running:
             self._maintenance.stop()
-        for timer in (self._wake, self._catch_up):
-            if timer is not None:
-                timer.cancel()
 
     def leave(self) -> None:
         """Give back this node's shards; with FRONTIER_PERSIST=False, delete the
         crawl unless other nodes still work."""
-        assert self.store is not None
-        if self.membership is not None:
-            self.membership.leave()
-            # The pages done since the last heartbeat count in the crawl's pace.
-            self.progress.record_pace(self.store, self.membership.node_id, time.time())
+        self.membership.leave()
+        # The pages done since the last heartbeat count in the crawl's pace.
+        self.progress.record_pace(self.store, self.membership.node_id, time.time())
         if self._config.persist:
             return
         settled = self.store.settled_totals()  # None: other nodes are at work
@@ -156,13 +171,13 @@ class NodeRuntime:
             self._maintenance_round(now)
         except REDIS_ERRORS as exc:
             if is_outage(exc):
-                self.redis_failed(exc, now)
+                self._link.failed(exc, now)
                 return
             self._log_maintenance_error(exc)
         except Exception as exc:  # noqa: BLE001 (logged with its traceback, then counted)
             self._log_maintenance_error(exc)
         else:
-            self.redis_answered(maintained=True)
+            self._link.answered(maintained=True)
 
     def _log_maintenance_error(self, error: Exception) -> None:
         self._stats.inc_value("frontier/maintenance_errors")
@@ -176,13 +191,10 @@ class NodeRuntime:
             )
 
     def _maintenance_round(self, now: float) -> None:
-        assert self.store is not None
-        assert self.membership is not None
-        assert self._work is not None
         owned = self.membership.owned
         pages = self._stats.get_value("response_received_count", 0)
         if self.membership.beat(now, pages) - owned:
-            self.wake_engine()  # shards gained: there may be work in them
+            self._link.wake_engine()  # shards gained: there may be work in them
         # Leases done but not yet acknowledged (Redis was away) are still this node's.
         self.store.renew(self._work.leases_in_hand(), now)
         self._follow_control()
@@ -193,18 +205,17 @@ class NodeRuntime:
                 {"count": recovered},
                 extra={"spider": self._crawler.spider},
             )
-            self.wake_engine()
+            self._link.wake_engine()
         self._take_seeds()
         if stranded := self.store.repair_stuck(self.membership.owned, now):
             self._stats.inc_value("frontier/stranded_hosts", stranded)
-            self.wake_engine()  # stranded hosts are ready again
+            self._link.wake_engine()  # stranded hosts are ready again
         self._work.count_damage()
         self.progress.maybe_log(self.store, now)
         self.progress.record_pace(self.store, self.membership.node_id, now)
 
     def _follow_control(self) -> None:
         """Apply `scrapy frontier pause|resume|set`, read once a heartbeat."""
-        assert self.store is not None
         store = self.store
         key = store.crawl_keys.control
         fields = retyped(
@@ -212,17 +223,15 @@ class NodeRuntime:
         )
         resumed, configs = self.control.follow(fields)  # type: ignore[arg-type]
         if resumed:
-            self.wake_engine()
+            self._link.wake_engine()
         if configs is not None:
             self._run.replace(configs)
 
     def _take_seeds(self) -> None:
         """Enqueue what any client pushed to the crawl's seed list in Redis."""
-        assert self.store is not None
-        assert self._work is not None
         if self._seeds.take(self.store):
             self._work.write_pending(time.time())
-            self.wake_engine()
+            self._link.wake_engine()
 
     # --- the end of the crawl ----------------------------------------------------------
 
@@ -230,58 +239,13 @@ class NodeRuntime:
         """Whether nothing is queued, nor leased but for this node's *own_leases*;
         before it says so, every shard is scanned once for hosts that damaged
         state left out of the ready and waiting sets."""
-        assert self._drain is not None
-        assert self.store is not None
         now = time.time()
         if not self._drain.drained(now, own_leases):
             return False
         if stranded := self.store.rescue(now):
             self._stats.inc_value("frontier/stranded_hosts", stranded)
-            if self._work is not None:
-                self._work.count_damage()
+            self._work.count_damage()
             self._drain.forget()
-            self.wake_engine()
+            self._link.wake_engine()
             return False
         return True
-
-    # --- waking the engine; Redis away and back ----------------------------------------
-
-    def wake_at(self, wake: float, now: float) -> None:
-        """Wake the engine at *wake* (epoch seconds), replacing any earlier plan."""
-        if self._wake is not None:
-            self._wake.cancel()
-        self._wake = call_later(max(0.0, wake - now), self.wake_engine)
-
-    def wake_engine(self) -> None:
-        wake_engine(self._crawler)
-
-    def redis_usable(self, now: float) -> bool:
-        """Whether to go to Redis at *now*: yes while it answers; after a failure,
-        once the gate's wait is over and Redis answers a PING. (A call that found
-        nothing to send would prove nothing, and end no outage.)"""
-        if not self.redis_gate.ready(now):
-            return False
-        if not self.redis_gate.failing:
-            return True
-        assert self.store is not None
-        try:
-            self.store.client.ping()
-        except REDIS_ERRORS as exc:
-            self.redis_failed(exc, now)
-            return False
-        self.redis_answered()
-        return True
-
-    def redis_failed(self, error: Exception, now: float) -> None:
-        """Wait out *error* if it says Redis is away (else raise it): no request
-        until the gate's delay is over, then the engine is woken to try again."""
-        if not is_outage(error):
-            raise error
-        self.wake_at(self.redis_gate.failed(error, now), now)
-
-    def redis_answered(self, *, maintained: bool = False) -> None:
-        """Redis answered a round trip: after an outage, the heartbeat runs at once
-        (unless it just did), so this node re-claims its shards and requeues
-        expired leases."""
-        if self.redis_gate.succeeded() and not maintained:
-            self._catch_up = call_later(0, self.maintain)
