@@ -25,7 +25,10 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from crawler.policy.revisit import Bounds, History, multiplier_for, next_interval
+from crawler.policy.changehistory import History
+from crawler.policy.freshness import multiplier_for
+from crawler.policy.revisit import next_interval
+from crawler.policy.revisitconfig import Bounds
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

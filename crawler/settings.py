@@ -1,6 +1,6 @@
 """This project's settings: the add-on, and what belongs to this project alone.
 
-Every default of the crawler lives in ``crawler/defaults.py`` and is installed by the
+Every default of the crawler lives in ``crawler/defaults/`` and is installed by the
 add-on (``crawler/addon.py``), as in any other Scrapy project that enables it.
 Override any setting per run with ``-s KEY=VALUE`` or, on scrapyd,
 ``setting=KEY=VALUE``.

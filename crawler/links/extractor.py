@@ -30,12 +30,10 @@ Where it differs on purpose:
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from scrapy.link import Link
 from scrapy.utils.misc import arg_to_iter, rel_has_nofollow
-from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 from w3lib.url import canonicalize_url
 
 from crawler.links.document import HtmlDocument
@@ -47,8 +45,10 @@ from crawler.links.resolve import (
     UrlResolver,
     processed,
 )
+from crawler.links.selectors import LOWER_NAME, checked_selectors, selector_for
 
 if TYPE_CHECKING:
+    import re
     from collections.abc import Callable, Iterable
 
     from scrapy.http import TextResponse
@@ -62,8 +62,6 @@ _LIBXML2_BOOLEAN_ATTRIBUTES = frozenset({
     "checked", "compact", "declare", "defer", "disabled", "ismap", "multiple",
     "nohref", "noresize", "noshade", "nowrap", "readonly", "selected",
 })  # fmt: skip
-_CSS_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
-_LOWER_NAME = re.compile(r"[a-z][a-z0-9-]*")
 
 # A candidate link before filtering: its URL and its element.
 _Candidate = tuple[ResolvedUrl, "LexborNode"]
@@ -102,7 +100,7 @@ class LinkExtractor:
             )
         self._tags, self._deny_tags = _names(tags), _names(deny_tags)
         self._attrs, self._deny_attrs = _names(attrs), _names(deny_attrs)
-        self._tag_selector = self._selector_for(
+        self._tag_selector = selector_for(
             self._tags - self._deny_tags, self._attrs - self._deny_attrs
         )
         self._single_attr = self._single_attribute()
@@ -112,7 +110,7 @@ class LinkExtractor:
         )
         # Lower-case names select exactly the elements Scrapy's names match.
         self._selector_is_exact = self._tag_selector != "*" and all(
-            _LOWER_NAME.fullmatch(tag) for tag in self._tags
+            LOWER_NAME.fullmatch(tag) for tag in self._tags
         )
         self._filter = LinkFilter.from_options(
             allow=allow,
@@ -122,25 +120,12 @@ class LinkExtractor:
             deny_extensions=deny_extensions,
             restrict_text=restrict_text,
         )
-        self._restrict_css = _checked_selectors(restrict_css)
+        self._restrict_css = checked_selectors(restrict_css)
         self._canonicalize = canonicalize
         self._unique = unique
         self._process_value = process_value
         self._strip = strip
         self._shared_merges: SharedMerges = {}
-
-    @staticmethod
-    def _selector_for(tags: frozenset[str], attrs: frozenset[str]) -> str:
-        """A CSS selector for the candidate elements (names are checked exactly
-        afterwards: CSS type selectors ignore case, Scrapy's names do not)."""
-        if "*" in tags or any(not _CSS_NAME.fullmatch(t) for t in tags):
-            return "*"
-        # CSS attribute selectors ignore case too: only a lower-case name (all
-        # that lexbor stores for HTML) can go in the selector.
-        if len(attrs) == 1 and _LOWER_NAME.fullmatch(next(iter(attrs))):
-            (attr,) = attrs
-            return ", ".join(f"{tag}[{attr}]" for tag in sorted(tags))
-        return ", ".join(sorted(tags))
 
     def _single_attribute(self) -> str | None:
         """The one attribute name read, when there is exactly one (the common case)."""
@@ -279,22 +264,6 @@ class LinkExtractor:
         for link in links:
             link.url = canonicalize_url(link.url)
         return first_of_each(links, link_url) if self._unique else links
-
-
-def _checked_selectors(selectors: str | Iterable[str]) -> tuple[str, ...]:
-    """*selectors*, each checked now: lexbor refuses some that parsel takes
-    (``::attr()``, ``::text``, ``:contains()``), and a page is no place to learn it."""
-    checked = tuple(arg_to_iter(selectors))
-    probe = LexborHTMLParser("")
-    for selector in checked:
-        try:
-            probe.css(selector)
-        except SelectolaxError as error:
-            raise ValueError(
-                f"restrict_css {selector!r} is not a CSS selector lexbor can use "
-                f"({error}); select elements (no pseudo-elements)"
-            ) from error
-    return checked
 
 
 def _valueless(name: str) -> str:

@@ -31,7 +31,7 @@ from scrapy.exceptions import NotConfigured
 
 from crawler.context.startup import StartupFailure
 from crawler.items import PageRecord
-from crawler.policy.revisit import RevisitConfig, revisits_on
+from crawler.policy.revisitconfig import RevisitConfig, revisits_on
 from crawler.policy.typedsettings import get_int
 from crawler.records.database import RecordsDatabase, RecordsDatabaseError
 from crawler.records.library import URLLibrary

@@ -17,14 +17,16 @@ import time
 from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING, Any
 
-from crawler.policy.revisit import BEHIND_SHARE, History, Pace, multiplier_for
+from crawler.policy.changehistory import History
+from crawler.policy.freshness import multiplier_for
+from crawler.policy.revisitpace import BEHIND_SHARE, Pace
 from crawler.records.connection import DRIVER_ERRORS
 from crawler.records.visits import ACTIVE, COLUMNS, Entry, after_visit
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from crawler.policy.revisit import RevisitConfig
+    from crawler.policy.revisitconfig import RevisitConfig
     from crawler.records.database import RecordsDatabase, RecordsDatabaseError
     from crawler.records.visits import Outcome, Visit
 

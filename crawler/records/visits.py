@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Literal
 
-from crawler.policy.revisit import History, next_interval
+from crawler.policy.changehistory import History
+from crawler.policy.revisit import next_interval
 from crawler.records.schema import clean_text
 
 if TYPE_CHECKING:
     from crawler.items import PageRecord
-    from crawler.policy.revisit import RevisitConfig
+    from crawler.policy.revisitconfig import RevisitConfig
 
 # What a visit was, for the entry's ``last_outcome`` and the ``revisit/`` stats.
 Outcome = Literal[

@@ -28,7 +28,7 @@ from scrapy.utils.asyncio import create_looping_call
 
 from crawler.context.startup import StartupFailure
 from crawler.meta import REVISIT
-from crawler.policy.revisit import RevisitConfig, revisits_on
+from crawler.policy.revisitconfig import RevisitConfig, revisits_on
 from crawler.records.database import RecordsDatabase, RecordsDatabaseError
 from crawler.records.library import URLLibrary
 from crawler.records.visits import NOT_MODIFIED

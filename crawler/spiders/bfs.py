@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
-from scrapy.utils.gz import gunzip, gzip_magic_number
-from scrapy.utils.sitemap import Sitemap
 
 from crawler import defaults
 from crawler.context.startup import StartupFailure
 from crawler.frontier.seencache import SeenCache
 from crawler.items import EXPORTED
 from crawler.meta import FATE
-from crawler.policy.scope import Scope, parse_seed
+from crawler.policy.scope import Scope
 from crawler.robots.middleware import robots_sitemaps
 from crawler.spiders.arguments import (
     PASSED_THROUGH,
     stand_down,
     unknown_arguments_message,
 )
-from crawler.spiders.follow import Follower
+from crawler.spiders.follow import Follower, new_links
 from crawler.spiders.pagerecords import (
     ERROR_WIDTH,
     NOT_MODIFIED,
@@ -31,6 +28,8 @@ from crawler.spiders.pagerecords import (
     page_record,
     redirect_records,
 )
+from crawler.spiders.seeds import read_seeds
+from crawler.spiders.sitemaps import NOT_A_SITEMAP, absolute_urls, read_sitemap
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -175,30 +174,10 @@ class BfsSpider(Spider):
         if found.skipped:
             self.crawler.stats.inc_value("bfs/resources_not_followed", found.skipped)
         depth = response.meta.get("depth", 0) + 1
-        in_scope, new = self._new_links(found.links, depth)
+        in_scope, new = new_links(found.links, depth, self._yielded, self._scope)
         yield self._counted(page_record(response, in_scope, title=found.title))
         for url in new:
             yield Request(url, callback=self.parse, errback=self.failed)
-
-    def _new_links(self, urls: Sequence[str], depth: int) -> tuple[int, list[str]]:
-        """How many of *urls* are in scope, and those not yielded before at
-        *depth* or shallower (the frontier still decides for each one yielded).
-
-        A page links to ~100 URLs, nearly all yielded before: a dict lookup
-        instead of a request through the middlewares to the frontier's seen
-        check. Only URLs in scope are remembered, so a known one needs no scope
-        check.
-        """
-        in_scope, new = 0, []
-        for url in urls:
-            known = self._yielded.depth_of(url)
-            if known is None and not self._scope.allows(url):
-                continue
-            in_scope += 1
-            if known is None or known > depth:
-                self._yielded.add(url, depth)
-                new.append(url)
-        return in_scope, new
 
     def failed(self, failure: Failure) -> Iterator[PageRecord]:
         """A request that failed for good (an HTTP error, a network error, a
@@ -272,34 +251,21 @@ class BfsSpider(Spider):
         scope; a file that is not a sitemap is recorded ``unparseable``."""
         yield from self._redirected(response.meta, response.url)
         try:
-            sitemap = Sitemap(self._sitemap_body(response))
-            entries = [entry["loc"] for entry in sitemap]
-            if sitemap.type not in ("urlset", "sitemapindex"):
-                raise ValueError(f"root element {sitemap.type!r}")
-        except (SyntaxError, ValueError, OSError, EOFError, StopIteration) as exc:
-            self._bad_sitemap(response, exc)  # XMLSyntaxError is a SyntaxError
+            kind, entries = read_sitemap(
+                response, self.settings.getint("DOWNLOAD_MAXSIZE")
+            )
+        except NOT_A_SITEMAP as exc:
+            self._bad_sitemap(response, exc)
             error = f"not a sitemap: {exc}"[:ERROR_WIDTH]
             yield self._counted(
                 page_record(response, 0, fate="unparseable", error=error)
             )
             return
-        callback = self.parse if sitemap.type == "urlset" else self.parse_sitemap
-        urls = []
-        for loc in entries:
-            try:
-                url = response.urljoin(loc)
-            except ValueError:  # e.g. an unbalanced "[" in the host
-                continue
-            if url.startswith(("http://", "https://")) and self._scope.allows(url):
-                urls.append(url)
+        callback = self.parse if kind == "urlset" else self.parse_sitemap
+        urls = [u for u in absolute_urls(response, entries) if self._scope.allows(u)]
         yield self._counted(page_record(response, len(urls)))
         for url in urls:
             yield Request(url, callback=callback, errback=self.failed)
-
-    def _sitemap_body(self, response: Response) -> bytes:
-        if not gzip_magic_number(response):
-            return response.body
-        return gunzip(response.body, max_size=self.settings.getint("DOWNLOAD_MAXSIZE"))
 
     def _bad_sitemap(self, response: Response, error: Exception) -> None:
         self.crawler.stats.inc_value("bfs/bad_sitemaps")
@@ -313,38 +279,9 @@ class BfsSpider(Spider):
             )
 
     def _read_seeds(self) -> list[str]:
-        """The valid seeds; each bad one is logged and counted, unless none is
-        valid: then ``ValueError`` says so, in one line with the first error."""
-        lines = [("-a seeds", 0, url) for url in self._seed_arg.split(",")]
-        if self._seeds_file:
-            lines += [
-                (self._seeds_file, number, line)
-                for number, line in enumerate(self._seed_file_lines(), start=1)
-            ]
-        seeds, errors = [], []
-        for source, number, line in lines:
-            try:
-                url = parse_seed(line)
-            except ValueError as exc:
-                errors.append(
-                    f"{source} line {number}: {exc}" if number else f"{source}: {exc}"
-                )
-                continue
-            if url:
-                seeds.append(url)
-        if errors and not seeds:
-            more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-            raise ValueError(f"no valid seed: {errors[0]}{more}")
+        """The valid seeds (``read_seeds``); each bad one is logged and counted."""
+        seeds, errors = read_seeds(self._seed_arg, self._seeds_file)
         for error in errors:
             self.logger.error("%(error)s; skipped", {"error": error})
             self.crawler.stats.inc_value("bfs/bad_seeds")
         return seeds
-
-    def _seed_file_lines(self) -> list[str]:
-        try:
-            text = Path(self._seeds_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValueError(
-                f"cannot read seeds_file {self._seeds_file}: {exc}"
-            ) from None
-        return text.splitlines()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from crawler.policy.revisit import Bounds, RevisitConfig
+from crawler.policy.revisitconfig import Bounds, RevisitConfig
 from crawler.records.database import RecordsDatabase
 from crawler.records.library import URLLibrary
 from crawler.records.visits import Visit

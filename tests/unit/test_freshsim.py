@@ -17,7 +17,7 @@ from bench.freshsim import (
     simulate,
     static_rates,
 )
-from crawler.policy.revisit import Bounds
+from crawler.policy.revisitconfig import Bounds
 
 PAGES = 150
 # A static-heavy mix (60% never change) at a budget of one fetch a page every 12 h:

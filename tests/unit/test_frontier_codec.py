@@ -19,12 +19,12 @@ from scrapy import Field, Item, Request, Spider
 from scrapy.http import FormRequest, JsonRequest
 
 from crawler.frontier.encoding.codec import (
-    TRANSIENT_META,
     BadEntryError,
     UnencodableRequestError,
     decode,
     encode,
 )
+from crawler.frontier.encoding.transientmeta import TRANSIENT_META
 from tests.unit.properties import PROPERTY
 from tests.unit.test_frontier_values import same
 

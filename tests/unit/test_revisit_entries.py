@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crawler.policy.revisit import Bounds, RevisitConfig
+from crawler.policy.revisitconfig import Bounds, RevisitConfig
 from crawler.records.visits import Visit, after_visit
 
 BOUNDS = Bounds(interval=100.0, min_interval=10.0, max_interval=1000.0)

@@ -1,5 +1,6 @@
-"""crawler/policy/revisit.py: settings, the change-rate estimator, the optimal
-intervals and the three policies."""
+"""crawler/policy/revisitconfig.py, changehistory.py, freshness.py, revisitpace.py and
+revisit.py: settings, the change-rate estimator, the optimal intervals, the pace and
+the three policies."""
 
 from __future__ import annotations
 
@@ -11,21 +12,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy.settings import Settings
 
-from crawler.policy.revisit import (
-    WINDOW,
-    Bounds,
-    History,
-    Pace,
-    RevisitConfig,
+from crawler.policy.changehistory import WINDOW, History, decision_rate
+from crawler.policy.freshness import (
     age,
-    decision_rate,
     freshness,
     interval_for_rate,
     multiplier_for,
-    next_interval,
-    revisits_on,
     target_interval,
 )
+from crawler.policy.revisit import next_interval
+from crawler.policy.revisitconfig import Bounds, RevisitConfig, revisits_on
+from crawler.policy.revisitpace import Pace
 from tests.unit.properties import PROPERTY
 
 DAY = 86400.0

@@ -11,7 +11,7 @@ from scrapy.settings import default_settings
 import crawler
 
 CRAWLER_DIR = Path(crawler.__file__).parent
-SETTINGS_FILE = CRAWLER_DIR / "defaults.py"
+SETTINGS_DIR = CRAWLER_DIR / "defaults"
 SCRAPY_SETTINGS = frozenset(name for name in dir(default_settings) if name.isupper())
 PREFIXES = (
     "FRONTIER_",
@@ -85,17 +85,18 @@ def settings_read_in_crawler() -> dict[str, list[str]]:
     return readers
 
 
-def project_assignments() -> dict[str, int]:
-    """Setting name -> line of its assignment in crawler/defaults.py."""
-    tree = ast.parse(SETTINGS_FILE.read_text(encoding="utf-8"))
-    assigned: dict[str, int] = {}
-    for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else []
-        if isinstance(node, ast.AnnAssign):
-            targets = [node.target]
-        for target in targets:
-            if isinstance(target, ast.Name) and target.id.isupper():
-                assigned[target.id] = node.lineno
+def project_assignments() -> dict[str, tuple[str, int]]:
+    """Setting name -> (file, line) of its assignment in crawler/defaults/."""
+    assigned: dict[str, tuple[str, int]] = {}
+    for path in sorted(SETTINGS_DIR.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if isinstance(node, ast.AnnAssign):
+                targets = [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id.isupper():
+                    assigned[target.id] = (path.name, node.lineno)
     return assigned
 
 
@@ -144,12 +145,12 @@ def test_reader_finds_the_project_reads() -> None:
 )
 def test_every_setting_read_is_defined(name: str, modules: list[str]) -> None:
     assert name in project_assignments() or name in SCRAPY_SETTINGS, (
-        f"{name} is read in {modules} but defined neither in crawler/defaults.py "
+        f"{name} is read in {modules} but defined neither in crawler/defaults/ "
         "nor by Scrapy: it would silently read as None/0"
     )
 
 
-# Assignments in crawler/defaults.py without a comment line right above them, found
+# Assignments in crawler/defaults/ without a comment line right above them, found
 # when this test was written (STYLE 5.4: one line each with a comment). Remove a name
 # here once its comment is added (the strict xfail then says so). None are left.
 UNDOCUMENTED: frozenset[str] = frozenset()
@@ -159,22 +160,26 @@ def _documentation_cases() -> list[object]:
     return [
         pytest.param(
             name,
-            line,
+            where,
             marks=pytest.mark.xfail(
                 strict=True,
-                reason=f"bug: crawler/defaults.py line {line}: {name} has no comment",
+                reason=f"bug: crawler/defaults/{where[0]} line {where[1]}: {name} "
+                "has no comment",
             ),
         )
         if name in UNDOCUMENTED
-        else pytest.param(name, line)
-        for name, line in project_assignments().items()
+        else pytest.param(name, where)
+        for name, where in project_assignments().items()
     ]
 
 
-@pytest.mark.parametrize(("name", "line"), _documentation_cases())
-def test_every_setting_has_a_comment_above_it(name: str, line: int) -> None:
-    lines = SETTINGS_FILE.read_text(encoding="utf-8").splitlines()
-    assert is_documented(lines, line), f"defaults.py line {line}: {name} has no comment"
+@pytest.mark.parametrize(("name", "where"), _documentation_cases())
+def test_every_setting_has_a_comment_above_it(
+    name: str, where: tuple[str, int]
+) -> None:
+    file, line = where
+    lines = (SETTINGS_DIR / file).read_text(encoding="utf-8").splitlines()
+    assert is_documented(lines, line), f"{file} line {line}: {name} has no comment"
 
 
 @pytest.mark.parametrize(

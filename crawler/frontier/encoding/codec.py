@@ -6,8 +6,9 @@ Meta and cb_kwargs are typed JSON (``values``), so tuples, bytes, dates, items..
 come back as they were; version-1 entries (plain JSON meta) are still read.
 Decoding accepts only known versions, known fields of the expected types, callbacks
 that are methods of the spider (never dunders), and request classes from a short
-allow-list. Headers are kept as their bytes (``headertext``), and the
-JSON is ASCII (other characters escaped), so any text, even a lone surrogate, is kept.
+allow-list. Meta of one attempt (``transientmeta``) is never stored. Headers are kept
+as their bytes (``headertext``), and the JSON is ASCII (other characters escaped), so
+any text, even a lone surrogate, is kept.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from scrapy import Request
 from scrapy.http import FormRequest, JsonRequest
 from w3lib.url import safe_url_string
 
-from crawler import meta as meta_keys
 from crawler.frontier.encoding import values
 from crawler.frontier.encoding.allowlist import Classes
 from crawler.frontier.encoding.headertext import header_bytes, header_text
+from crawler.frontier.encoding.transientmeta import TRANSIENT_META
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -34,34 +35,6 @@ if TYPE_CHECKING:
 VERSION = 2
 # Entries of version 1 (meta and cb_kwargs as plain JSON) may still be queued.
 VERSIONS = (1, VERSION)
-# Meta keys that describe one attempt, not the request: never stored.
-# Meta of one attempt only: the timeouts middleware sets download_timeout per tier.
-TRANSIENT_META = frozenset(
-    {
-        "download_latency",
-        "download_timeout",
-        meta_keys.LEASE,
-        meta_keys.NODE,
-        meta_keys.FATE,
-        meta_keys.REPARSE,
-        meta_keys.REPARSED,
-        "_frontier_host",
-        # The render middleware and handler's (scrapy-playwright): decided again
-        # for each attempt, and some hold callables.
-        "playwright",
-        "playwright_context",
-        "playwright_context_kwargs",
-        "playwright_include_page",
-        "playwright_page",
-        "playwright_page_goto_kwargs",
-        "playwright_page_init_callback",
-        "playwright_page_methods",
-        "playwright_security_details",
-        "playwright_suggested_filename",
-        meta_keys.RENDER_STATIC_BODY,
-        meta_keys.RENDER_DOCUMENT_AT,
-    }
-)
 _CLASSES: dict[str, type[Request]] = {
     "FormRequest": FormRequest,
     "JsonRequest": JsonRequest,

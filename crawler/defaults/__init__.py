@@ -1,0 +1,62 @@
+"""Every setting of ours, with its default, and the Scrapy built-ins whose default we change.
+
+The add-on (``crawler.addon.Frontier``) installs each of these at the ``addon``
+priority, so any Scrapy project that enables it gets them and a setting the project,
+``-s`` or scrapyd sets wins. Each setting carries the prefix of the module that reads
+it (see the README's settings table). Components (scheduler, middlewares, pipelines)
+are installed by the add-on itself.
+
+One module per section, each setting with a one-line comment above it:
+``scrapybuiltins`` (Scrapy's own settings we change), ``redis``, ``frontier``,
+``politeness``, ``robots``, ``timeouts``, ``retrylater``, ``useragent``,
+``pipelines`` (page store, records, WARC, analysis), ``revisit``, ``bfs``,
+``render``, ``metrics`` and ``dashboard``. This package gathers them, so
+``crawler.defaults.NAME`` and ``settings.setmodule("crawler.defaults")`` see every
+setting; a name is defined in one section only (tests/unit/test_defaults.py).
+"""
+
+from __future__ import annotations
+
+import typing
+
+# The sections in their order, which default_settings() keeps.
+# isort: off
+from crawler.defaults.scrapybuiltins import *
+from crawler.defaults.redis import *
+from crawler.defaults.frontier import *
+from crawler.defaults.politeness import *
+from crawler.defaults.robots import *
+from crawler.defaults.timeouts import *
+from crawler.defaults.retrylater import *
+from crawler.defaults.useragent import *
+from crawler.defaults.pipelines import *
+from crawler.defaults.revisit import *
+from crawler.defaults.bfs import *
+from crawler.defaults.render import *
+from crawler.defaults.metrics import *
+from crawler.defaults.dashboard import *
+# isort: on
+
+if typing.TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+# --- Installing them ----------------------------------------------------------------
+
+
+def default_settings() -> dict[str, typing.Any]:
+    """Every setting of ``crawler.defaults``, by name."""
+    return {name: value for name, value in globals().items() if name.isupper()}
+
+
+def install_defaults(settings: BaseSettings) -> None:
+    """Every default at the ``addon`` priority: below what a project or ``-s`` set."""
+    for name, value in default_settings().items():
+        settings.set(name, value, priority="addon")
+
+
+def install_pre_crawler_settings(settings: BaseSettings) -> None:
+    """What a crawl needs before any spider is built (Scrapy builds spiders before
+    add-ons' ``update_settings``), and our commands too: the ``bfs`` spider's
+    module, and every default."""
+    settings.add_to_list("SPIDER_MODULES", "crawler.spiders")
+    install_defaults(settings)

@@ -1,0 +1,67 @@
+"""Defaults of the frontier's settings (``FRONTIER_*``, read in crawler/frontier/):
+shards, the breadth-first order, leases, nodes, the seen-URL filter, persistence."""
+
+# Namespace of every Redis key of this crawl; empty means the spider's name.
+FRONTIER_KEY_PREFIX = ""
+# Number of shards hosts are spread over; must be a power of two.
+FRONTIER_SHARDS = 64
+# What a shard is chosen by: "host" (the URL's host) or "domain" (registered domain).
+FRONTIER_SHARD_BY = "host"
+# Depths beyond the shallowest unfinished one that may be fetched. -1 (no barrier): the
+# shallowest ready request always goes first, and a host waiting out its politeness
+# delay never holds the others back (needed to reach H/D pages/s, bench/RESULTS.md);
+# a page first found through a longer path keeps that depth. 0 is strict BFS: exact
+# depths and BFS order within every host, but hosts idle at the end of each depth.
+FRONTIER_BFS_LOOKAHEAD = -1
+# Order of requests: "bfs" (depth, then Request.priority, higher first, then FIFO) or
+# "priority" (Scrapy's order: priority, then depth, then FIFO; needs
+# FRONTIER_BFS_LOOKAHEAD=-1). Priorities beyond -512..511 are clamped to the bounds.
+FRONTIER_ORDER = "bfs"
+# With hosts running ahead (FRONTIER_BFS_LOOKAHEAD != 0), a URL found again by a
+# shorter path is queued again at the shorter depth (its deeper copy is dropped; if
+# it was fetched already, its links are followed again from the page store, without
+# a second request to its host): every page within DEPTH_LIMIT is fetched at its link
+# distance. Without a page store, pages already fetched keep their depth. Costs about
+# 40 bytes in Redis per URL queued more than one depth past the shallowest
+# unfinished one, until the crawl reaches it.
+FRONTIER_DEPTH_REPAIR = True
+# Requests of one host in flight at once (1 is the polite norm).
+FRONTIER_HOST_CONCURRENCY = 1
+# Seconds before a handed-out request that was never acknowledged goes back to its
+# queue; a live node renews its leases, so this is how long a dead node's work waits.
+FRONTIER_LEASE_TIMEOUT = 60.0
+# Seconds a node stays registered (and keeps its shards) without a heartbeat; a dead
+# node's shards go to the others after this. Heartbeats come every
+# FRONTIER_MAINTENANCE_INTERVAL.
+FRONTIER_NODE_TTL = 30.0
+# How often (seconds) this node beats its heartbeat, renews its shards and leases,
+# returns expired leases to their queues and logs progress.
+FRONTIER_MAINTENANCE_INTERVAL = 5.0
+# This node's id in the crawl (scrapyd, several machines: one name per node); empty:
+# <host>-<hash of the working directory>-<n>, the same after a restart in place.
+FRONTIER_NODE_NAME = ""
+# Seconds between two progress log lines.
+FRONTIER_LOG_INTERVAL = 60.0
+# Seen-URL filter: "bloom" (about 4 bytes a URL) or "exact" (a set of fingerprints).
+FRONTIER_DEDUP = "bloom"
+# URLs the Bloom filters of all shards are sized for; past it, filters are added up to
+# about 1000 times it (crawler/frontier/dedup.py), then the error rate rises.
+FRONTIER_DEDUP_CAPACITY = 10_000_000
+# False-positive rate of the Bloom filter (a new URL wrongly taken as seen).
+FRONTIER_DEDUP_ERROR_RATE = 1e-6
+# Fingerprints this process remembers to skip a Redis round trip for repeated links
+# (and URLs the bfs spider remembers it yielded: a repeated link costs no request).
+FRONTIER_LOCAL_SEEN_CACHE = 200_000
+# Requests buffered in this process before they are pushed to Redis in one round trip.
+FRONTIER_PUSH_BATCH = 64
+# Keep the frontier in Redis when the crawl stops, so the next run resumes it.
+FRONTIER_PERSIST = True
+# Clear this crawl's frontier (queues, seen filter, leases) at start.
+FRONTIER_RESET = False
+# Close the spider when every queue is empty and nothing is in flight; False waits
+# for new seeds pushed to the seeds list in Redis.
+FRONTIER_CLOSE_WHEN_DRAINED = True
+
+# Data directory of the private Redis server started when REDIS_URL is empty
+# (crawler/crawlstate/embedded.py); a later run in the same directory resumes from it.
+FRONTIER_EMBEDDED_REDIS_DIR = ".crawl/redis"
