@@ -22,7 +22,8 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from crawler.crawlstate.keys import CrawlKeys
-from crawler.frontier import admission, store
+from crawler.frontier import admission
+from crawler.frontier.store import store
 from crawler.frontier.frontierconfig import FrontierConfig
 from crawler.frontier.store.store import FrontierStore
 from crawler.policy.tiers import HostHealth
