@@ -7,7 +7,8 @@ URL, fetch it statically or try for a sample (``verdict``), whether a sample pai
 (``sample_pays``), what a level's outcomes decide (``decide``, ``after_outcome``) and
 which held pages a decision sends to be rendered (``held_fate``). Every sample counts
 for both its host and its pattern, so a host found mixed has its patterns' first
-samples already. ``crawler.render.advisor`` does the I/O.
+samples already. ``crawler.render.advisor`` and ``crawler.render.learning`` do the
+I/O.
 """
 
 from __future__ import annotations

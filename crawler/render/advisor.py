@@ -7,16 +7,16 @@ decided host: a decided request never waits on Redis) and at once on its own
 samples. An undecided host takes samples: a sample slot is claimed by a Lua script,
 so at most RENDER_SAMPLE_PAGES are out at once across the cluster; a sample is
 rendered, keeping the static document its host served, and compared by
-``crawler.render.sampler``. A page fetched
-statically while its host was undecided is held in Redis and rendered if the
-decision says rendering pays (its links would be lost otherwise). The rules are pure
-functions in ``crawler.render.adaptive``; this module is their I/O.
+``crawler.render.sampler``. What the comparison teaches (the outcomes counted, the
+decisions made, the pages held until their host is decided) is the advisor's
+learner's (``crawler.render.learning``): the advisor answers requests from its copy
+and hands samples' outcomes and held pages on. The rules are pure functions in
+``crawler.render.adaptive``; this module and the learner are their I/O.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
@@ -26,26 +26,11 @@ from scrapy import signals
 
 from crawler import meta
 from crawler.crawlstate.keys import CrawlKeys
-from crawler.frontier.encoding import codec
 from crawler.policy.hosts import BadURLError
-from crawler.render.adaptive import (
-    after_outcome,
-    deciding_level,
-    held_fate,
-    sample_pays,
-    undecided,
-    verdict,
-)
+from crawler.render.adaptive import deciding_level, undecided, verdict
 from crawler.render.config import RenderConfig
-from crawler.render.levels import (
-    HOST,
-    DecisionKey,
-    HostRecord,
-    LevelRecord,
-    key_of,
-    pattern_of,
-    read_host,
-)
+from crawler.render.learning import RenderLearner
+from crawler.render.levels import HOST, key_of, pattern_of, read_host
 from crawler.render.state import RenderState
 
 if TYPE_CHECKING:
@@ -54,9 +39,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-    from crawler.render.adaptive import Change
-
-logger = logging.getLogger(__name__)
+    from crawler.render.levels import DecisionKey, HostRecord
 
 # Seconds a host's copy is trusted before it is read again from Redis.
 REFRESH_SECONDS = 5.0
@@ -65,8 +48,6 @@ REFRESH_SECONDS = 5.0
 CLAIM_SECONDS = 120.0
 # Hosts whose copy this process keeps (least recently used ones are dropped).
 CACHE_SIZE = 65536
-# Pages of one host held for its decision at most (the rest stay static).
-MAX_HELD = 200
 # Set by the advisor, read back by it through the sampler. On a sample: the [host,
 # level] its slot was claimed at (to give it back if the page cannot be compared).
 SAMPLE_LEVEL = "render_sample_level"
@@ -85,7 +66,8 @@ def advisor_of(crawler: Crawler) -> RenderAdvisor:
 
 
 class RenderAdvisor:
-    """Learns, per host and URL pattern, whether rendering pays (see the module)."""
+    """Answers, per host and URL pattern, whether to render: from the node's copy of
+    what its learner decided, or by claiming a sample (see the module)."""
 
     def __init__(
         self,
@@ -104,6 +86,15 @@ class RenderAdvisor:
         self._hosts: OrderedDict[str, tuple[HostRecord, float]] = OrderedDict()
         self._reading: dict[str, asyncio.Future[HostRecord | None]] = {}
         self._tasks: set[asyncio.Future[Any]] = set()
+        self._learner = RenderLearner(
+            crawler,
+            config,
+            self._state,
+            stats=self._stats,
+            clock=clock,
+            store=self._store,
+            forget=self._forget,
+        )
         crawler.signals.connect(self.close, signal=signals.spider_closed)
 
     @classmethod
@@ -232,26 +223,23 @@ class RenderAdvisor:
             self._hosts.popitem(last=False)
         return record
 
-    # --- learning ------------------------------------------------------------------
+    def _forget(self, host: str) -> None:
+        self._hosts.pop(host, None)
+
+    # --- after a sample: outcomes and held pages are the learner's -----------------
 
     async def record_sample(
         self, url: str, *, gained_links: int, gained_text: float
     ) -> list[Request]:
-        """Count one sample's outcome for its host and pattern, and decide the
-        levels it completes. Returns the held pages the decision sends to be
-        rendered. Waits while Redis is away."""
-        try:
-            key = key_of(url)
-        except BadURLError:
-            return []
-        pays = sample_pays(
-            self._config, gained_links=gained_links, gained_text=gained_text
+        """The learner's ``record_sample``: the held pages its decision sends to be
+        rendered."""
+        return await self._learner.record_sample(
+            url, gained_links=gained_links, gained_text=gained_text
         )
-        if not pays:
-            self._stats.inc_value("render/static_enough")
-        args = ["paid" if pays else "static", gained_links, HOST, key.pattern]
-        record = self._store(key.host, await self._state.record(key.host, args))
-        return await self._settle(key, record)
+
+    async def hold(self, again: Request) -> bool:
+        """The learner's ``hold``: True if *again* is the caller's to send."""
+        return await self._learner.hold(again)
 
     async def release(self, request: Request) -> None:
         """Give back the sample slot of *request*, a sample that cannot be compared
@@ -264,61 +252,6 @@ class RenderAdvisor:
             return  # not what this advisor wrote (a hostile queue entry)
         await self._state.release(host, level)
         self._hosts.pop(host, None)
-
-    async def hold(self, again: Request) -> bool:
-        """Keep *again* (the rendered fetch of a page fetched statically while its
-        host was undecided) for the decision; True if the decision is in already
-        and says render (then it is the caller's to send)."""
-        try:
-            key = key_of(again.url)
-            entry = codec.encode(again, self._crawler.spider)  # type: ignore[arg-type]
-        except (BadURLError, codec.UnencodableRequestError):
-            return False
-        field = f"{key.pattern} {again.url}"
-        reply = await self._state.hold(key.host, [key.pattern, field, entry, MAX_HELD])
-        if reply == "held":
-            self._stats.inc_value("render/held_pages")
-        return reply == "render"
-
-    async def _settle(self, key: DecisionKey, record: HostRecord) -> list[Request]:
-        """Write what the new outcome makes of the host's and pattern's levels;
-        the held pages a decision sends to be rendered."""
-        now = self._clock()
-        changes: list[tuple[str, Change, LevelRecord]] = []
-        for level in (HOST, key.pattern):
-            current = record.level(level)
-            found = after_outcome(
-                current, level=level, now=now, pages=self._config.sample_pages
-            )
-            if found is not None:
-                changes.append((level, *found))
-        if not changes:
-            return []
-        await self._state.settle(key.host, changes)
-        self._hosts.pop(key.host, None)  # read again on its next request
-        levels = dict(record.levels)
-        levels.update((level, new) for level, _, new in changes)
-        settled = HostRecord(levels)
-        for level, change, new in changes:
-            # A pattern's decision is kept from the first, but it applies (and is
-            # worth a line) only once its host is mixed.
-            if level == HOST or settled.level(HOST).decision == "mixed":
-                _log_change(key.host, level, change, new, record.level(level))
-        return await self._release_held(key.host, settled)
-
-    async def _release_held(self, host: str, record: HostRecord) -> list[Request]:
-        render, static = held_fate(record)
-        await self._state.take(host, static)
-        entries = await self._state.take(host, render)
-        requests = []
-        for entry in entries:
-            try:
-                requests.append(codec.decode(entry, self._crawler.spider))  # type: ignore[arg-type]
-            except codec.BadEntryError as exc:
-                self._state.bad(1, f"a held page of host {host}: {exc}")
-        if requests:
-            self._stats.inc_value("render/late_pages", len(requests))
-        return requests
 
     # --- bookkeeping ---------------------------------------------------------------
 
@@ -342,31 +275,3 @@ def _host_of_key(host: str) -> str | None:
         return host if key_of(f"http://{host}/").host == host else None
     except BadURLError:
         return None
-
-
-def _log_change(
-    host: str, level: str, change: Change, decided: LevelRecord, seen: LevelRecord
-) -> None:
-    where = f"host {host}" if level == HOST else f"{host} pattern {level}"
-    if change == "reset":
-        logger.info(
-            "Re-check of %(where)s disagrees with its decision: sampling it again",
-            {"where": where},
-        )
-    elif decided.decision == "render":
-        logger.info(
-            "Rendering %(where)s: %(samples)d samples found %(links)d links static "
-            "fetches missed",
-            {"where": where, "samples": seen.samples, "links": seen.links},
-        )
-    elif decided.decision == "static":
-        logger.info(
-            "%(where)s is static enough (%(samples)d samples)",
-            {"where": where[0].upper() + where[1:], "samples": seen.samples},
-        )
-    else:
-        logger.info(
-            "Host %(host)s mixes pages rendering helps with and pages it does not "
-            "(%(paid)d of %(samples)d samples paid): deciding per URL pattern",
-            {"host": host, "paid": seen.paid, "samples": seen.samples},
-        )

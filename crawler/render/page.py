@@ -1,14 +1,13 @@
-"""One rendered page: its own requests filtered, fetched and counted, the lazy-load
-actions run after the load, and the wait until the page settles, all within its
-deadline.
+"""One rendered page: its time, and its own requests filtered, fetched and counted.
 
 A ``PageSession`` is handed to scrapy-playwright through the request's meta: its
 ``install`` is the page init callback (it runs before the navigation, after
 scrapy-playwright's own route, so its route is asked first), and its ``lazy_load``
 the page method run after the load. Its route fetches the page's requests itself,
 one redirect hop at a time (``crawler.render.hops``): scrapy-playwright's route sees
-only streams. Nothing a page says is executed here: actions are property lookups and
-selector waits named by the crawl's settings, never code read from a page or Redis.
+only streams. What the page does after its load (the actions, then the wait until it
+settles) is its ``LazyLoad``'s (``crawler.render.lazyload``), given the seconds left
+of the page's time and told when each of its requests starts and ends.
 """
 
 from __future__ import annotations
@@ -24,15 +23,7 @@ from typing import TYPE_CHECKING
 from playwright.async_api import Error as PlaywrightError
 
 from crawler.policy.hosts import host_of
-from crawler.render.actions import (
-    CALL_JS,
-    HEIGHT_JS,
-    MAX_SCROLL_STEPS,
-    QUIET_INIT_JS,
-    QUIET_JS,
-    SCROLL_JS,
-    action_kind,
-)
+from crawler.render.actions import QUIET_INIT_JS
 from crawler.render.hops import (
     Hop,
     Redirect,
@@ -41,6 +32,7 @@ from crawler.render.hops import (
     fetch_checked,
     fetch_document,
 )
+from crawler.render.lazyload import ENDLESS_TYPES, LazyLoad
 from crawler.render.subrequests import blocked_reason
 
 if TYPE_CHECKING:
@@ -56,12 +48,8 @@ logger = logging.getLogger(__name__)
 # Seconds of a page's timeout kept for reading its DOM after the actions and the
 # settling (at most this, and at most a quarter of the timeout).
 READ_RESERVE = 2.0
-# Seconds between two looks at whether the page has settled.
-POLL_INTERVAL = 0.05
 # Browser contexts whose route refuses every request of a page not ours.
 _GUARDED: weakref.WeakSet[BrowserContext] = weakref.WeakSet()
-# Request types that never end by design: they do not keep a page from settling.
-ENDLESS_TYPES = frozenset({"eventsource", "websocket"})
 
 
 @dataclass(frozen=True)
@@ -78,7 +66,8 @@ class PageRules:
 
 
 class PageSession:
-    """The rules and the lazy-load of one rendered request."""
+    """The time and the rules of one rendered request; its lazy-load is a
+    ``LazyLoad``'s."""
 
     def __init__(
         self,
@@ -89,9 +78,7 @@ class PageSession:
         timeout: float,
     ) -> None:
         self._host = host_of(request.url)
-        self._actions = rules.actions
         self._block = rules.block
-        self._settle = rules.settle
         self._robots = rules.robots
         self._keep_static = rules.keep_static
         self._request: Request | None = None
@@ -108,10 +95,11 @@ class PageSession:
         self._loop = asyncio.get_running_loop()
         # loop.time() by which the page must be read: actions and settling stop then.
         self._deadline = self._loop.time() + timeout
-        self._in_flight: set[BrowserRequest] = set()
-        self._last_request = self._loop.time()
         self._navigated = False
         self.page: Page | None = None
+        self._lazy_load = LazyLoad(
+            rules.actions, settle=rules.settle, stats=stats, left=self._left
+        )
 
     def time_limit(self, open_limit: float) -> asyncio.Timeout:
         """The render's time limit: *open_limit* seconds more to open the page, then
@@ -140,9 +128,9 @@ class PageSession:
             await page.context.route("**", self._refuse)
         page.on("popup", self._close_popup)
         page.set_default_timeout(self._left() * 1000)
-        page.on("request", self._started)
-        page.on("requestfinished", self._ended)
-        page.on("requestfailed", self._ended)
+        page.on("request", self._lazy_load.started)
+        page.on("requestfinished", self._lazy_load.ended)
+        page.on("requestfailed", self._lazy_load.ended)
 
     async def _route(self, route: Route, request: BrowserRequest) -> None:
         """Every request of the page: the document fetched for it, the others
@@ -219,85 +207,11 @@ class PageSession:
             return "robots"
         return reason
 
-    def _started(self, request: BrowserRequest) -> None:
-        self._last_request = self._loop.time()
-        if request.resource_type not in ENDLESS_TYPES:
-            self._in_flight.add(request)
-
-    def _ended(self, request: BrowserRequest) -> None:
-        self._last_request = self._loop.time()
-        self._in_flight.discard(request)
-
-    # --- after the load ----------------------------------------------------------
+    # --- after the load: the LazyLoad's ------------------------------------------
 
     async def lazy_load(self, page: Page) -> None:
         """Page method: run each action, then wait until the page settles."""
-        for action in self._actions:
-            if self._left() <= 0:
-                break
-            kind = action_kind(action)
-            if kind == "scroll":
-                await self._scroll(page)
-            elif kind == "selector" or not await self._call(page, action):
-                if kind == "function":
-                    self._missing(action)
-                else:
-                    await self._wait_for(page, action)
-        await self._settled(page)
-
-    async def _call(self, page: Page, action: str) -> bool:
-        """Call the function *action* names, awaited within the time left; False
-        when the page has no such function."""
-        path = action.removesuffix("()")
-        try:
-            called = await asyncio.wait_for(page.evaluate(CALL_JS, path), self._left())
-        except TimeoutError:
-            return True  # still running: what it did so far is read
-        except PlaywrightError as exc:
-            logger.debug("Lazy-load function %s failed: %s", action, exc)
-            return True
-        return bool(called)
-
-    async def _wait_for(self, page: Page, selector: str) -> None:
-        try:
-            await page.wait_for_selector(
-                selector, state="attached", timeout=self._left() * 1000
-            )
-        except PlaywrightError:  # not there in time, or not a selector
-            self._missing(selector)
-
-    async def _scroll(self, page: Page) -> None:
-        """Scroll to the end until the page stops growing once settled."""
-        for _ in range(MAX_SCROLL_STEPS):
-            height = await self._evaluate(page, SCROLL_JS)
-            await self._settled(page)
-            grown = await self._evaluate(page, HEIGHT_JS)
-            if height is None or grown is None or grown <= height or self._left() <= 0:
-                return
-
-    async def _settled(self, page: Page) -> None:
-        """Wait until the DOM has not changed and no request has been in flight for
-        ``RENDER_SETTLE`` seconds, or the time is up."""
-        while (left := self._left()) > 0:
-            dom_quiet = await self._evaluate(page, QUIET_JS)
-            quiet = min(
-                float(dom_quiet or 0) / 1000, self._loop.time() - self._last_request
-            )
-            if not self._in_flight and quiet >= self._settle:
-                return
-            await asyncio.sleep(min(POLL_INTERVAL, left))
-
-    async def _evaluate(self, page: Page, script: str) -> float | None:
-        """A number from the page, None if it has none now (it is navigating)."""
-        try:
-            value = await asyncio.wait_for(page.evaluate(script), self._left())
-        except (PlaywrightError, TimeoutError):
-            return None
-        return float(value) if isinstance(value, int | float) else None
-
-    def _missing(self, action: str) -> None:
-        self._stats.inc_value("render/action_missing")
-        logger.debug("Lazy-load action %r: nothing of that name on the page", action)
+        await self._lazy_load.run(page)
 
     def _left(self) -> float:
         return max(self._deadline - self._loop.time(), 0.0)

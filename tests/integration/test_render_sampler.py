@@ -182,7 +182,7 @@ def decisions(redis: redis_py.Redis, server: Any) -> dict[str, str]:
 
 @deferred_f_from_coro_f
 async def test_auto_renders_where_it_pays(settings, redis, tmp_path, caplog):
-    caplog.set_level(logging.INFO, logger="crawler.render.advisor")
+    caplog.set_level(logging.INFO, logger="crawler.render.learning")
     with three_hosts() as (dynamic, static, mixed):
         values = settings(
             RENDER_MODE="auto",
