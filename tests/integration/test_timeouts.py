@@ -23,8 +23,8 @@ from scrapy.utils.test import get_crawler
 
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier import admission
-from crawler.frontier.store import store
 from crawler.frontier.frontierconfig import FrontierConfig
+from crawler.frontier.store import store
 from crawler.frontier.store.store import FrontierStore
 from crawler.policy.tiers import HostHealth
 from crawler.spiders.bfs import BfsSpider
