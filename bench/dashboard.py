@@ -53,7 +53,7 @@ def fill(client: redis.Redis, hosts: int, rng: random.Random) -> dict[str, Any]:
     settings = Settings()
     install_defaults(settings)
     config = FrontierConfig.from_settings(settings, PREFIX)
-    store = FrontierStore(client, config)
+    store = FrontierStore.on(client, config)
     now = time.time()
     store.prepare(now)
     names = [f"host-{i}.example" for i in range(hosts)]

@@ -13,7 +13,7 @@ from typing import IO, TYPE_CHECKING
 
 from crawler.commands.steering import ControlError
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.store.store import FrontierStore
+from crawler.frontier.store.crawlshards import CrawlShards
 from crawler.policy.order import ORDERS
 
 if TYPE_CHECKING:
@@ -53,10 +53,10 @@ def retry(
     order = stored.decode(errors="replace") if isinstance(stored, bytes) else ""
     if order not in ORDERS:
         order = config.order
-    store = FrontierStore(client, replace(config, prefix=keys.prefix, order=order))
+    shards = CrawlShards.on(client, replace(config, prefix=keys.prefix, order=order))
     host = opts.host.lower() if opts.host else None
-    failed = store.failed(host)
-    count = store.retry_failed(failed, time.time())
+    failed = shards.failed(host)
+    count = shards.retry_failed(failed, time.time())
     where = f" of {host}" if host else ""
     out.write(f"{count} failed requests{where} queued again\n")
     return 0 if count else 1

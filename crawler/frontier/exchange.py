@@ -160,9 +160,9 @@ class Exchange:
 
     def count_damage(self) -> None:
         """Add what the store found damaged (and set aside) to frontier/bad_entries."""
-        if found := self._store.bad_entries - self._damage_counted:
+        if found := self._store.shards.bad_entries - self._damage_counted:
             self._stats.inc_value("frontier/bad_entries", found)
-            self._damage_counted = self._store.bad_entries
+            self._damage_counted = self._store.shards.bad_entries
 
     # --- the round trip ------------------------------------------------------------------
 

@@ -56,11 +56,12 @@ class OpenFrontier:
         self._delays = delays
         self._outage = outage
         self._store = joined.store
+        self._shards = joined.store.shards
         self._membership = joined.membership
         progress = Progress(crawler, config.log_interval)
         gate = outage.gate("the scheduler")
         # After an outage, the heartbeat runs at once: _caught_up calls it.
-        self._link = RedisLink(crawler, gate, self._store.client, self._caught_up)
+        self._link = RedisLink(crawler, gate, self._shards.client, self._caught_up)
         self._exchange = Exchange(
             crawler,
             config,
@@ -101,7 +102,7 @@ class OpenFrontier:
     def start(self, spider: Spider) -> None:
         """Log what the crawl holds, count what the start-up repair found, and start
         the heartbeat."""
-        queued, leased = self._store.totals()
+        queued, leased = self._shards.totals()
         logger.info(
             "Frontier %(prefix)r opened: %(queued)d queued, %(leased)d leased",
             {"prefix": self._config.prefix, "queued": queued, "leased": leased},
@@ -124,7 +125,7 @@ class OpenFrontier:
                 raise
             self._closed_without_redis(exc)
         finally:
-            self._store.client.close()
+            self._shards.client.close()
 
     def _closed_without_redis(self, error: Exception) -> None:
         """Closing while Redis is away loses nothing: the leases of the pages whose
@@ -149,7 +150,7 @@ class OpenFrontier:
         self._exchange.sweep()  # a request the engine is through with: an ack to write
         if self._exchange or self._runtime.control.paused:
             return True
-        if self._store.summaries.has_work():
+        if self._shards.summaries.has_work():
             return True
         now = time.time()
         if not self._link.usable(now):
@@ -169,7 +170,7 @@ class OpenFrontier:
         now = time.time()
         if self._link.answering(now):
             try:
-                self._queued_known, _leased = self._store.totals()
+                self._queued_known, _leased = self._shards.totals()
             except REDIS_ERRORS as exc:
                 self._link.failed(exc, now)
         return self._queued_known + self._exchange.buffered
@@ -192,7 +193,7 @@ class OpenFrontier:
     # --- where the next request comes from -------------------------------------------
 
     def _next_request(self, now: float) -> Request | None:
-        if due := self._store.summaries.due_shards(now):
+        if due := self._shards.summaries.due_shards(now):
             self._store.promote(due, now)
         request = self._pop(now)
         if request is None and self._refresh(now):
@@ -219,7 +220,7 @@ class OpenFrontier:
 
     def _pop_order(self) -> PopOrder | None:
         """Where the next request comes from: the best shard under the barrier."""
-        summaries = self._store.summaries
+        summaries = self._shards.summaries
         deepest = deepest_level_allowed(
             summaries.lowest_level(), self._config.bfs_lookahead
         )
@@ -242,7 +243,7 @@ class OpenFrontier:
     def _schedule_wake(self, now: float) -> None:
         """Wake the engine when the first waiting host becomes ready, or, while
         other nodes still hold work, when it is time to look again."""
-        wake = self._store.summaries.next_wake()
+        wake = self._shards.summaries.next_wake()
         if wake is None:
             if self._runtime.drained(self._exchange.own_leases()):
                 return

@@ -322,7 +322,7 @@ def contender_store(redis_url: str) -> FrontierStore:
     settings.setmodule("crawler.defaults")
     settings.update({"FRONTIER_SHARDS": 1, "FRONTIER_HOST_CONCURRENCY": 8})
     config = FrontierConfig.from_settings(settings, "fencing")
-    return FrontierStore(redis_py.Redis.from_url(redis_url), config)
+    return FrontierStore.on(redis_py.Redis.from_url(redis_url), config)
 
 
 def pop_until_drained(
@@ -333,7 +333,7 @@ def pop_until_drained(
 ) -> None:
     """Pop (and ack at once) as node *node* until the shard is empty (bounded)."""
     for _ in range(20 * REQUESTS):
-        if store.totals() == (0, 0):
+        if store.shards.totals() == (0, 0):
             return
         flushed = store.flush([], [], time.time(), PopOrder(0, node, 0.0))
         if flushed.fenced:
@@ -351,7 +351,7 @@ def flip_owner(
 ) -> None:  # fmt: skip
     """Give the shard to a, b, a, ... every millisecond or so until *stop*."""
     flip = redis.register_script(FLIP)
-    keys = [store.keys[0].owner, store.keys[0].sequence]
+    keys = [store.shards.keys[0].owner, store.shards.keys[0].sequence]
     while not stop.is_set():
         owner = CONTENDERS[len(flips) % 2]
         flips.append((int(flip(keys=keys, args=[owner])), owner))
@@ -388,7 +388,7 @@ def contend(redis: redis_py.Redis, setup: FrontierStore, redis_url: str) -> Cont
     stop.set()
     flipper.join(10)
     for store in stores.values():
-        store.client.close()
+        store.shards.client.close()
     assert not any(thread.is_alive() for thread in (flipper, *poppers))
     return seen
 
@@ -404,7 +404,7 @@ def test_only_the_owner_of_the_moment_pops_while_ownership_flips(redis, redis_ur
     try:
         seen = contend(redis, setup, redis_url)
     finally:
-        setup.client.close()
+        setup.shards.client.close()
     entries = Counter(entry for _, _, entry in seen.popped)
     assert len(entries) == REQUESTS  # every request popped...
     assert set(entries.values()) == {1}  # ...once

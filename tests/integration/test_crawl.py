@@ -124,10 +124,12 @@ async def test_without_delay_hosts_are_fetched_back_to_back(site, settings):
 @deferred_f_from_coro_f
 async def test_a_hostile_queue_entry_is_counted_and_skipped(site, settings, redis):
     values = settings()
-    store = FrontierStore(redis, FrontierConfig.from_settings(Settings(values), "bfs"))
+    store = FrontierStore.on(
+        redis, FrontierConfig.from_settings(Settings(values), "bfs")
+    )
     store.prepare(time.time())
     payload = "cos\nsystem\n(S'touch /tmp/pwned-by-frontier'\ntR."  # a pickle
-    shard = shard_of("evil.invalid", store.config.shards)
+    shard = shard_of("evil.invalid", store.shards.config.shards)
     store.flush([Pending(shard, "evil.invalid", 0, "", payload)], [], time.time())
     crawler = await crawl(values, seeds=site.seeds[0])
     assert crawler.stats.get_value("frontier/bad_entries") == 1

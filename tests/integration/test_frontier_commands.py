@@ -91,7 +91,7 @@ def crawl_state(redis, settings) -> dict[str, Any]:
     entry that is not JSON."""
     now = time.time()
     config = FrontierConfig.from_settings(Settings(settings()), "bfs")
-    store = FrontierStore(redis, config)
+    store = FrontierStore.on(redis, config)
     store.prepare(now)
     hosts = hosts_in(OWNED, 4) + hosts_in([6, 7], 2)
     batch = [

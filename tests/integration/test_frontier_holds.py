@@ -29,7 +29,7 @@ def pop_name(store: FrontierStore, now: float) -> tuple[object, str] | None:
 
 
 def counters(redis, store: FrontierStore) -> dict[str, int]:
-    raw = redis.hgetall(store.keys[0].counters)
+    raw = redis.hgetall(store.shards.keys[0].counters)
     return {k.decode(): int(v) for k, v in raw.items()}
 
 
@@ -39,7 +39,9 @@ def test_a_held_request_waits_for_its_time_then_goes_to_its_queue(redis):
     store.flush([pending("b", 0, "now")], [], T0)
     assert drain(store, T0) == ["now"]
     assert drain(store, T0 + 29.9) == []
-    assert store.summaries[0].wake == pytest.approx(T0 + 30)  # the node wakes then
+    assert store.shards.summaries[0].wake == pytest.approx(
+        T0 + 30
+    )  # the node wakes then
     assert drain(store, T0 + 30) == ["later"]
     assert counters(redis, store)["held"] == 0
 
@@ -48,8 +50,8 @@ def test_held_requests_are_work_to_do_but_never_hold_the_barrier(redis):
     store = make_store(redis)
     store.flush([replace(pending("a", 0, "held0"), hold_until=T0 + 60)], [], T0)
     store.flush([pending("b", 3, "b3")], [], T0)
-    assert store.totals() == (2, 0)  # the crawl is not over while one is held
-    assert store.summaries[0].lowest_level == level_of(3)
+    assert store.shards.totals() == (2, 0)  # the crawl is not over while one is held
+    assert store.shards.summaries[0].lowest_level == level_of(3)
     deepest = PopOrder(0, NODE, 0.0, deepest_level=level_of(3))
     assert store.pop(deepest, T0) is not None  # depth 0 held: depth 3 may go
 
@@ -88,13 +90,13 @@ def test_fates_are_counted_and_failures_kept_for_a_retry(redis):
     )
     assert counters(redis, store)["fate:fetched"] == 1
     assert counters(redis, store)["fate:http_error"] == 1
-    failed = store.failed()
+    failed = store.shards.failed()
     assert failed == {0: [("ff", "http_error")]}
-    assert store.failed(host="a") == {}
-    assert store.retry_failed(failed, T0) == 1
+    assert store.shards.failed(host="a") == {}
+    assert store.shards.retry_failed(failed, T0) == 1
     assert drain(store, T0) == ["gone"]
     assert counters(redis, store)["fate:http_error"] == 0
-    assert store.failed() == {}
+    assert store.shards.failed() == {}
 
 
 @pytest.mark.parametrize(("revive", "queued"), [("ff", True), ("", False)])

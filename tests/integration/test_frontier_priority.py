@@ -125,7 +125,7 @@ def test_an_expired_lease_goes_back_before_lower_priorities(redis, order):
     store.pop(POP, T0)  # "high" leased, never acked
     assert store.requeue(T0 + 31) == 1
     assert drain(store, T0 + 31) == ["high", "high2", "low"]
-    assert store.totals() == (0, 0)
+    assert store.shards.totals() == (0, 0)
 
 
 @pytest.mark.parametrize("order", [{}, PRIORITY])
@@ -146,32 +146,32 @@ def test_a_retried_failure_keeps_its_priority(redis, order):
     lease, _ = store.pop(POP, T0)
     store.flush([], [Ack(lease, 0.0, "http_error", "f" * 32)], T0)
     push(store, request("a", 0, "plain", 0))
-    assert store.retry_failed(store.failed(), T0) == 1
+    assert store.shards.retry_failed(store.shards.failed(), T0) == 1
     assert drain(store, T0) == ["failing", "plain"]
 
 
 def test_the_barrier_counts_levels_whatever_the_priorities(redis):
     store = make_store(redis)
     push(store, request("a", 1, "a1-high", 400), request("b", 0, "b0-low", -400))
-    assert store.summaries.lowest_level() == level_of(0)
+    assert store.shards.summaries.lowest_level() == level_of(0)
     barrier = PopOrder(0, NODE, 0.0, deepest_level=level_of(0))
     lease, entry = store.pop(barrier, T0)
     assert b"b0-low" in entry
     assert store.pop(barrier, T0) is None  # depth 1 waits for depth 0
     store.flush([], [(lease, 0.0)], T0)
-    assert store.summaries.lowest_level() == level_of(1)
+    assert store.shards.summaries.lowest_level() == level_of(1)
 
 
 def test_priority_order_counts_levels_while_deep_requests_go_first(redis):
     store = make_store(redis, **PRIORITY)
     push(store, request("a", 0, "a0", 0), request("b", 2, "b2", 5))
-    assert store.summaries.lowest_level() == level_of(0)
+    assert store.shards.summaries.lowest_level() == level_of(0)
     lease, entry = store.pop(POP, T0)
     assert b"b2" in entry
     store.flush([], [(lease, 0.0)], T0)
-    assert store.summaries.lowest_level() == level_of(0)
+    assert store.shards.summaries.lowest_level() == level_of(0)
     assert drain(store, T0) == ["a0"]
-    assert store.summaries.lowest_level() is None
+    assert store.shards.summaries.lowest_level() is None
 
 
 @pytest.mark.parametrize("order", [{}, PRIORITY])
@@ -179,7 +179,7 @@ def test_repair_recounts_levels_from_prioritised_queues(redis, order):
     store = make_store(redis, **order)
     push(store, request("a", 0, "a0", 7), request("a", 0, "a0b", -7))
     push(store, request("a", 1, "a1", 99), request("b", 1, "b1", 0))
-    keys = store.keys[0]
+    keys = store.shards.keys[0]
     redis.delete(keys.outstanding, keys.ready)  # stranded hosts, counts lost
     assert store.rescue(T0) == 2
     counts = {int(k): int(v) for k, v in redis.hgetall(keys.outstanding).items()}
@@ -197,8 +197,8 @@ def test_depth_repair_drops_the_deeper_copy_whatever_its_priority(redis, order):
     found = store.flush([replace(deep, level=level_of(1), priority=0)], [], T0)
     assert found.shortened == 1
     assert drain(store, T0) == ["seed", "x-deep"]  # the depth 1 copy: same entry
-    assert store.totals() == (0, 0)
-    assert store.summaries.lowest_level() is None
+    assert store.shards.totals() == (0, 0)
+    assert store.shards.summaries.lowest_level() is None
 
 
 def test_a_crawl_queued_in_one_order_refuses_the_other(redis):
@@ -210,7 +210,9 @@ def test_a_crawl_queued_in_one_order_refuses_the_other(redis):
 
 def test_a_crawl_of_the_previous_schema_is_refused(redis: redis_py.Redis):
     store = make_store(redis)
-    redis.hset(store.crawl_keys.meta, "schema_version", "3")  # levels, not classes
+    redis.hset(
+        store.shards.crawl_keys.meta, "schema_version", "3"
+    )  # levels, not classes
     with pytest.raises(SchemaMismatchError, match="schema version b'3'"):
         make_store(redis)
 
@@ -229,5 +231,5 @@ def test_the_retry_command_queues_as_the_crawl_ranks(redis):
     settings.setmodule("crawler.settings")
     settings.set("FRONTIER_SHARDS", 1)  # FRONTIER_ORDER: the default, bfs
     opts = argparse.Namespace(failed=True, host=None, settings=settings)
-    assert retry(redis, store.crawl_keys, opts, io.StringIO()) == 0
+    assert retry(redis, store.shards.crawl_keys, opts, io.StringIO()) == 0
     assert drain(store, T0) == ["deep-urgent", "failing"]

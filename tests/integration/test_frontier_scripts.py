@@ -25,9 +25,9 @@ def make_store(redis: redis_py.Redis, **overrides: Any) -> FrontierStore:
     settings = Settings()
     settings.setmodule("crawler.defaults")
     settings.update({"FRONTIER_SHARDS": 1, **overrides})
-    store = FrontierStore(redis, FrontierConfig.from_settings(settings, "test"))
+    store = FrontierStore.on(redis, FrontierConfig.from_settings(settings, "test"))
     store.prepare(T0)
-    for keys in store.keys:  # this test's node owns every shard
+    for keys in store.shards.keys:  # this test's node owns every shard
         redis.set(keys.owner, NODE)
     return store
 
@@ -81,7 +81,7 @@ def test_a_host_waits_its_delay_after_the_ack_and_others_do_not(redis):
     lease, _ = store.pop(PopOrder(0, NODE, 0.0), T0)  # a0
     store.flush([], [(lease, 10.0)], T0)  # host a must wait 10 s
     assert drain(store, T0 + 1) == ["b1"]  # the deeper host b is not blocked
-    assert store.summaries[0].wake == pytest.approx(T0 + 10)
+    assert store.shards.summaries[0].wake == pytest.approx(T0 + 10)
     assert drain(store, T0 + 9.9) == []
     assert drain(store, T0 + 10) == ["a1"]
 
@@ -93,7 +93,7 @@ def test_an_expired_lease_goes_back_to_the_head_of_its_queue(redis):
     assert store.requeue(T0 + 29) == 0
     assert store.requeue(T0 + 31) == 1
     assert drain(store, T0 + 31) == ["a0", "a1"]
-    assert store.totals() == (0, 0)
+    assert store.shards.totals() == (0, 0)
 
 
 def test_acking_an_expired_and_requeued_lease_changes_nothing(redis):
@@ -103,7 +103,7 @@ def test_acking_an_expired_and_requeued_lease_changes_nothing(redis):
     store.requeue(T0 + 31)
     held = store.flush([], [(lease, 0.0)], T0 + 32).acked
     assert held == 0
-    assert store.totals() == (1, 0)
+    assert store.shards.totals() == (1, 0)
     assert drain(store, T0 + 32) == ["a0"]
 
 
@@ -111,7 +111,7 @@ def test_renewed_leases_do_not_expire(redis):
     store = make_store(redis, FRONTIER_LEASE_TIMEOUT=30)
     store.flush([pending("a", 0, "a0")], [], T0)
     lease, _ = store.pop(PopOrder(0, NODE, 0.0), T0)
-    store.renew([lease], T0 + 20)
+    store.shards.renew([lease], T0 + 20)
     assert store.requeue(T0 + 40) == 0
     assert store.requeue(T0 + 51) == 1
 
@@ -122,7 +122,7 @@ def test_releasing_named_leases_requeues_only_those(redis):
     lease_a, _ = store.pop(PopOrder(0, NODE, 0.0), T0)
     store.pop(PopOrder(0, NODE, 0.0), T0)
     assert store.requeue(T0, [lease_a]) == 1
-    assert store.totals() == (1, 1)
+    assert store.shards.totals() == (1, 1)
 
 
 @pytest.mark.parametrize("mode", ["bloom", "exact"])
@@ -135,7 +135,7 @@ def test_a_fingerprint_is_accepted_once(redis, mode):
     ).new
     assert new == [True]
     assert again == [False, True]  # the empty dedup value is dont_filter
-    assert store.totals() == (2, 0)
+    assert store.shards.totals() == (2, 0)
 
 
 def test_a_full_bloom_filter_grows_and_keeps_what_it_saw(redis):
@@ -145,7 +145,7 @@ def test_a_full_bloom_filter_grows_and_keeps_what_it_saw(redis):
     ]
     new = store.flush(batch, [], T0).new
     assert sum(new) >= 199  # at most a false positive or so at this error rate
-    filters = int(redis.hget(store.keys[0].seen, "filters"))
+    filters = int(redis.hget(store.shards.keys[0].seen, "filters"))
     assert filters >= 3  # 38, 76, 152 URLs (20 plus headroom, doubling)
     again = store.flush(batch, [], T0).new
     assert not any(again)
@@ -183,21 +183,21 @@ def test_the_barrier_holds_back_deeper_requests(redis):
     store.flush([pending("a", 0, "a0"), pending("b", 1, "b1")], [], T0)
     lease, _ = store.pop(PopOrder(0, NODE, 0.0, deepest_level=level_of(0)), T0)
     assert store.pop(PopOrder(0, NODE, 0.0, deepest_level=level_of(0)), T0) is None
-    assert store.summaries[0].lowest_level == level_of(0)  # a0 is still leased
+    assert store.shards.summaries[0].lowest_level == level_of(0)  # a0 is still leased
     store.flush([], [(lease, 0.0)], T0)
-    assert store.summaries[0].lowest_level == level_of(1)
+    assert store.shards.summaries[0].lowest_level == level_of(1)
     assert store.pop(PopOrder(0, NODE, 0.0, deepest_level=level_of(1)), T0) is not None
 
 
 def test_a_node_that_does_not_own_the_shard_cannot_pop_from_it(redis):
     store = make_store(redis)
     store.flush([pending("a", 0, "a0")], [], T0)
-    redis.set(store.keys[0].owner, "another-node")
+    redis.set(store.shards.keys[0].owner, "another-node")
     refused = store.flush([], [], T0, PopOrder(0, NODE, 0.0))
     assert refused.fenced
     assert refused.popped is None
     assert drain(store, T0) == []  # still queued, for its owner
-    redis.set(store.keys[0].owner, NODE)
+    redis.set(store.shards.keys[0].owner, NODE)
     assert drain(store, T0) == ["a0"]
 
 
@@ -205,7 +205,7 @@ def test_a_node_that_does_not_own_the_shard_cannot_pop_from_it(redis):
 
 
 def queue_key(store: FrontierStore, host: str, depth: int) -> str:
-    return store.keys[0].queue(host, queue_class(level_of(depth)))
+    return store.shards.keys[0].queue(host, queue_class(level_of(depth)))
 
 
 def test_an_entry_without_a_sequence_prefix_is_set_aside(redis):
@@ -215,26 +215,30 @@ def test_an_entry_without_a_sequence_prefix_is_set_aside(redis):
     redis.lpush(queue_key(store, "a", 0), b"\x80\x03cos\nsystem\n")  # a pickle, head
     redis.lset(queue_key(store, "a", 0), 2, b"no prefix at all")  # a1 replaced
     assert drain(store, T0) == ["a0", "a2", "b0"]  # a2 went in before b0
-    assert store.bad_entries == 2
-    assert redis.hget(store.keys[0].counters, "bad_entries") == b"2"
-    assert store.totals() == (0, 0)
-    assert store.summaries.lowest_level() is None  # the barrier does not wait for them
+    assert store.shards.bad_entries == 2
+    assert redis.hget(store.shards.keys[0].counters, "bad_entries") == b"2"
+    assert store.shards.totals() == (0, 0)
+    assert (
+        store.shards.summaries.lowest_level() is None
+    )  # the barrier does not wait for them
 
 
 def test_a_ready_host_without_a_queue_is_dropped_and_others_go(redis):
     store = make_store(redis)
     store.flush([pending("a", 0, "a0")], [], T0)
-    redis.zadd(store.keys[0].ready, {"ghost": 0, "pickled\x80": 1})
+    redis.zadd(store.shards.keys[0].ready, {"ghost": 0, "pickled\x80": 1})
     assert drain(store, T0) == ["a0"]
-    assert redis.zcard(store.keys[0].ready) == 0
-    assert store.bad_entries == 2
+    assert redis.zcard(store.shards.keys[0].ready) == 0
+    assert store.shards.bad_entries == 2
 
 
 def test_a_stranded_host_is_scheduled_again(redis):
     store = make_store(redis)
     store.flush([pending("a", 0, "a0"), pending("a", 0, "a1")], [], T0)
     store.flush([pending("b", 1, "b1")], [], T0)
-    redis.zrem(store.keys[0].ready, "a")  # host a: queued, neither ready nor waiting
+    redis.zrem(
+        store.shards.keys[0].ready, "a"
+    )  # host a: queued, neither ready nor waiting
     assert drain(store, T0) == ["b1"]
     store.requeue(T0)  # refreshes the summary: level 0 outstanding, nothing ready
     assert store.repair_stuck({0}, T0) == 1
@@ -245,13 +249,15 @@ def test_a_stranded_host_is_scheduled_again(redis):
 def test_stale_counts_left_without_entries_are_set_from_the_queues(redis):
     store = make_store(redis)
     store.flush([pending("a", 1, "a1")], [], T0)
-    redis.hincrby(store.keys[0].outstanding, str(level_of(0)), 5)  # no such requests
-    redis.hincrby(store.keys[0].counters, "queued", 5)
+    redis.hincrby(
+        store.shards.keys[0].outstanding, str(level_of(0)), 5
+    )  # no such requests
+    redis.hincrby(store.shards.keys[0].counters, "queued", 5)
     store.promote([0], T0)
-    assert store.summaries.lowest_level() == level_of(0)
+    assert store.shards.summaries.lowest_level() == level_of(0)
     assert store.repair_stuck({0}, T0) == 0  # host a is ready: nothing to schedule
-    assert store.summaries.lowest_level() == level_of(1)
-    assert store.totals() == (1, 0)
+    assert store.shards.summaries.lowest_level() == level_of(1)
+    assert store.shards.totals() == (1, 0)
     assert drain(store, T0) == ["a1"]
 
 
@@ -266,47 +272,49 @@ def test_a_fixed_key_of_the_wrong_type_is_repaired_and_nothing_is_lost(redis, ke
     expires; a host the damage stranded is scheduled again when the shard is stuck."""
     store = make_store(redis, FRONTIER_LEASE_TIMEOUT=30)
     store.flush([pending("a", 0, "a0"), pending("b", 0, "b0")], [], T0)
-    name = getattr(store.keys[0], key)
+    name = getattr(store.shards.keys[0], key)
     redis.delete(name)
     redis.rpush(name, b"\x80\x04garbage")  # a list: no fixed key is one
     store.flush([pending("c", 0, "c0", bloom_hashes(b"c0", 80))], [], T0)
     names = drain(store, T0)
-    redis.set(store.keys[0].owner, NODE)  # the owner key was deleted: claimed again
+    redis.set(
+        store.shards.keys[0].owner, NODE
+    )  # the owner key was deleted: claimed again
     store.requeue(T0 + 31)
     store.rescue(T0 + 31)  # as a node does before it calls the crawl drained
     names += drain(store, T0 + 31)
     assert sorted(names) == ["a0", "b0", "c0"]
-    assert store.bad_entries >= 1
+    assert store.shards.bad_entries >= 1
     assert redis.type(name) != b"list"
-    assert store.totals() == (0, 0)
+    assert store.shards.totals() == (0, 0)
 
 
 def test_the_first_error_does_not_stop_the_other_shards(redis):
     store = make_store(redis, FRONTIER_SHARDS=2)
     for shard in (0, 1):
-        redis.set(store.keys[shard].owner, NODE)
+        redis.set(store.shards.keys[shard].owner, NODE)
     store.flush(
         [Pending(s, f"h{s}", 0, "", f'{{"v":1,"u":"{s}"}}') for s in (0, 1)], [], T0
     )
-    redis.delete(store.keys[0].waiting)
-    redis.set(store.keys[0].waiting, b"not a zset")
+    redis.delete(store.shards.keys[0].waiting)
+    redis.set(store.shards.keys[0].waiting, b"not a zset")
     store.promote([0, 1], T0)  # one pipeline, shard 0 fails first
-    assert store.summaries[0].best is not None
-    assert store.summaries[1].best is not None
-    assert store.bad_entries == 1
+    assert store.shards.summaries[0].best is not None
+    assert store.shards.summaries[1].best is not None
+    assert store.shards.bad_entries == 1
 
 
 def test_non_numeric_counters_and_times_are_repaired(redis):
     store = make_store(redis)
     store.flush([pending("a", 0, "a0"), pending("a", 0, "a1")], [], T0)
-    keys = store.keys[0]
+    keys = store.shards.keys[0]
     redis.hset(keys.counters, "queued", "lots")
     redis.hset(keys.ready_at, "a", "soon")
     redis.hset(keys.delays, "a", "\x80")
     redis.hset(keys.outstanding, "zero", "1")
     redis.set(keys.sequence, "many")
     assert drain(store, T0) == ["a0", "a1"]
-    assert store.bad_entries >= 4
+    assert store.shards.bad_entries >= 4
     store.flush([pending("c", 0, "c0")], [], T0)  # seq counts on
     assert drain(store, T0) == ["c0"]
 
@@ -314,11 +322,11 @@ def test_non_numeric_counters_and_times_are_repaired(redis):
 def test_a_damaged_lease_is_set_aside_and_an_orphan_lease_forgotten(redis):
     store = make_store(redis)
     store.flush([pending("a", 0, "a0")], [], T0)
-    keys = store.keys[0]
+    keys = store.shards.keys[0]
     redis.hset(keys.leased, "77", b"cos\nsystem\n")
     redis.zadd(keys.leases, {"77": 0, "78": 0})  # 78: no payload
     assert store.requeue(T0) == 0
-    assert store.totals() == (1, 0)
+    assert store.shards.totals() == (1, 0)
     assert drain(store, T0) == ["a0"]
 
 
@@ -334,7 +342,7 @@ def test_a_damaged_lease_is_set_aside_and_an_orphan_lease_forgotten(redis):
 )
 def test_a_bloom_layout_out_of_range_is_written_again(redis, field, value, at_start):
     store = make_store(redis, FRONTIER_DEDUP_CAPACITY=1000)
-    seen = store.keys[0].seen
+    seen = store.shards.keys[0].seen
     good = redis.hgetall(seen)
     redis.hset(seen, field, value)
     if at_start:
@@ -343,4 +351,4 @@ def test_a_bloom_layout_out_of_range_is_written_again(redis, field, value, at_st
     assert store.flush([pending("a", 0, "a0", fingerprint)], [], T0).new == [True]
     assert store.flush([pending("a", 0, "a1", fingerprint)], [], T0).new == [False]
     assert redis.hgetall(seen) | {b"count:0": b"0"} == good | {b"count:0": b"0"}
-    assert store.bad_entries == 1
+    assert store.shards.bad_entries == 1

@@ -187,7 +187,7 @@ def cluster(redis_url: str) -> Iterator[RedisCluster]:
 
 def store_on(client: Any, settings: Callable[..., dict[str, Any]]) -> FrontierStore:
     config = FrontierConfig.from_settings(Settings(settings()), "bfs")
-    store = FrontierStore(client, config)
+    store = FrontierStore.on(client, config)
     store.prepare(time.time())
     return store
 
@@ -281,7 +281,9 @@ def test_the_frontier_scripts_run_on_shards_spread_over_the_nodes(
     redis_cluster, cluster, settings
 ):
     store = store_on(cluster, settings)
-    membership = Membership(cluster, store.crawl_keys, store.config, node_id=NODE)
+    membership = Membership(
+        cluster, store.shards.crawl_keys, store.shards.config, node_id=NODE
+    )
     now = time.time()
     assert membership.beat(now, pages=0) == frozenset(range(SHARDS))  # claim script
     hosts = hosts_of_every_shard(per_shard=2)
@@ -302,16 +304,16 @@ def test_the_frontier_scripts_run_on_shards_spread_over_the_nodes(
             node.script_flush()
     popped = []
     for _ in range(len(batch) + 1):  # one pop too many: nothing is left
-        shard = store.summaries.best_shard(range(SHARDS))
+        shard = store.shards.summaries.best_shard(range(SHARDS))
         if shard is None:
             break
         lease, entry = store.flush([], [], now, PopOrder(shard, NODE, 0.0)).popped
         popped.append(entry.decode())
         assert store.flush([], [(lease, 0.0)], now).acked == 1
     assert Counter(popped) == Counter(p.entry for p in batch)
-    assert store.totals() == (0, 0)
+    assert store.shards.totals() == (0, 0)
     membership.leave()  # release script
-    assert all(cluster.get(store.keys[s].owner) is None for s in range(SHARDS))
+    assert all(cluster.get(store.shards.keys[s].owner) is None for s in range(SHARDS))
 
 
 # --- whole crawls -------------------------------------------------------------------------
@@ -374,8 +376,8 @@ def test_frontier_status_and_reset_work_on_the_cluster(
     now = time.time()
     store.flush([Pending(shard_of(h, SHARDS), h, 0, "", h) for h in hosts], [], now)
     for shard in range(SHARDS):
-        cluster.set(store.keys[shard].owner, NODE, px=30_000)
-    shard = store.summaries.best_shard(range(SHARDS))
+        cluster.set(store.shards.keys[shard].owner, NODE, px=30_000)
+    shard = store.shards.summaries.best_shard(range(SHARDS))
     assert store.pop(PopOrder(shard, NODE, 0.0), now) is not None
     cluster.set("other:key", "kept")
     status = frontier(redis_url, "status")
@@ -415,9 +417,9 @@ def test_links_are_queued_before_their_page_lets_go_of_its_lease(
     writes, as under load: until they are queued, another node that asks whether the
     crawl is over still sees the page in flight, never an empty crawl."""
     store = store_on(cluster, settings)
-    Membership(cluster, store.crawl_keys, store.config, node_id=NODE).beat(
-        time.time(), pages=0
-    )
+    Membership(
+        cluster, store.shards.crawl_keys, store.shards.config, node_id=NODE
+    ).beat(time.time(), pages=0)
     hosts = hosts_of_every_shard(per_shard=1)
     page = hosts[0]
     page_shard = shard_of(page, SHARDS)
@@ -438,13 +440,13 @@ def test_links_are_queued_before_their_page_lets_go_of_its_lease(
         with ThreadPoolExecutor(1) as pool:
             flushing = pool.submit(store.flush, links, [(lease, 0.0)], now)
             time.sleep(0.5)  # the ack has gone out by now, if it goes out first
-            seen = other_node.totals()
+            seen = other_node.shards.totals()
             slow_node.execute_command("CLIENT", "UNPAUSE")
             flushed = flushing.result(timeout=10)
-    other_node.client.close()
+    other_node.shards.client.close()
     assert seen != (0, 0)  # the page's lease (its links not yet queued)
     assert (flushed.new, flushed.acked) == ([True], 1)
-    assert store.totals() == (1, 0)
+    assert store.shards.totals() == (1, 0)
 
 
 def test_a_request_moving_between_shards_is_never_missed(
@@ -454,9 +456,9 @@ def test_a_request_moving_between_shards_is_never_missed(
     node: at every moment one request is queued or leased. Read while it moves, the
     crawl's settled totals never show an empty crawl (they may say "moving")."""
     store = store_on(cluster, settings)
-    Membership(cluster, store.crawl_keys, store.config, node_id=NODE).beat(
-        time.time(), pages=0
-    )
+    Membership(
+        cluster, store.shards.crawl_keys, store.shards.config, node_id=NODE
+    ).beat(time.time(), pages=0)
     by_node: dict[int, list[str]] = {}
     for host in hosts_of_every_shard(per_shard=1):
         node = node_of_shard(redis_cluster, cluster, shard_of(host, SHARDS))
@@ -486,10 +488,10 @@ def test_a_request_moving_between_shards_is_never_missed(
     with ThreadPoolExecutor(1) as pool:
         moving = pool.submit(move)
         while not finishing.is_set():
-            seen.append(reader.settled_totals())
+            seen.append(reader.shards.settled_totals())
         reading_done.set()
         moving.result()
-    reader.client.close()
+    reader.shards.client.close()
     assert len(seen) > 10
     assert (0, 0) not in seen
 

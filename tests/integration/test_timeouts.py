@@ -106,7 +106,7 @@ def health_of(redis: Any, index: int) -> HostHealth | None:
 def totals(redis: Any, values: dict[str, Any]) -> tuple[int, int]:
     """(queued, leased) requests left in the crawl's frontier."""
     config = FrontierConfig.from_settings(Settings(values), "bfs")
-    return FrontierStore(redis, config).totals()
+    return FrontierStore.on(redis, config).shards.totals()
 
 
 def timeouts_stats(crawler: Any) -> dict[str, int]:

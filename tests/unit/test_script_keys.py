@@ -36,9 +36,9 @@ def test_the_scripts_write_the_keys_the_key_model_names(redis: redis_py.Redis) -
     settings = Settings()
     settings.setmodule("crawler.defaults")
     settings.update({"FRONTIER_SHARDS": 1, "FRONTIER_DEDUP_CAPACITY": 1000})
-    store = FrontierStore(redis, FrontierConfig.from_settings(settings, "t"))
+    store = FrontierStore.on(redis, FrontierConfig.from_settings(settings, "t"))
     store.prepare(T0)
-    keys = store.keys[0]
+    keys = store.shards.keys[0]
     redis.set(keys.owner, NODE)
     level = level_of(3)  # deeper than one past the lowest depth: provisional
     dedup = bloom_hashes(b"fp", 80)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from crawler.frontier.node.membership import Membership
-    from crawler.frontier.store.store import FrontierStore
+    from crawler.frontier.store.crawlshards import CrawlShards
 
 # The engine asks has_pending_requests() often; Redis is asked at most this often.
 CHECK_INTERVAL = 1.0
@@ -22,9 +22,9 @@ CHECK_INTERVAL = 1.0
 
 class DrainWatch:
     def __init__(
-        self, store: FrontierStore, membership: Membership, opened_at: float
+        self, shards: CrawlShards, membership: Membership, opened_at: float
     ) -> None:
-        self._store = store
+        self._shards = shards
         self._membership = membership
         self._opened_at = opened_at
         self._checked: tuple[float, bool] = (0.0, False)
@@ -36,7 +36,7 @@ class DrainWatch:
         checked_at, drained = self._checked
         if now - checked_at >= CHECK_INTERVAL:
             # None: a shard changed as it was read (work is moving): not drained.
-            settled = self._store.settled_totals()
+            settled = self._shards.settled_totals()
             queued, leased = settled if settled is not None else (1, 0)
             drained = queued <= 0 and leased <= own_leases
             self._seen_work = self._seen_work or queued > 0 or leased > 0
@@ -52,7 +52,7 @@ class DrainWatch:
     def _waiting_for_seeds(self, now: float) -> bool:
         """A node that has seen no work waits while other nodes are alive, at most
         FRONTIER_NODE_TTL from its start."""
-        if self._seen_work or now - self._opened_at >= self._store.config.node_ttl:
+        if self._seen_work or now - self._opened_at >= self._shards.config.node_ttl:
             return False
         others = set(self._membership.live_nodes(now)) - {self._membership.node_id}
         return bool(others)

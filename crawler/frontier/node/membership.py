@@ -199,7 +199,7 @@ class Membership:
         which may then be fetched twice). How many."""
         if not self.resumed:
             return 0
-        leases = store.leases_of(self.resumed)
+        leases = store.shards.leases_of(self.resumed)
         requeued = store.requeue(now, leases) if leases else 0
         logger.info(
             "Node %(node)s resumed: took back %(shards)d shards at once and put "

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from crawler.frontier.store.store import FrontierStore
+    from crawler.frontier.store.crawlshards import CrawlShards
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ class Progress:
     def acked(self, count: int) -> None:
         self._pages += count
 
-    def record_pace(self, store: FrontierStore, node_id: str, now: float) -> None:
+    def record_pace(self, shards: CrawlShards, node_id: str, now: float) -> None:
         """Write this minute's pages done by *node_id* if any were done since the
         last write: one round trip, at most once a maintenance round. Pages are
         counted in the minute of the round that sees them."""
@@ -59,9 +59,9 @@ class Progress:
             self._minute, self._minute_pages = minute, 0
         self._minute_pages += added
         self._pages_paced = self._pages
-        keys = store.crawl_keys
+        keys = shards.crawl_keys
         minute_field, pages_field = pace_fields(minute)
-        pipe = store.client.pipeline(transaction=False)
+        pipe = shards.client.pipeline(transaction=False)
         pipe.hset(
             keys.pace(node_id),
             mapping={minute_field: minute, pages_field: self._minute_pages},
@@ -71,21 +71,21 @@ class Progress:
         pipe.zremrangebyscore(keys.pace_nodes, "-inf", now - PACE_TTL_MS / 1000)
         pipe.execute()
 
-    def maybe_log(self, store: FrontierStore, now: float) -> None:
+    def maybe_log(self, shards: CrawlShards, now: float) -> None:
         if self._last_log is None:
             self._last_log = now
             return
         elapsed = now - self._last_log
         if elapsed < self._interval:
             return
-        queued, leased = store.totals()
+        queued, leased = shards.totals()
         rate = (self._pages - self._pages_at_last_log) * 60 / elapsed
         logger.info(
             "Frontier: %(queued)d queued, %(ready)d hosts ready, %(leased)d in flight, "
             "%(rate).0f pages/min on this node",
             {
                 "queued": queued,
-                "ready": store.hosts_ready(),
+                "ready": shards.hosts_ready(),
                 "leased": leased,
                 "rate": rate,
             },

@@ -67,10 +67,10 @@ def join(crawler: Crawler, config: FrontierConfig, now: float) -> Joined:
     try:
         check_reachable(client, context.redis.url)
         run = context.delays.run_settings  # DEPTH_LIMIT in force, for depth repair
-        store = FrontierStore(client, config, context.round_trip_times, run)
+        store = FrontierStore.on(client, config, context.round_trip_times, run)
         store.prepare(now)
         membership = Membership(
-            client, store.crawl_keys, config, on_damage=store.damaged
+            client, store.shards.crawl_keys, config, on_damage=store.shards.damaged
         )
         membership.beat(now, pages=0)
         resumed = membership.resume(store, now)
@@ -78,7 +78,8 @@ def join(crawler: Crawler, config: FrontierConfig, now: float) -> Joined:
     except Exception:
         client.close()
         raise
-    return Joined(store, membership, DrainWatch(store, membership, opened_at=now))
+    drain = DrainWatch(store.shards, membership, opened_at=now)
+    return Joined(store, membership, drain)
 
 
 def _stats(crawler: Crawler) -> StatsCollector:
@@ -120,6 +121,7 @@ class NodeRuntime:
         # Replaced whole when `scrapy frontier set` changes it.
         self._run: RunSettingsHolder = CrawlContext.of(crawler).delays.run_settings
         self.store = joined.store
+        self._shards = joined.store.shards
         self.membership = joined.membership
         self._drain = joined.drain
         self._link = link
@@ -145,12 +147,12 @@ class NodeRuntime:
         crawl unless other nodes still work."""
         self.membership.leave()
         # The pages done since the last heartbeat count in the crawl's pace.
-        self.progress.record_pace(self.store, self.membership.node_id, time.time())
+        self.progress.record_pace(self._shards, self.membership.node_id, time.time())
         if self._config.persist:
             return
-        settled = self.store.settled_totals()  # None: other nodes are at work
+        settled = self._shards.settled_totals()  # None: other nodes are at work
         if settled != (0, 0):
-            queued, leased = settled or self.store.totals()
+            queued, leased = settled or self._shards.totals()
             logger.warning(
                 "Kept frontier %(prefix)r despite FRONTIER_PERSIST=False: "
                 "%(queued)d requests queued, %(leased)d in flight on other nodes",
@@ -158,7 +160,7 @@ class NodeRuntime:
                 extra={"spider": self._crawler.spider},
             )
             return
-        self.store.delete_all()
+        self._shards.delete_all()
 
     # --- the heartbeat -----------------------------------------------------------------
 
@@ -196,7 +198,7 @@ class NodeRuntime:
         if self.membership.beat(now, pages) - owned:
             self._link.wake_engine()  # shards gained: there may be work in them
         # Leases done but not yet acknowledged (Redis was away) are still this node's.
-        self.store.renew(self._work.leases_in_hand(), now)
+        self._shards.renew(self._work.leases_in_hand(), now)
         self._follow_control()
         if recovered := self.store.requeue(now):
             self._stats.inc_value("frontier/leases_recovered", recovered)
@@ -211,15 +213,19 @@ class NodeRuntime:
             self._stats.inc_value("frontier/stranded_hosts", stranded)
             self._link.wake_engine()  # stranded hosts are ready again
         self._work.count_damage()
-        self.progress.maybe_log(self.store, now)
-        self.progress.record_pace(self.store, self.membership.node_id, now)
+        self.progress.maybe_log(self._shards, now)
+        self.progress.record_pace(self._shards, self.membership.node_id, now)
 
     def _follow_control(self) -> None:
         """Apply `scrapy frontier pause|resume|set`, read once a heartbeat."""
-        store = self.store
-        key = store.crawl_keys.control
+        shards = self._shards
+        key = shards.crawl_keys.control
         fields = retyped(
-            store.client, key, "hash", lambda: store.client.hgetall(key), store.damaged
+            shards.client,
+            key,
+            "hash",
+            lambda: shards.client.hgetall(key),
+            shards.damaged,
         )
         resumed, configs = self.control.follow(fields)  # type: ignore[arg-type]
         if resumed:
@@ -229,7 +235,7 @@ class NodeRuntime:
 
     def _take_seeds(self) -> None:
         """Enqueue what any client pushed to the crawl's seed list in Redis."""
-        if self._seeds.take(self.store):
+        if self._seeds.take(self._shards):
             self._work.write_pending(time.time())
             self._link.wake_engine()
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
-    from crawler.frontier.store.store import FrontierStore
+    from crawler.frontier.store.crawlshards import CrawlShards
 
 logger = logging.getLogger(__name__)
 
@@ -40,16 +40,16 @@ class SeedIntake:
         self._enqueue = enqueue
         self._logged: set[str] = set()  # kinds of bad seeds already logged
 
-    def take(self, store: FrontierStore) -> int:
+    def take(self, shards: CrawlShards) -> int:
         """Enqueue the seeds waiting in Redis (at most SEEDS_PER_ROUND); how many
         entries were read."""
-        key, client = store.crawl_keys.seeds, store.client
+        key, client = shards.crawl_keys.seeds, shards.client
         entries: list[bytes] | None = retyped(  # type: ignore[assignment]
             client,
             key,
             "list",
             lambda: client.lpop(key, SEEDS_PER_ROUND),
-            store.damaged,
+            shards.damaged,
         )
         for entry in entries or ():
             if (request := self._request(entry)) is not None:

@@ -1,11 +1,12 @@
 """The crawl's shards in Redis: their keys and summaries, damage, crawl-wide reads.
 
-``FrontierStore`` (the request path: push, ack, pop, requeue, promote) builds on
-this. Here is what every use of the shards shares: the schema check, counting and
-repairing values the crawler did not write, and the reads and writes that span every
-shard and are not on the request path (totals, hosts ready, leases of shards,
-requests that failed for good, lease renewal, deleting the crawl). Each method is one
-round trip (a pipeline), bar the SCAN of ``delete_all``.
+Used alone by the commands and the node's runtime; given to ``FrontierStore`` (the
+request path), which shares its ``ScriptRunner`` and ``ShardRepair``. Here: the
+schema check, counting and repairing values the crawler did not write, the shards'
+summaries kept from every script reply, and the reads and writes that span every
+shard off the request path (totals, hosts ready, leases of shards, requests that
+failed for good, lease renewal, deleting the crawl). Each method is one round trip
+(a pipeline), bar the SCAN of ``delete_all``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from crawler.crawlstate.keys import Keys
     from crawler.frontier.frontierconfig import FrontierConfig
     from crawler.frontier.store.scriptargs import Scalar
+    from crawler.frontier.store.scripts import ScriptRunner
 
 logger = logging.getLogger(__name__)
 
@@ -55,18 +57,28 @@ class CrawlShards:
         self,
         client: Redis,
         config: FrontierConfig,
-        times: RoundTripTimes | None = None,
+        scripts: ScriptRunner,
+        repair: ShardRepair,
     ) -> None:
         self.client = client
         self.config = config
         self.crawl_keys = CrawlKeys(config.prefix)
         self.keys = [self.crawl_keys.shard(s) for s in range(config.shards)]
         self.summaries = ShardSummaries(config.shards, config.order)
-        self._scripts = script_runner(client, times)  # times: the metrics'
-        self._repair = ShardRepair(client, self._scripts, config, self.keys)
+        self._scripts = scripts  # shared with the store given these shards
+        self._repair = repair
         # Values found damaged (not written by the crawler) and set aside or fixed.
         self.bad_entries = 0
         self._damage_logged = False
+
+    @classmethod
+    def on(
+        cls, client: Redis, config: FrontierConfig, times: RoundTripTimes | None = None
+    ) -> CrawlShards:
+        """The shards of *config*'s crawl on *client*, with their own script runner
+        (timed in *times*, the metrics') and repair."""
+        scripts = script_runner(client, times)
+        return cls(client, config, scripts, ShardRepair(client, scripts, config))
 
     def check_schema(self) -> None:
         """Refuse a crawl written by another schema version; a meta key or version
@@ -112,27 +124,29 @@ class CrawlShards:
                 {"what": what},
             )
 
-    def _remember(
+    def remember(
         self, shard: int, state: Sequence[bytes | int | None], damage: int = 0
     ) -> None:
-        """Keep a shard's summary; count the values its script found damaged."""
+        """Keep a shard's summary from a script reply; count the values its script
+        found damaged."""
         found = self.summaries.remember(shard, state)
         self.damaged(damage + found, f"shard {shard}: values set aside or fixed")
 
     def repair(self, shards: Iterable[int], now: float) -> None:
         """Run the repair script on *shards* (key types, counts, leases, hosts)."""
         for shard, reply in self._repair.fixed(shards, now):
-            self._remember(shard, reply[1:], int(reply[0]))
+            self.remember(shard, reply[1:], int(reply[0]))
 
-    def _repair_shard(self, call: Call) -> None:
+    def repair_shard(self, call: Call) -> None:
         """*call* failed on its shard: repair the shard before the call runs again."""
         now = float(call.args["now"]) / 1000  # every call's (ms)
         ((shard, reply),) = self._repair.fixed([call.keys.shard], now)
         if self.config.dedup.mode == "bloom":
-            self._write_bloom_layouts([call.keys])
-        self._remember(shard, reply[1:], int(reply[0]))
+            self.write_bloom_layouts([call.keys])
+        self.remember(shard, reply[1:], int(reply[0]))
 
-    def _write_bloom_layouts(self, shards: Iterable[Keys]) -> None:
+    def write_bloom_layouts(self, shards: Iterable[Keys]) -> None:
+        """Write the Bloom filters' layouts of *shards*, where not written yet."""
         layouts = shard_layouts(self.config.dedup, self.config.shards)
         fields: dict[str, int] = {"filters": 1}
         for index, layout in enumerate(layouts):
@@ -169,7 +183,6 @@ class CrawlShards:
         A shard's queued count is at least its hosts ready or waiting, so that a
         count a damaged entry left too low never ends a crawl early.
         """
-
         return add_totals(self._read(lambda pipe: queue_totals(pipe, self.keys)))
 
     def settled_totals(self) -> tuple[int, int] | None:
@@ -200,6 +213,15 @@ class CrawlShards:
                 pipe.zcard(keys.ready)
 
         return sum(self._read(read))
+
+    def lease_counts(self, shards: Sequence[int]) -> list[int]:
+        """How many leases each of *shards* holds, whoever holds them."""
+
+        def read(pipe: Pipeline) -> None:
+            for shard in shards:
+                pipe.zcard(self.keys[shard].leases)
+
+        return self._read(read)
 
     def leases_of(self, shards: Iterable[int]) -> list[Lease]:
         """Every lease of *shards*, whoever holds it."""
@@ -258,7 +280,7 @@ class CrawlShards:
         total = 0
         for shard, reply in zip(shards, self._scripts.run(calls), strict=True):
             total += reply[0]
-            self._remember(shard, reply[1:])
+            self.remember(shard, reply[1:])
         return total
 
     def delete_all(self) -> int:
@@ -276,11 +298,3 @@ def _failed_fate_and_host(payload: bytes) -> tuple[str, str]:
         return fate, rest[: int(length)]
     except (UnicodeDecodeError, ValueError):
         return "", ""
-
-
-def _integer(value: bytes | None) -> int:
-    """A counter read from Redis; one the crawler did not write counts as 0."""
-    try:
-        return int(value or 0)
-    except ValueError:
-        return 0

@@ -14,16 +14,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from crawler.crawlstate.keys import LEVELS
+from crawler.crawlstate.keys import LEVELS, CrawlKeys
 from crawler.frontier.dedup import most_hashes, shard_layouts
 from crawler.frontier.store.scripts import Call
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable
 
     from redis import Redis
 
-    from crawler.crawlstate.keys import Keys
     from crawler.frontier.frontierconfig import FrontierConfig
     from crawler.frontier.store.scriptargs import Scalar, Value
     from crawler.frontier.store.scripts import ScriptRunner
@@ -42,12 +41,12 @@ class ShardRepair:
         client: Redis,
         runner: ScriptRunner,
         config: FrontierConfig,
-        keys: Sequence[Keys],
     ) -> None:
         self._client = client
         self._runner = runner
         self._config = config
-        self._keys = keys
+        keys = CrawlKeys(config.prefix)
+        self._keys = [keys.shard(s) for s in range(config.shards)]
         self._scanned_at: dict[int, float] = {}
 
     def fixed(self, shards: Iterable[int], now: float) -> list[tuple[int, list[Any]]]:

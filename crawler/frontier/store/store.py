@@ -1,9 +1,11 @@
 """The frontier's request path in Redis: push, acknowledge, pop, requeue, promote.
 
 Each method is one round trip (a pipeline of script calls, one per shard touched).
-Every script reply carries its shard's summary, kept in ``summaries`` so the
-scheduler chooses a shard without asking Redis again. What every use of the shards
-shares (keys, damage repair, crawl-wide reads) is in ``crawlshards``.
+Every script reply carries its shard's summary, kept in the shards' ``summaries`` so
+the scheduler chooses a shard without asking Redis again. The store is given the
+crawl's shards (``crawlshards.CrawlShards``: keys, summaries, damage and repair,
+crawl-wide reads), read-only as ``shards``, and the ``ScriptRunner`` and
+``ShardRepair`` they share.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from crawler.frontier.store.crawlshards import CrawlShards, SchemaMismatchError
+from crawler.frontier.store.repair import ShardRepair
 from crawler.frontier.store.roundtrip import (
     Ack,
     Flushed,
@@ -19,19 +22,19 @@ from crawler.frontier.store.roundtrip import (
     PopOrder,
     ms,
 )
-from crawler.frontier.store.scripts import Call
+from crawler.frontier.store.scripts import Call, script_runner
 from crawler.policy.order import TIERS_PER_DEPTH, queue_class, score_limit
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Sequence
 
     from redis import Redis
-    from redis.client import Pipeline
 
     from crawler.context.roundtriptimes import RoundTripTimes
     from crawler.context.runsettings import RunSettingsHolder
     from crawler.frontier.frontierconfig import FrontierConfig
     from crawler.frontier.store.scriptargs import Scalar
+    from crawler.frontier.store.scripts import ScriptRunner
 
 __all__ = [
     "Ack",
@@ -50,18 +53,45 @@ REQUEUE_LIMIT = 500
 MAX_DEPTH = 64
 
 
-class FrontierStore(CrawlShards):
+class FrontierStore:
+    """The request path over *shards*, whose script runner and repair it shares."""
+
     def __init__(
         self,
+        shards: CrawlShards,
+        scripts: ScriptRunner,
+        repair: ShardRepair,
+        run: RunSettingsHolder | None = None,
+    ) -> None:
+        self._shards = shards
+        self._config = shards.config
+        self._keys = shards.keys
+        self._summaries = shards.summaries
+        self._scripts = scripts
+        self._repair = repair
+        # DEPTH_LIMIT in force, read at each push (`scrapy frontier set` changes it);
+        # None (a command's store, a test's): every provisional depth is looked at.
+        self._run = run
+
+    @classmethod
+    def on(
+        cls,
         client: Redis,
         config: FrontierConfig,
         times: RoundTripTimes | None = None,
         run: RunSettingsHolder | None = None,
-    ) -> None:
-        super().__init__(client, config, times)
-        # DEPTH_LIMIT in force, read at each push (`scrapy frontier set` changes it);
-        # None (a command's store, a test's): every provisional depth is looked at.
-        self._run = run
+    ) -> FrontierStore:
+        """The store of *config*'s crawl on *client*, its script calls timed in
+        *times* (the metrics'), pushes reading DEPTH_LIMIT from *run*."""
+        scripts = script_runner(client, times)
+        repair = ShardRepair(client, scripts, config)
+        shards = CrawlShards(client, config, scripts, repair)
+        return cls(shards, scripts, repair, run)
+
+    @property
+    def shards(self) -> CrawlShards:
+        """The crawl's shards: keys, summaries, damage, crawl-wide reads."""
+        return self._shards
 
     def _deepest(self) -> int:
         """The deepest provisional depth a push looks at for a shorter path."""
@@ -71,15 +101,15 @@ class FrontierStore(CrawlShards):
     def prepare(self, now: float) -> None:
         """Check the schema version, repair every shard, write Bloom layouts, load
         scripts and summaries."""
-        if self.config.reset:
-            self.delete_all()
-        self.check_schema()
+        shards = self._shards
+        if self._config.reset:
+            shards.delete_all()
+        shards.check_schema()
         self._scripts.load()
-        for shard, reply in self._repair.fixed(range(self.config.shards), now):
-            self._remember(shard, reply[1:], int(reply[0]))
-        if self.config.dedup.mode == "bloom":
-            self._write_bloom_layouts(self.keys)
-        self.promote(range(self.config.shards), now)
+        shards.repair(range(self._config.shards), now)
+        if self._config.dedup.mode == "bloom":
+            shards.write_bloom_layouts(self._keys)
+        self.promote(range(self._config.shards), now)
 
     def flush(
         self,
@@ -102,10 +132,10 @@ class FrontierStore(CrawlShards):
         pop_calls = [self._pop_call(pop, now)] if pop is not None else []
         pushes = len(by_shard)
         first = pushes if acks else 0  # links queued before their pages' leases go
-        replies = self._scripts.run(calls + pop_calls, self._repair_shard, first)
+        replies = self._scripts.run(calls + pop_calls, self._shards.repair_shard, first)
         popped, fenced = self._popped(pop, replies.pop()) if pop else (None, False)
         for call, reply in zip(calls, replies, strict=True):
-            self._remember(call.keys.shard, reply[1:])
+            self._shards.remember(call.keys.shard, reply[1:])
         flags = {
             call.keys.shard: iter(reply[0])
             for call, reply in zip(calls[:pushes], replies[:pushes], strict=True)
@@ -122,14 +152,14 @@ class FrontierStore(CrawlShards):
 
     def _push_call(self, shard: int, items: list[Pending], now: float) -> Call:
         args: dict[str, Scalar] = {
-            "order": self.config.order,
+            "order": self._config.order,
             "now": ms(now),
-            "concurrency": self.config.host_concurrency,
-            "dedup_mode": self.config.dedup.mode,
-            "floor": self.summaries.lowest_depth() or 0,
+            "concurrency": self._config.host_concurrency,
+            "dedup_mode": self._config.dedup.mode,
+            "floor": self._summaries.lowest_depth() or 0,
             "deepest": self._deepest(),
             "per_depth": TIERS_PER_DEPTH,
-            "reparse": "1" if self.config.reparse_from_store else "0",
+            "reparse": "1" if self._config.reparse_from_store else "0",
         }
         records = [
             {
@@ -143,42 +173,42 @@ class FrontierStore(CrawlShards):
             }
             for item in items
         ]
-        return Call("push", self.keys[shard], args, records)
+        return Call("push", self._keys[shard], args, records)
 
     def _ack_call(self, ack: Ack, now: float) -> Call:
         done_at = ack.lease.done_at
         since = now if done_at is None else min(now, done_at)
         args: dict[str, Scalar] = {
-            "order": self.config.order,
+            "order": self._config.order,
             "now": ms(since),
-            "concurrency": self.config.host_concurrency,
+            "concurrency": self._config.host_concurrency,
             "delay": ms(ack.delay),
             "lease_id": ack.lease.lease_id,
             "fate": ack.fate,
             "fingerprint": ack.fingerprint,
             "untouched": "1" if ack.untouched else "0",
         }
-        return Call("ack", self.keys[ack.lease.shard], args)
+        return Call("ack", self._keys[ack.lease.shard], args)
 
     def _pop_call(self, order: PopOrder, now: float) -> Call:
         args: dict[str, Scalar] = {
-            "order": self.config.order,
+            "order": self._config.order,
             "now": ms(now),
-            "concurrency": self.config.host_concurrency,
-            "expiry": ms(now + self.config.lease_timeout),
+            "concurrency": self._config.host_concurrency,
+            "expiry": ms(now + self._config.lease_timeout),
             "default_delay": ms(order.default_delay),
             "promote_limit": PROMOTE_LIMIT,
             "score_limit": score_limit(order.deepest_level),
             "node_id": order.node_id,
             "per_depth": TIERS_PER_DEPTH,
         }
-        return Call("pop", self.keys[order.shard], args)
+        return Call("pop", self._keys[order.shard], args)
 
     def _popped(
         self, order: PopOrder, reply: list[Any]
     ) -> tuple[tuple[Lease, bytes] | None, bool]:
         """The lease and entry popped, if any, and whether the pop was fenced."""
-        self._remember(order.shard, reply[3:])
+        self._shards.remember(order.shard, reply[3:])
         if reply[0] is None:
             return None, reply[1] == b"fenced"
         return (
@@ -191,39 +221,39 @@ class FrontierStore(CrawlShards):
         ids: dict[int, list[str]] = {}
         for lease in leases:
             ids.setdefault(lease.shard, []).append(lease.lease_id)
-        shards = list(ids) if ids else list(range(self.config.shards))
+        shards = list(ids) if ids else list(range(self._config.shards))
         args: dict[str, Scalar] = {
-            "order": self.config.order,
+            "order": self._config.order,
             "now": ms(now),
-            "concurrency": self.config.host_concurrency,
+            "concurrency": self._config.host_concurrency,
             "limit": REQUEUE_LIMIT,
         }
         calls = [
-            Call("requeue", self.keys[s], args, [{"id": i} for i in ids.get(s, [])])
+            Call("requeue", self._keys[s], args, [{"id": i} for i in ids.get(s, [])])
             for s in shards
         ]
         total = 0
-        replies = self._scripts.run(calls, self._repair_shard)
+        replies = self._scripts.run(calls, self._shards.repair_shard)
         for shard, reply in zip(shards, replies, strict=True):
             total += reply[0]
-            self._remember(shard, reply[1:])
+            self._shards.remember(shard, reply[1:])
         return total
 
     def promote(self, shards: Iterable[int], now: float) -> None:
         """Move hosts whose delay ended to ready, and refresh the shards' summaries."""
         shards = list(shards)
-        floor = self.summaries.lowest_depth()
+        floor = self._summaries.lowest_depth()
         args: dict[str, Scalar] = {
-            "order": self.config.order,
+            "order": self._config.order,
             "now": ms(now),
             "limit": PROMOTE_LIMIT,
-            "concurrency": self.config.host_concurrency,
+            "concurrency": self._config.host_concurrency,
             "floor": "" if floor is None else floor,
         }
-        calls = [Call("promote", self.keys[s], args) for s in shards]
-        replies = self._scripts.run(calls, self._repair_shard)
+        calls = [Call("promote", self._keys[s], args) for s in shards]
+        replies = self._scripts.run(calls, self._shards.repair_shard)
         for shard, reply in zip(shards, replies, strict=True):
-            self._remember(shard, reply)
+            self._shards.remember(shard, reply)
 
     def repair_stuck(self, among: Collection[int], now: float) -> int:
         """Look at every host of the shards of *among* that seem stuck: requests
@@ -233,16 +263,11 @@ class FrontierStore(CrawlShards):
         candidates = [
             i
             for i in sorted(among)
-            if self.summaries.looks_stuck(i) and self._repair.due(i, now)
+            if self._summaries.looks_stuck(i) and self._repair.due(i, now)
         ]
         if not candidates:
             return 0
-
-        def read(pipe: Pipeline) -> None:
-            for shard in candidates:
-                pipe.zcard(self.keys[shard].leases)
-
-        leased = self._read(read)
+        leased = self._shards.lease_counts(candidates)
         return self.rescue(
             now, [s for s, n in zip(candidates, leased, strict=True) if not n]
         )
@@ -251,9 +276,9 @@ class FrontierStore(CrawlShards):
         """Schedule every stranded host of *shards* (default: every shard not looked
         at in the last ``repair.STUCK_REPAIR_INTERVAL``); how many. One SCAN."""
         if shards is None:
-            shards = [s for s in range(self.config.shards) if self._repair.due(s, now)]
+            shards = [s for s in range(self._config.shards) if self._repair.due(s, now)]
         scheduled = 0
         for shard, hosts, summary in self._repair.hosts(shards, now) if shards else ():
-            self._remember(shard, summary)
+            self._shards.remember(shard, summary)
             scheduled += hosts
         return scheduled
