@@ -184,6 +184,7 @@ def test_keys_are_found_in_the_project() -> None:
     keys, _ = stats_keys_in_crawler()
     assert StatsKey("frontier/acked") in keys
     assert StatsKey("scheduler/enqueued") in keys  # written through a loop variable
+    assert StatsKey("warc/errors") in keys  # written through OnceLogger.event
 
 
 def test_every_stats_key_is_a_literal() -> None:
