@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.utils.asyncio import call_later
 
+from crawler.context.logonce import OnceLogger
 from crawler.context.outage import REDIS_ERRORS
 from crawler.frontier.ackgate import AckGate
 from crawler.frontier.encoding import codec
@@ -60,7 +61,7 @@ class PushBuffer:
         self._admission = admission
         self.held = HeldLeases()
         self.acks = AckGate(crawler, self.lease_done)
-        self._bad_entry_logged = False
+        self._once = OnceLogger(logger, crawler)
         self._delays = delays
         self._runtime = runtime
         self._duplicates = duplicates
@@ -216,15 +217,12 @@ class PushBuffer:
         self, lease: Lease, entry: bytes, error: Exception, now: float
     ) -> None:
         """Count and skip an entry this crawler did not write; it is never executed."""
-        self._stats.inc_value("frontier/bad_entries")
-        if not self._bad_entry_logged:
-            logger.warning(
-                "Skipped a queue entry that is not a frontier request (%(error)s): "
-                "%(entry)r; further ones are only counted in frontier/bad_entries",
-                {"error": error, "entry": entry[:200]},
-                extra={"spider": self._crawler.spider},
-            )
-            self._bad_entry_logged = True
+        self._once.event(
+            "frontier/bad_entries",
+            "Skipped a queue entry that is not a frontier request (%(error)s): "
+            "%(entry)r; further ones are only counted in frontier/bad_entries",
+            {"error": error, "entry": entry[:200]},
+        )
         self.flush(now, [Held(lease, "")])
 
     def closed_without_redis(self, error: Exception, outage: RedisOutage) -> None:
