@@ -22,6 +22,7 @@ from scrapy.exceptions import NotConfigured
 from crawler.analysis.analysisconfig import AnalysisConfig
 from crawler.analysis.tasks import AnalysisTask
 from crawler.context.crawl import CrawlContext
+from crawler.context.logonce import OnceLogger
 from crawler.context.outage import patiently
 from crawler.context.startup import StartupFailure
 from crawler.crawlstate.connection import RedisUnreachableError
@@ -50,7 +51,7 @@ class AnalysisPipeline:
         self._client = client
         self._config = config
         self._keys = keys
-        self._bad_logged = False
+        self._once = OnceLogger(logger, crawler)
         self._rules: list[tuple[re.Pattern[str], str]] = []
         self._gate = CrawlContext.of(crawler).outage.gate("the analysis pipeline")
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
@@ -97,15 +98,12 @@ class AnalysisPipeline:
         if kind in (b"stream", b"none"):
             return  # another write replaced it first, or another error
         await self._client.delete(self._keys.analysis_tasks)
-        self._crawler.stats.inc_value("analysis/bad_records")
-        if not self._bad_logged:
-            self._bad_logged = True
-            logger.warning(
-                "Deleted %(key)s, a %(kind)r the crawler did not write, where the "
-                "analysis stream belongs",
-                {"key": self._keys.analysis_tasks, "kind": kind},
-                extra={"spider": self._crawler.spider},
-            )
+        self._once.event(
+            "analysis/bad_records",
+            "Deleted %(key)s, a %(kind)r the crawler did not write, where the "
+            "analysis stream belongs",
+            {"key": self._keys.analysis_tasks, "kind": kind},
+        )
 
     async def _add(self, task: AnalysisTask) -> None:
         await self._client.xadd(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from crawler.context.logonce import OnceLogger
 from crawler.frontier.dedup import bloom_hashes, most_hashes, shard_layouts
 from crawler.frontier.encoding import codec
 from crawler.frontier.seencache import SeenCache
@@ -54,8 +55,8 @@ class Admission:
         self._on_duplicate = on_duplicate
         self._seen = SeenCache(config.local_seen_cache)
         self._duplicates = 0
-        # (callback, part, type) of the refusals already logged: the rest are counted.
-        self._refusals_logged: set[tuple[str, str, str]] = set()
+        # One line per (callback, part, type) of refusal: the rest are counted.
+        self._once = OnceLogger(logger, crawler)
         # Enough hashes for the filter of a shard that needs the most.
         self._hashes = most_hashes(shard_layouts(config.dedup, config.shards))
 
@@ -122,13 +123,9 @@ class Admission:
         """
         if fingerprint is not None:
             self._seen.discard(fingerprint)
-        self._stats.inc_value("frontier/unencodable")
         callback = callback_name(request)
-        kind = (callback, error.where, error.value_type)
-        if kind in self._refusals_logged:
-            return
-        self._refusals_logged.add(kind)
-        logger.error(
+        self._once.event(
+            "frontier/unencodable",
             "Refused %(request)s from callback %(callback)s: %(where)s holds a value "
             "of type %(type)s, which the frontier cannot store (%(reason)s). Meta and "
             "cb_kwargs may hold JSON values, tuples, bytes, sets, dates and times, "
@@ -141,7 +138,8 @@ class Admission:
                 "type": error.value_type,
                 "reason": error.reason,
             },
-            extra={"spider": self._spider},
+            level=logging.ERROR,
+            key=(callback, error.where, error.value_type),
         )
 
     def count_duplicates(self, count: int) -> None:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 from scrapy.utils.request import referer_str
 
+from crawler.context.logonce import OnceLogger
+
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
@@ -27,7 +29,7 @@ class DuplicateLog:
     def __init__(self, crawler: Crawler) -> None:
         self._crawler = crawler
         self._debug = crawler.settings.getbool("DUPEFILTER_DEBUG")
-        self._logged = False
+        self._once = OnceLogger(logger, crawler)
 
     def found(self, request: Request) -> None:
         """Log *request* as a filtered duplicate, as RFPDupeFilter does."""
@@ -38,13 +40,13 @@ class DuplicateLog:
                 {"request": request, "referer": referer_str(request)},
                 extra={"spider": spider},
             )
-        elif not self._logged:
-            self._logged = True
-            logger.debug(
+        else:
+            self._once.once(
+                "duplicate",
                 "Filtered duplicate request: %(request)s - no more duplicates will be "
                 "shown (see DUPEFILTER_DEBUG to show all duplicates)",
                 {"request": request},
-                extra={"spider": spider},
+                level=logging.DEBUG,
             )
 
     def dropped(self, request: Request) -> None:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.utils.asyncio import call_later
 
+from crawler.context.logonce import OnceLogger
 from crawler.context.outage import REDIS_ERRORS
 from crawler.frontier.ackgate import AckGate
 from crawler.frontier.admission import Admission
@@ -91,7 +92,7 @@ class Exchange:
         self._asking: Request | None = None
         self._asking_refused = False
         self._timer: CallLaterResult | None = None
-        self._bad_entry_logged = False
+        self._once = OnceLogger(logger, crawler)
         self._damage_counted = 0  # of the store's bad_entries, in the stats already
 
     def __bool__(self) -> bool:
@@ -286,13 +287,10 @@ class Exchange:
         self, lease: Lease, entry: bytes, error: Exception, now: float
     ) -> None:
         """Count and skip an entry this crawler did not write; it is never executed."""
-        self._stats.inc_value("frontier/bad_entries")
-        if not self._bad_entry_logged:
-            logger.warning(
-                "Skipped a queue entry that is not a frontier request (%(error)s): "
-                "%(entry)r; further ones are only counted in frontier/bad_entries",
-                {"error": error, "entry": entry[:200]},
-                extra={"spider": self._spider},
-            )
-            self._bad_entry_logged = True
+        self._once.event(
+            "frontier/bad_entries",
+            "Skipped a queue entry that is not a frontier request (%(error)s): "
+            "%(entry)r; further ones are only counted in frontier/bad_entries",
+            {"error": error, "entry": entry[:200]},
+        )
         self._flush(now, [OwnLease(lease, "")])

@@ -13,6 +13,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from crawler.context.crawl import CrawlContext
+from crawler.context.logonce import OnceLogger
 from crawler.context.outage import (
     REDIS_ERRORS,
     is_outage,
@@ -49,7 +50,7 @@ class HostRecords:
         self._cache: OrderedDict[str, tuple[HostHealth, float]] = OrderedDict()
         self._unwritten: dict[str, HostHealth] = {}
         self._gate = CrawlContext.of(crawler).outage.gate("the timeouts middleware")
-        self._bad_logged = False
+        self._once = OnceLogger(logger, crawler)
 
     def get(self, host: str) -> HostHealth:
         now = time.monotonic()
@@ -117,16 +118,13 @@ class HostRecords:
 
     def _bad(self, count: int, what: str) -> None:
         """Count a health record the crawler did not write (ignored); log the first."""
-        assert self._crawler.stats is not None
-        self._crawler.stats.inc_value("timeouts/bad_records", count)
-        if not self._bad_logged:
-            self._bad_logged = True
-            logger.warning(
-                "Ignored host health state the crawler did not write (%(what)s); "
-                "further ones are only counted in timeouts/bad_records",
-                {"what": what},
-                extra={"spider": self._crawler.spider},
-            )
+        self._once.event(
+            "timeouts/bad_records",
+            "Ignored host health state the crawler did not write (%(what)s); "
+            "further ones are only counted in timeouts/bad_records",
+            {"what": what},
+            count=count,
+        )
 
     def _remember(self, host: str, health: HostHealth, now: float) -> None:
         self._cache[host] = (health, now)

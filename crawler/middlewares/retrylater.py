@@ -19,6 +19,7 @@ import time
 from typing import TYPE_CHECKING
 
 from crawler import meta
+from crawler.context.logonce import OnceLogger
 from crawler.context.startup import StartupFailure
 from crawler.frontier.holds import HoldRequest
 from crawler.middlewares.timeouts import retry_after_seconds
@@ -47,7 +48,7 @@ class RetryLaterMiddleware:
             int(code) for code in crawler.settings.getlist("HTTPERROR_ALLOWED_CODES")
         }
         self._allow_all = crawler.settings.getbool("HTTPERROR_ALLOW_ALL")
-        self._logged = False
+        self._once = OnceLogger(logger, crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
@@ -102,9 +103,8 @@ class RetryLaterMiddleware:
         if until is None:
             self._stats.inc_value(f"retry_later/gave_up_count/{fate}")
             return None
-        self._stats.inc_value("retry_later/held")
         self._stats.inc_value(f"retry_later/held_count/{fate}")
-        self._log_first(request, fate, until - now)
+        self._held(request, fate, until - now)
         return request.replace(
             dont_filter=True,
             meta={
@@ -123,13 +123,12 @@ class RetryLaterMiddleware:
         spider_list = getattr(self._crawler.spider, "handle_httpstatus_list", ())
         return status in spider_list or status in self._allowed
 
-    def _log_first(self, request: Request, fate: Fate, seconds: float) -> None:
-        if self._logged:
-            return
-        self._logged = True
-        logger.info(
+    def _held(self, request: Request, fate: Fate, seconds: float) -> None:
+        """Count a hold; log the first (holds are routine: INFO, not WARNING)."""
+        self._once.event(
+            "retry_later/held",
             "Holding %(url)s (%(fate)s) for %(seconds).0fs before trying it again; "
             "further holds are counted in retry_later/held",
             {"url": request.url, "fate": fate, "seconds": seconds},
-            extra={"spider": self._crawler.spider},
+            level=logging.INFO,
         )

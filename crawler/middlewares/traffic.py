@@ -26,6 +26,7 @@ from scrapy.utils.asyncio import create_looping_call
 
 from crawler.context.crawl import CrawlContext
 from crawler.context.enginehooks import engine_closing
+from crawler.context.logonce import OnceLogger
 from crawler.context.outage import is_outage
 from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.crawlstate.keys import CrawlKeys
@@ -85,7 +86,7 @@ class TrafficMiddleware:
         self._loop: AsyncioLoopingCall | LoopingCall | None = None
         self._flushing: asyncio.Task[None] | None = None
         self._in_flight: list[str] = []  # hosts of the last flush (see _forget)
-        self._failure_logged = False
+        self._once = OnceLogger(logger, crawler)
         self._gate = CrawlContext.of(crawler).outage.gate("the traffic counters")
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
@@ -225,14 +226,12 @@ class TrafficMiddleware:
             self._log_failure_once("could not write traffic counters to Redis", error)
 
     def _log_failure_once(self, what: str, error: Exception) -> None:
-        if self._failure_logged:
-            return
-        self._failure_logged = True
-        logger.warning(
+        """One line for the first failure of either kind: both keys count them."""
+        self._once.once(
+            "failure",
             "%(what)s (%(error)s); further failures are only counted in "
             "traffic/flush_errors and traffic/rejected_writes",
             {"what": what, "error": error},
-            extra={"spider": self._crawler.spider},
         )
 
     async def _spider_closed(self) -> None:

@@ -25,6 +25,7 @@ import scrapy
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from crawler.context.logonce import OnceLogger
 from crawler.context.startup import StartupFailure
 from crawler.middlewares.warcfiles import WarcConfig, WarcFiles
 from crawler.middlewares.warcrecords import WARC_VERSION, download_records
@@ -57,7 +58,7 @@ class WarcMiddleware:
         self._clock = clock
         # When each request went to the download handler (the records' WARC-Date).
         self._sent: WeakKeyDictionary[Request, float] = WeakKeyDictionary()
-        self._failure_logged = False
+        self._once = OnceLogger(logger, crawler)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
@@ -89,8 +90,7 @@ class WarcMiddleware:
         try:
             self._files.write_pair(request_record, response_record)
         except OSError as exc:
-            self._stats.inc_value("warc/errors")
-            self._log_failure_once(exc)
+            self._failed(exc)
         self._count(records, files)
 
     def _count(self, records: int, files: int) -> None:
@@ -99,15 +99,14 @@ class WarcMiddleware:
         if added := self._files.files - files:
             self._stats.inc_value("warc/files", added)
 
-    def _log_failure_once(self, error: OSError) -> None:
-        if self._failure_logged:
-            return
-        self._failure_logged = True
-        logger.error(
+    def _failed(self, error: OSError) -> None:
+        """Count a failed write; log the first (the crawl goes on without WARCs)."""
+        self._once.event(
+            "warc/errors",
             "Could not write WARC files under %(directory)s (%(error)s); the crawl "
             "goes on, further failures are only counted in warc/errors",
             {"directory": self._files.directory, "error": error},
-            extra={"spider": self._crawler.spider},
+            level=logging.ERROR,
         )
 
     def _spider_closed(self) -> None:
@@ -115,8 +114,7 @@ class WarcMiddleware:
         try:
             self._files.close()
         except OSError as exc:
-            self._stats.inc_value("warc/errors")
-            self._log_failure_once(exc)
+            self._failed(exc)
         self._count(records, files)
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
+from crawler.context.logonce import OnceLogger
 from crawler.items import PageRecord
 from crawler.pagestore.files import PageStoreConfig, write_page
 from crawler.policy.storepath import store_path
@@ -32,8 +33,7 @@ class PageStorePipeline:
     def __init__(self, crawler: Crawler, root: Path) -> None:
         self._crawler = crawler
         self._root = root
-        self._rejected_logged = False
-        self._error_logged = False
+        self._once = OnceLogger(logger, crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -69,23 +69,18 @@ class PageStorePipeline:
         return item
 
     def _rejected(self, item: PageRecord, error: ValueError) -> None:
-        self._crawler.stats.inc_value("pagestore/rejected_path")
-        if not self._rejected_logged:
-            self._rejected_logged = True
-            logger.warning(
-                "Page store skipped %(url)s: %(error)s; further ones are only "
-                "counted in pagestore/rejected_path",
-                {"url": item.url[:500], "error": error},
-                extra={"spider": self._crawler.spider},
-            )
+        self._once.event(
+            "pagestore/rejected_path",
+            "Page store skipped %(url)s: %(error)s; further ones are only "
+            "counted in pagestore/rejected_path",
+            {"url": item.url[:500], "error": error},
+        )
 
     def _failed(self, item: PageRecord, error: OSError) -> None:
-        self._crawler.stats.inc_value("pagestore/errors")
-        if not self._error_logged:
-            self._error_logged = True
-            logger.error(
-                "Page store could not write %(url)s: %(error)s; further errors are "
-                "only counted in pagestore/errors",
-                {"url": item.url[:500], "error": error},
-                extra={"spider": self._crawler.spider},
-            )
+        self._once.event(
+            "pagestore/errors",
+            "Page store could not write %(url)s: %(error)s; further errors are "
+            "only counted in pagestore/errors",
+            {"url": item.url[:500], "error": error},
+            level=logging.ERROR,
+        )

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 
+from crawler.context.logonce import OnceLogger
 from crawler.context.startup import StartupFailure
 from crawler.meta import RENDER, ROBOTS_FETCH
 from crawler.render.config import BadRenderSetting, RenderConfig
@@ -55,7 +56,7 @@ class RenderMiddleware:
         # What this machine lacks to render; None when it can.
         self._missing = missing
         self._advisor: Advisor | None = None
-        self._warned = False
+        self._once = OnceLogger(logger, crawler)
         if missing is not None and config.mode != "never":
             self._warn(f"RENDER_MODE={config.mode}")
 
@@ -106,16 +107,14 @@ class RenderMiddleware:
         return self._advisor
 
     def _warn(self, asked_by: str) -> None:
-        """The one line saying rendering cannot be done here, and what to do."""
-        if self._warned:
-            return
-        self._warned = True
-        logger.warning(
+        """The one line saying rendering cannot be done here, and what to do
+        (whether start-up or a request asked first)."""
+        self._once.once(
+            "unavailable",
             "Rendering is asked for (%(asked_by)s) but this machine lacks "
             "%(missing)s: %(hint)s. Pages are fetched without rendering (counted "
             "in render/unavailable)",
             {"asked_by": asked_by, "missing": self._missing, "hint": INSTALL_HINT},
-            extra={"spider": self._crawler.spider},
         )
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import ResponseError
 
 from crawler.context.crawl import CrawlContext
+from crawler.context.logonce import OnceLogger
 from crawler.context.outage import REDIS_ERRORS, is_outage, patiently
 from crawler.render.levels import level_fields, write_level
 from crawler.render.statescripts import SCRIPTS
@@ -45,14 +46,12 @@ class RenderState:
     """The crawl's render hashes in Redis (see the module)."""
 
     def __init__(self, crawler: Crawler, keys: CrawlKeys) -> None:
-        assert crawler.stats is not None
         self._crawler = crawler
-        self._stats = crawler.stats
         self._keys = keys
         self.gate = CrawlContext.of(crawler).outage.gate("the render advisor")
         self._client: redis.asyncio.Redis | None = None
         self._scripts: dict[str, Any] = {}
-        self._bad_logged = False
+        self._once = OnceLogger(logger, crawler)
 
     # --- reads: None while Redis is away ---------------------------------------------
 
@@ -177,15 +176,13 @@ class RenderState:
 
     def bad(self, count: int, what: str) -> None:
         """Count state the crawler did not write (or a refused command); log once."""
-        self._stats.inc_value("render/bad_state", count)
-        if not self._bad_logged:
-            self._bad_logged = True
-            logger.warning(
-                "Ignored render state the crawler did not write (%(what)s); further "
-                "ones are only counted in render/bad_state",
-                {"what": what},
-                extra={"spider": self._crawler.spider},
-            )
+        self._once.event(
+            "render/bad_state",
+            "Ignored render state the crawler did not write (%(what)s); further "
+            "ones are only counted in render/bad_state",
+            {"what": what},
+            count=count,
+        )
 
     async def close(self) -> None:
         if self._client is not None:

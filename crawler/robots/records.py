@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from redis.exceptions import LockError, ResponseError
 
 from crawler.context.crawl import CrawlContext
+from crawler.context.logonce import OnceLogger
 from crawler.context.outage import REDIS_ERRORS, is_outage, patiently
 from crawler.policy.robotsfetch import (
     BadRecordError,
@@ -67,7 +68,7 @@ class RobotsRecords:
         self._lock_timeout = config.fetch_budget + LOCK_MARGIN
         self._redis: redis.asyncio.Redis | None = None
         self._gate = CrawlContext.of(crawler).outage.gate("the robots middleware")
-        self._bad_logged = False
+        self._once = OnceLogger(logger, crawler)
 
     async def load(self, origin: str) -> tuple[RobotsRecord, bool]:
         """The fresh record in Redis, else one this node fetches under the lock; and
@@ -178,15 +179,11 @@ class RobotsRecords:
 
     def _bad_record(self, what: str) -> None:
         """Count robots.txt state the crawler did not write; log the first."""
-        self._stats.inc_value("robots/bad_records")
-        if self._bad_logged:
-            return
-        self._bad_logged = True
-        logger.warning(
+        self._once.event(
+            "robots/bad_records",
             "Replaced robots.txt state the crawler did not write (%(what)s); "
             "further ones are only counted in robots/bad_records",
             {"what": what},
-            extra={"spider": self._crawler.spider},
         )
 
     def _client(self) -> redis.asyncio.Redis:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, Spider, signals
 
 from crawler import defaults
+from crawler.context.logonce import OnceLogger
 from crawler.context.startup import StartupFailure
 from crawler.frontier.seencache import SeenCache
 from crawler.items import EXPORTED
@@ -78,8 +79,8 @@ class BfsSpider(Spider):
         self._scope_arg = scope
         self._follow_sitemaps = sitemaps.strip().lower() in ("1", "true", "yes")
         self._follower = Follower("pages")
-        self._bad_sitemap_logged = False
-        self._unparseable_logged = False
+        # Made before the crawler is known: counts are the callers' (stats, fates).
+        self._once = OnceLogger(self.logger)
         self._seeds: list[str] = []
         self._failure: StartupFailure | None = None
         self._recording: set[asyncio.Future[None]] = set()
@@ -218,14 +219,13 @@ class BfsSpider(Spider):
         return record
 
     def _unparseable(self, response: Response, error: Exception) -> None:
-        if not self._unparseable_logged:
-            self._unparseable_logged = True
-            self.logger.warning(
-                "Could not read the links of %(url)s (%(error)s); recorded as "
-                "unparseable, further ones are only counted in "
-                "bfs/fate_count/unparseable",
-                {"url": response.url, "error": error},
-            )
+        self._once.once(
+            "unparseable",
+            "Could not read the links of %(url)s (%(error)s); recorded as "
+            "unparseable, further ones are only counted in "
+            "bfs/fate_count/unparseable",
+            {"url": response.url, "error": error},
+        )
 
     def closed(self, reason: str) -> None:
         """The end-of-crawl line: URLs recorded, and how many failed for good, why."""
@@ -269,14 +269,13 @@ class BfsSpider(Spider):
 
     def _bad_sitemap(self, response: Response, error: Exception) -> None:
         self.crawler.stats.inc_value("bfs/bad_sitemaps")
-        if not self._bad_sitemap_logged:
-            self._bad_sitemap_logged = True
-            self.logger.warning(
-                "Skipped %s, not a sitemap (%s); further ones are only counted in "
-                "bfs/bad_sitemaps",
-                response.url,
-                error,
-            )
+        self._once.once(
+            "bad_sitemap",
+            "Skipped %s, not a sitemap (%s); further ones are only counted in "
+            "bfs/bad_sitemaps",
+            response.url,
+            error,
+        )
 
     def _read_seeds(self) -> list[str]:
         """The valid seeds (``read_seeds``); each bad one is logged and counted."""

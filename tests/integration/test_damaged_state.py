@@ -174,7 +174,7 @@ async def test_robots_traffic_and_analysis_keys_not_ours(
     robots_lines = [
         r
         for r in caplog.records
-        if r.name.startswith("crawler.robots.") and "did not write" in r.message
+        if r.name == "crawler.robots.records" and "did not write" in r.message
     ]
     assert len(robots_lines) == 1  # three kinds of damage, one line: then counted
     assert crawler.stats.get_value("analysis/bad_records") == 1

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from scrapy import Request
 from scrapy.http import FormRequest
 
+from crawler.context.logonce import OnceLogger
 from crawler.crawlstate.damage import retyped
 from crawler.meta import REVIVE
 from crawler.policy.scope import BadSeedError, parse_seed_payload
@@ -34,11 +35,8 @@ SEEDS_PER_ROUND = 1000
 
 class SeedIntake:
     def __init__(self, crawler: Crawler, enqueue: Callable[[Request], bool]) -> None:
-        assert crawler.stats is not None
-        self._crawler = crawler
-        self._stats = crawler.stats
         self._enqueue = enqueue
-        self._logged: set[str] = set()  # kinds of bad seeds already logged
+        self._once = OnceLogger(logger, crawler)  # one line per kind of bad seed
 
     def take(self, shards: CrawlShards) -> int:
         """Enqueue the seeds waiting in Redis (at most SEEDS_PER_ROUND); how many
@@ -80,13 +78,10 @@ class SeedIntake:
         return Request(seed.url, method=seed.method, meta=meta, priority=seed.priority)
 
     def _bad(self, kind: str, reason: str, entry: bytes) -> None:
-        self._stats.inc_value("frontier/bad_seeds")
-        if kind in self._logged:
-            return
-        self._logged.add(kind)
-        logger.warning(
+        self._once.event(
+            "frontier/bad_seeds",
             "Skipped a seed from Redis (%(reason)s): %(entry)r; further seeds with "
             "this fault (%(kind)s) are only counted in frontier/bad_seeds",
             {"reason": reason, "kind": kind, "entry": entry[:200]},
-            extra={"spider": self._crawler.spider},
+            key=kind,
         )

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import ResponseError
 
+from crawler.context.logonce import OnceLogger
 from crawler.crawlstate.keys import SCHEMA_VERSION, CrawlKeys
 from crawler.crawlstate.readers import (
     TOTALS_COMMANDS,
@@ -69,7 +70,7 @@ class CrawlShards:
         self._repair = repair
         # Values found damaged (not written by the crawler) and set aside or fixed.
         self.bad_entries = 0
-        self._damage_logged = False
+        self._once = OnceLogger(logger)  # counted in bad_entries, not in stats
 
     @classmethod
     def on(
@@ -116,13 +117,12 @@ class CrawlShards:
         if count <= 0:
             return
         self.bad_entries += count
-        if not self._damage_logged:
-            self._damage_logged = True
-            logger.warning(
-                "Repaired frontier state the crawler did not write (%(what)s); "
-                "further damage is only counted in frontier/bad_entries",
-                {"what": what},
-            )
+        self._once.once(
+            "damage",
+            "Repaired frontier state the crawler did not write (%(what)s); "
+            "further damage is only counted in frontier/bad_entries",
+            {"what": what},
+        )
 
     def remember(
         self, shard: int, state: Sequence[bytes | int | None], damage: int = 0
