@@ -130,13 +130,13 @@ class CrawlKeys:
         """HASH of what RENDER_MODE=auto learnt of *host* (``host:port``): sample
         claims, outcomes and decisions of the host and its URL patterns
         (``crawler.render.levels``). The host is the key's hash tag, shared with
-        ``render_held``: a script reads both."""
+        ``render_parked``: a script reads both."""
         return f"{self.prefix}:render:{{{host}}}"
 
-    def render_held(self, host: str) -> str:
+    def render_parked(self, host: str) -> str:
         """HASH ``<pattern> <url>`` -> queue entry: pages of *host* fetched
         statically while undecided, rendered if the decision says so."""
-        return f"{self.prefix}:render-held:{{{host}}}"
+        return f"{self.prefix}:render-parked:{{{host}}}"
 
     @property
     def analysis_tasks(self) -> str:

@@ -5,7 +5,7 @@ Each rule reads what is known of a host's levels (``crawler.render.levels``: the
 host, and its URL patterns once its samples disagree) and says what to do: render a
 URL, fetch it statically or try for a sample (``verdict``), whether a sample paid
 (``sample_pays``), what a level's outcomes decide (``decide``, ``after_outcome``) and
-which held pages a decision sends to be rendered (``held_fate``). Every sample counts
+which parked pages a decision sends to be rendered (``parked_fate``). Every sample counts
 for both its host and its pattern, so a host found mixed has its patterns' first
 samples already. ``crawler.render.advisor`` and ``crawler.render.learning`` do the
 I/O.
@@ -44,9 +44,9 @@ def undecided(record: HostRecord, pattern: str) -> bool:
     return record.level(level).decision is None
 
 
-def held_fate(record: HostRecord) -> tuple[list[str], list[str]]:
-    """The levels whose held pages (fetched statically while undecided) are to be
-    rendered now, and those whose held pages static fetches were right about:
+def parked_fate(record: HostRecord) -> tuple[list[str], list[str]]:
+    """The levels whose parked pages (fetched statically while undecided) are to be
+    rendered now, and those whose parked pages static fetches were right about:
     the host's (``HOST``: all its pages), or a mixed host's patterns'."""
     decision = record.level(HOST).decision
     if decision == "render":

@@ -8,9 +8,9 @@ samples. An undecided host takes samples: a sample slot is claimed by a Lua scri
 so at most RENDER_SAMPLE_PAGES are out at once across the cluster; a sample is
 rendered, keeping the static document its host served, and compared by
 ``crawler.render.sampler``. What the comparison teaches (the outcomes counted, the
-decisions made, the pages held until their host is decided) is the advisor's
+decisions made, the pages parked until their host is decided) is the advisor's
 learner's (``crawler.render.learning``): the advisor answers requests from its copy
-and hands samples' outcomes and held pages on. The rules are pure functions in
+and hands samples' outcomes and parked pages on. The rules are pure functions in
 ``crawler.render.adaptive``; this module and the learner are their I/O.
 """
 
@@ -51,7 +51,7 @@ CACHE_SIZE = 65536
 # Set by the advisor, read back by it through the sampler. On a sample: the [host,
 # level] its slot was claimed at (to give it back if the page cannot be compared).
 SAMPLE_LEVEL = "render_sample_level"
-# On a page fetched statically while its host was undecided: held for the decision.
+# On a page fetched statically while its host was undecided: parked for the decision.
 UNDECIDED = "render_undecided"
 
 _ADVISORS: WeakKeyDictionary[Crawler, RenderAdvisor] = WeakKeyDictionary()
@@ -152,7 +152,7 @@ class RenderAdvisor:
         self, request: Request, record: HostRecord, key: DecisionKey, answer: str
     ) -> bool:
         """*answer* as a boolean; a static fetch that waits for a decision is
-        marked, to be held for it."""
+        marked, to be parked for it."""
         if answer == "static" and undecided(record, key.pattern):
             request.meta[UNDECIDED] = True
         else:
@@ -226,20 +226,20 @@ class RenderAdvisor:
     def _forget(self, host: str) -> None:
         self._hosts.pop(host, None)
 
-    # --- after a sample: outcomes and held pages are the learner's -----------------
+    # --- after a sample: outcomes and parked pages are the learner's -----------------
 
     async def record_sample(
         self, url: str, *, gained_links: int, gained_text: float
     ) -> list[Request]:
-        """The learner's ``record_sample``: the held pages its decision sends to be
+        """The learner's ``record_sample``: the parked pages its decision sends to be
         rendered."""
         return await self._learner.record_sample(
             url, gained_links=gained_links, gained_text=gained_text
         )
 
-    async def hold(self, again: Request) -> bool:
-        """The learner's ``hold``: True if *again* is the caller's to send."""
-        return await self._learner.hold(again)
+    async def park(self, again: Request) -> bool:
+        """The learner's ``park``: True if *again* is the caller's to send."""
+        return await self._learner.park(again)
 
     async def release(self, request: Request) -> None:
         """Give back the sample slot of *request*, a sample that cannot be compared

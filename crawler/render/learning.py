@@ -5,7 +5,7 @@ measured by ``crawler.render.sampler``) is counted in Redis for its host and its
 pattern; a level with its samples in is decided (render, static, mixed, or sampled
 again when a re-check disagrees) by the rules of ``crawler.render.adaptive``, and the
 change written and logged. A page fetched statically while its host was undecided is
-held in Redis (at most ``MAX_HELD`` per host) and rendered if the decision says
+parked in Redis (at most ``MAX_PARKED`` per host) and rendered if the decision says
 rendering pays: its links would be lost otherwise.
 
 The advisor (``crawler.render.advisor``) answers requests; this is the other half,
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from crawler.frontier.encoding import codec
 from crawler.policy.hosts import BadURLError
-from crawler.render.adaptive import after_outcome, held_fate, sample_pays
+from crawler.render.adaptive import after_outcome, parked_fate, sample_pays
 from crawler.render.levels import HOST, HostRecord, key_of
 
 if TYPE_CHECKING:
@@ -39,12 +39,12 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Pages of one host held for its decision at most (the rest stay static).
-MAX_HELD = 200
+# Pages of one host parked for its decision at most (the rest stay static).
+MAX_PARKED = 200
 
 
 class RenderLearner:
-    """Counts samples' outcomes, decides levels, holds and releases pages (see the
+    """Counts samples' outcomes, decides levels, parks and releases pages (see the
     module)."""
 
     def __init__(  # noqa: PLR0913 (what it is given, all of it, named)
@@ -58,7 +58,7 @@ class RenderLearner:
         store: Callable[[str, dict[bytes, bytes]], HostRecord],
         forget: Callable[[str], None],
     ) -> None:
-        # The crawler's spider encodes and decodes held pages.
+        # The crawler's spider encodes and decodes parked pages.
         self._crawler = crawler
         self._config = config
         self._state = state
@@ -73,7 +73,7 @@ class RenderLearner:
         self, url: str, *, gained_links: int, gained_text: float
     ) -> list[Request]:
         """Count one sample's outcome for its host and pattern, and decide the
-        levels it completes. Returns the held pages the decision sends to be
+        levels it completes. Returns the parked pages the decision sends to be
         rendered. Waits while Redis is away."""
         try:
             key = key_of(url)
@@ -88,7 +88,7 @@ class RenderLearner:
         record = self._store(key.host, await self._state.record(key.host, args))
         return await self._settle(key, record)
 
-    async def hold(self, again: Request) -> bool:
+    async def park(self, again: Request) -> bool:
         """Keep *again* (the rendered fetch of a page fetched statically while its
         host was undecided) for the decision; True if the decision is in already
         and says render (then it is the caller's to send)."""
@@ -98,14 +98,16 @@ class RenderLearner:
         except (BadURLError, codec.UnencodableRequestError):
             return False
         field = f"{key.pattern} {again.url}"
-        reply = await self._state.hold(key.host, [key.pattern, field, entry, MAX_HELD])
-        if reply == "held":
-            self._stats.inc_value("render/held_pages")
+        reply = await self._state.park(
+            key.host, [key.pattern, field, entry, MAX_PARKED]
+        )
+        if reply == "parked":
+            self._stats.inc_value("render/parked_pages")
         return reply == "render"
 
     async def _settle(self, key: DecisionKey, record: HostRecord) -> list[Request]:
         """Write what the new outcome makes of the host's and pattern's levels;
-        the held pages a decision sends to be rendered."""
+        the parked pages a decision sends to be rendered."""
         now = self._clock()
         changes: list[tuple[str, Change, LevelRecord]] = []
         for level in (HOST, key.pattern):
@@ -127,10 +129,10 @@ class RenderLearner:
             # worth a line) only once its host is mixed.
             if level == HOST or settled.level(HOST).decision == "mixed":
                 _log_change(key.host, level, change, new, record.level(level))
-        return await self._release_held(key.host, settled)
+        return await self._release_parked(key.host, settled)
 
-    async def _release_held(self, host: str, record: HostRecord) -> list[Request]:
-        render, static = held_fate(record)
+    async def _release_parked(self, host: str, record: HostRecord) -> list[Request]:
+        render, static = parked_fate(record)
         await self._state.take(host, static)
         entries = await self._state.take(host, render)
         requests = []
@@ -138,7 +140,7 @@ class RenderLearner:
             try:
                 requests.append(codec.decode(entry, self._crawler.spider))  # type: ignore[arg-type]
             except codec.BadEntryError as exc:
-                self._state.bad(1, f"a held page of host {host}: {exc}")
+                self._state.bad(1, f"a parked page of host {host}: {exc}")
         if requests:
             self._stats.inc_value("render/late_pages", len(requests))
         return requests

@@ -17,8 +17,8 @@ from the rendered page, or one in the rendered DOM that leads to the page's own 
 (script-written links to other hosts, such as ads, do not make a host worth
 rendering).
 
-A page fetched statically while its host was undecided (``UNDECIDED``) is held for
-the decision (``RenderAdvisor.hold``); this middleware sends it to be rendered if the
+A page fetched statically while its host was undecided (``UNDECIDED``) is parked for
+the decision (``RenderAdvisor.park``); this middleware sends it to be rendered if the
 decision says so, now or when a later sample brings it.
 """
 
@@ -53,11 +53,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# A held page's rendered fetch goes ahead of its host's other requests of its depth.
+# A parked page's rendered fetch goes ahead of its host's other requests of its depth.
 SAMPLE_PRIORITY = 100
 # Elements whose text a reader never sees.
 HIDDEN = ["script", "style", "noscript", "template"]
-# What a held page's rendered fetch does not inherit from its static fetch: the
+# What a parked page's rendered fetch does not inherit from its static fetch: the
 # fetch's own history, and what would make the frontier treat it as a seed, a
 # revisit or a reparse.
 NOT_INHERITED = frozenset({
@@ -75,7 +75,7 @@ WATCHED = frozenset({meta.RENDER_SAMPLE, UNDECIDED})
 
 class RenderSampler:
     """Turns a sample into an outcome, and a page fetched while its host was
-    undecided into a held one (see the module)."""
+    undecided into a parked one (see the module)."""
 
     def __init__(self, crawler: Crawler, advisor: RenderAdvisor) -> None:
         assert crawler.stats is not None
@@ -116,7 +116,7 @@ class RenderSampler:
                 yield late
         elif request.meta.get(UNDECIDED) and _is_page(response):
             again = _again(response, request)
-            if await self._advisor.hold(again):
+            if await self._advisor.park(again):
                 self._stats.inc_value("render/late_pages")
                 yield again
 
@@ -124,7 +124,7 @@ class RenderSampler:
         self, response: Response, request: Request, urls: list[str]
     ) -> list[Request]:
         """Count what the rendered page has that its static document had not; tell
-        the advisor. Returns the held pages its decision sends to be rendered. A
+        the advisor. Returns the parked pages its decision sends to be rendered. A
         sample that cannot be compared (not an HTML page, no static document) gives
         its slot back."""
         rendered = _page(self._follower, response)

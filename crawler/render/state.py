@@ -1,12 +1,12 @@
 """What RENDER_MODE=auto learnt, in Redis: one hash per host, and the scripts on it.
 
 ``CrawlKeys.render(host)`` holds the host's levels (``crawler.render.levels``);
-``CrawlKeys.render_held(host)`` the pages fetched statically while the host was
+``CrawlKeys.render_parked(host)`` the pages fetched statically while the host was
 undecided, to render if the decision says so. Both carry the host as their hash
 tag, so a script may read both on a Redis Cluster. Every call is one round trip; the
 scripts are ``crawler.render.statescripts``'.
 
-Reads (``read``, ``claim``, ``hold``) answer None while Redis is away: a request is
+Reads (``read``, ``claim``, ``park``) answer None while Redis is away: a request is
 never held up for a decision. Writes (``record``, ``release``, ``settle``, ``take``)
 wait for Redis: a sample's outcome is not lost. A key of the wrong type is deleted
 (counted, as any state the crawler did not write) and the call made again.
@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# The scripts that read or write the held pages too.
-_TWO_KEYS = frozenset({"hold"})
+# The scripts that read or write the parked pages too.
+_TWO_KEYS = frozenset({"park"})
 
 
 class RenderState:
@@ -64,8 +64,8 @@ class RenderState:
             return None
         return bool(reply[0]), _pairs(reply[1])
 
-    async def hold(self, host: str, args: Sequence[object]) -> str | None:
-        reply = await self._now(host, lambda: self._script("hold", host, args))
+    async def park(self, host: str, args: Sequence[object]) -> str | None:
+        reply = await self._now(host, lambda: self._script("park", host, args))
         return reply.decode() if isinstance(reply, bytes) else reply
 
     # --- writes: they wait for Redis ---------------------------------------------------
@@ -78,10 +78,10 @@ class RenderState:
         await self._patiently(host, lambda: self._script("release", host, [level]))
 
     async def take(self, host: str, patterns: Sequence[str]) -> list[bytes]:
-        """The held pages of *patterns*, deleted."""
+        """The parked pages of *patterns*, deleted."""
         if not patterns:
             return []
-        key = self._keys.render_held(host)
+        key = self._keys.render_parked(host)
 
         def call() -> Awaitable[Any]:
             return self._scripts_of("take")(keys=[key], args=list(patterns))  # type: ignore[no-any-return]
@@ -114,7 +114,7 @@ class RenderState:
     def _script(self, name: str, host: str, args: Sequence[object]) -> Awaitable[Any]:
         keys = [self._key(host)]
         if name in _TWO_KEYS:
-            keys.append(self._keys.render_held(host))
+            keys.append(self._keys.render_parked(host))
         return self._scripts_of(name)(keys=keys, args=list(args))  # type: ignore[no-any-return]
 
     def _scripts_of(self, name: str) -> Any:
@@ -166,7 +166,7 @@ class RenderState:
         if not (isinstance(error, ResponseError) and "WRONGTYPE" in str(error)):
             return False
         repaired = False
-        for key in (self._key(host), self._keys.render_held(host)):
+        for key in (self._key(host), self._keys.render_parked(host)):
             kind = await self._redis().type(key)
             if kind not in (b"hash", b"none", "hash", "none"):
                 await self._redis().delete(key)

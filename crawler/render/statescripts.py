@@ -1,9 +1,9 @@
 """The Lua scripts of ``RENDER_MODE = auto``'s Redis state: claim a sample slot, count
-an outcome, give a slot back, hold a page for its host's decision, take held pages.
+an outcome, give a slot back, park a page for its host's decision, take parked pages.
 
 Each runs on one host's keys (``crawler.render.state`` calls them, with the KEYS and
 ARGV each one's comment lists): the host's render hash (fields ``<field>:<level>``,
-``crawler.render.levels``), and for ``hold`` and ``take`` its held pages. A script
+``crawler.render.levels``), and for ``park`` and ``take`` its parked pages. A script
 is atomic, so a cluster of any size claims exactly ``RENDER_SAMPLE_PAGES`` samples
 of a level. A counter read from Redis is a number the crawler could have written,
 else 0: nothing read from Redis is evaluated.
@@ -82,11 +82,11 @@ return left
 """
 )
 
-HOLD = """
--- KEYS: [1] the host's render hash, [2] its held pages
--- ARGV: [1] the page's URL pattern, [2] its field, [3] its queue entry, [4] most held
+PARK = """
+-- KEYS: [1] the host's render hash, [2] its parked pages
+-- ARGV: [1] the page's URL pattern, [2] its field, [3] its queue entry, [4] most parked
 -- returns: the decision that applies to the page if there is one ('render',
---   'static'), else 'held' (kept for the decision) or 'full'
+--   'static'), else 'parked' (kept for the decision) or 'full'
 local decision = redis.call('HGET', KEYS[1], 'decision:')
 if decision == 'mixed' then
   decision = redis.call('HGET', KEYS[1], 'decision:' .. ARGV[1])
@@ -94,11 +94,11 @@ end
 if decision == 'render' or decision == 'static' then return decision end
 if redis.call('HLEN', KEYS[2]) >= tonumber(ARGV[4]) then return 'full' end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
-return 'held'
+return 'parked'
 """
 
 TAKE = """
--- KEYS: [1] a host's held pages
+-- KEYS: [1] a host's parked pages
 -- ARGV: URL patterns whose pages are taken ('' takes every page)
 -- returns: the queue entries taken (and deleted)
 local taken, all = {}, redis.call('HGETALL', KEYS[1])
@@ -118,6 +118,6 @@ SCRIPTS = {
     "claim": CLAIM,
     "record": RECORD,
     "release": RELEASE,
-    "hold": HOLD,
+    "park": PARK,
     "take": TAKE,
 }

@@ -58,7 +58,7 @@ def advisors(
     made = []
     for _ in range(count):
         crawler = get_crawler(BfsSpider, settings(RENDER_MODE="auto", **overrides))
-        crawler.spider = crawler._create_spider()  # held pages are stored with it
+        crawler.spider = crawler._create_spider()  # parked pages are stored with it
         config = RenderConfig.from_settings(crawler.settings)
         made.append(RenderAdvisor(crawler, config, KEYS, clock=clock or Clock()))
     return made
@@ -333,8 +333,8 @@ def parse_of(advisor: RenderAdvisor) -> Any:
     return spider.parse
 
 
-def held(redis: redis_py.Redis, host: str = HOST) -> list[str]:
-    names: list[bytes] = redis.hkeys(KEYS.render_held(host))  # type: ignore[assignment]
+def parked(redis: redis_py.Redis, host: str = HOST) -> list[str]:
+    names: list[bytes] = redis.hkeys(KEYS.render_parked(host))  # type: ignore[assignment]
     return sorted(name.decode() for name in names)
 
 
@@ -345,8 +345,8 @@ async def test_pages_fetched_while_undecided_are_rendered_once_it_pays(settings,
     _, waiting = await ask(two, "http://site.test/w.html")  # every slot is out
     assert waiting.meta.get(UNDECIDED) is True
     again = rendered_again(waiting, parse_of(two))
-    assert await two.hold(again) is False  # held, not sent
-    assert held(redis) == ["/ http://site.test/w.html"]
+    assert await two.park(again) is False  # parked, not sent
+    assert parked(redis) == ["/ http://site.test/w.html"]
     assert (
         await one.record_sample("http://site.test/1", gained_links=2, gained_text=0)
         == []
@@ -357,22 +357,22 @@ async def test_pages_fetched_while_undecided_are_rendered_once_it_pays(settings,
         ("http://site.test/w.html", True, True)
     ]
     assert late[0].callback == parse_of(one)
-    assert held(redis) == []
-    assert two._stats.get_value("render/held_pages") == 1
+    assert parked(redis) == []
+    assert two._stats.get_value("render/parked_pages") == 1
 
 
 @deferred_f_from_coro_f
-async def test_pages_held_for_a_static_host_are_dropped(settings, redis):
+async def test_pages_parked_for_a_static_host_are_dropped(settings, redis):
     (one,) = advisors(settings, count=1, RENDER_SAMPLE_PAGES=1)
     await sample_many(one, ["http://site.test/1"])
     _, waiting = await ask(one, "http://site.test/w.html")
-    await one.hold(rendered_again(waiting))
+    await one.park(rendered_again(waiting))
     late = await one.record_sample("http://site.test/1", gained_links=0, gained_text=0)
     _, decided = await ask(one, "http://site.test/after.html")
     await close(one)
     assert late == []
-    assert held(redis) == []
-    assert UNDECIDED not in decided.meta  # static as decided: nothing to hold
+    assert parked(redis) == []
+    assert UNDECIDED not in decided.meta  # static as decided: nothing to park
 
 
 @deferred_f_from_coro_f
@@ -381,18 +381,18 @@ async def test_a_page_whose_decision_came_meanwhile_is_sent_at_once(settings, re
     await sample_many(one, ["http://site.test/1"])
     _, waiting = await ask(two, "http://site.test/w.html")
     await one.record_sample("http://site.test/1", gained_links=1, gained_text=0)
-    assert await two.hold(rendered_again(waiting)) is True
+    assert await two.park(rendered_again(waiting)) is True
     await close(one, two)
-    assert held(redis) == []
+    assert parked(redis) == []
 
 
 @deferred_f_from_coro_f
-async def test_a_mixed_hosts_held_pages_follow_their_patterns(settings, redis):
+async def test_a_mixed_hosts_parked_pages_follow_their_patterns(settings, redis):
     (one,) = advisors(settings, count=1, RENDER_SAMPLE_PAGES=2)
     await sample_many(one, ["http://site.test/app/1", "http://site.test/doc/1"])
     for url in ("http://site.test/app/w", "http://site.test/doc/w"):
         _, waiting = await ask(one, url)
-        await one.hold(rendered_again(waiting))
+        await one.park(rendered_again(waiting))
     await one.record_sample("http://site.test/app/1", gained_links=3, gained_text=0)
     late = await one.record_sample(
         "http://site.test/doc/1", gained_links=0, gained_text=0
@@ -408,16 +408,18 @@ async def test_a_mixed_hosts_held_pages_follow_their_patterns(settings, redis):
     )
     await close(one)
     assert late == []
-    assert held(redis) == []
+    assert parked(redis) == []
 
 
 @deferred_f_from_coro_f
-async def test_held_pages_are_bounded_and_hostile_ones_skipped(settings, redis):
+async def test_parked_pages_are_bounded_and_hostile_ones_skipped(settings, redis):
     (one,) = advisors(settings, count=1, RENDER_SAMPLE_PAGES=1)
     await sample_many(one, ["http://site.test/1"])
-    redis.hset(KEYS.render_held(HOST), mapping={"/ x": "not json", "/ y": '{"v": 99}'})
+    redis.hset(
+        KEYS.render_parked(HOST), mapping={"/ x": "not json", "/ y": '{"v": 99}'}
+    )
     _, waiting = await ask(one, "http://site.test/w.html")
-    await one.hold(rendered_again(waiting))
+    await one.park(rendered_again(waiting))
     late = await one.record_sample("http://site.test/1", gained_links=1, gained_text=0)
     await close(one)
     assert [r.url for r in late] == ["http://site.test/w.html"]
@@ -573,7 +575,7 @@ async def test_a_sample_that_cannot_be_compared_is_given_back(
 
 
 @deferred_f_from_coro_f
-async def test_a_page_fetched_while_undecided_is_held_then_sent(settings, redis):
+async def test_a_page_fetched_while_undecided_is_parked_then_sent(settings, redis):
     crawler, sampler, advisor = sampling(settings)
     _, sample = await ask(advisor, "http://site.test/1.html")
     _, waiting = await ask(advisor, "http://site.test/2.html")
@@ -584,7 +586,7 @@ async def test_a_page_fetched_while_undecided_is_held_then_sent(settings, redis)
     static = HtmlResponse(
         waiting.url, body=html([], "two"), encoding="utf-8", request=waiting
     )
-    assert await run(sampler, static, ["record"]) == ["record"]  # held
+    assert await run(sampler, static, ["record"]) == ["record"]  # parked
     response = rendered_sample(
         sample.url, html([], "one"), html(["/3.html"], "one"), sample
     )

@@ -267,7 +267,7 @@ def wide_host(path: str) -> str | None:
 @deferred_f_from_coro_f
 async def test_pages_fetched_while_undecided_are_rendered_later(settings, redis):
     """With four fetches of a host at once, pages go out while its samples are
-    still out: held, then rendered once the decision comes, so their links (which
+    still out: parked, then rendered once the decision comes, so their links (which
     only scripts write) are found all the same."""
     with serving(DYNAMIC, wide_host) as wide:
         values = settings(
@@ -279,5 +279,5 @@ async def test_pages_fetched_while_undecided_are_rendered_later(settings, redis)
         crawler = get_crawler(BfsSpider, values)
         await crawler.crawl_async(seeds=origin(wide) + "/w/0.html", scope="seed-hosts")
     assert fetched(wide, "w") == {f"/w/{i}.html" for i in range(WIDE_PAGES)}
-    assert crawler.stats.get_value("render/held_pages") >= 1
+    assert crawler.stats.get_value("render/parked_pages") >= 1
     assert crawler.stats.get_value("render/late_pages") >= 1

@@ -17,8 +17,8 @@ from crawler.render.adaptive import (
     MAX_PATTERNS,
     after_outcome,
     decide,
-    held_fate,
     may_claim,
+    parked_fate,
     recheck_due,
     sample_pays,
     text_gain,
@@ -356,7 +356,7 @@ def test_a_recheck_keeps_or_resets_a_decision(record, expected):
         assert change == ("reset", LevelRecord())
 
 
-# --- pages held while undecided ----------------------------------------------------
+# --- pages parked while undecided ----------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -389,5 +389,5 @@ def test_a_trap_hosts_extra_patterns_wait_for_nothing():
         (host(host=MIXED, x=RENDER, y=STATIC, z=LevelRecord(paid=1)), ["/x/"], ["/y/"]),
     ],
 )
-def test_held_fate(record, render, static):
-    assert held_fate(record) == (render, static)
+def test_parked_fate(record, render, static):
+    assert parked_fate(record) == (render, static)
