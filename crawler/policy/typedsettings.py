@@ -38,7 +38,7 @@ class SupportsGet(Protocol):
     def get(self, name: str, /) -> object: ...
 
 
-class Bounds(TypedDict, total=False):
+class Range(TypedDict, total=False):
     """The range a number must be in (at most one lower and one upper bound), and
     words said after it in the message: a unit ("seconds") or a note."""
 
@@ -49,7 +49,7 @@ class Bounds(TypedDict, total=False):
     note: str
 
 
-def as_float(value: object, name: str, **bounds: Unpack[Bounds]) -> float:
+def as_float(value: object, name: str, **bounds: Unpack[Range]) -> float:
     """*value* as a finite number within *bounds*; ``ValueError`` names *name*.
 
     A bool, None or a list is never a number (``True`` seconds is a mistake), and
@@ -67,7 +67,7 @@ def as_float(value: object, name: str, **bounds: Unpack[Bounds]) -> float:
     return _within(number, name, bounds)
 
 
-def as_int(value: object, name: str, **bounds: Unpack[Bounds]) -> int:
+def as_int(value: object, name: str, **bounds: Unpack[Range]) -> int:
     """*value* as an integer within *bounds*; ``ValueError`` names *name*.
 
     An int, a float without a fraction (2.0 from a computed setting) or a string of
@@ -88,12 +88,12 @@ def as_int(value: object, name: str, **bounds: Unpack[Bounds]) -> int:
     return _within(number, name, bounds)
 
 
-def get_float(settings: SupportsGet, name: str, **bounds: Unpack[Bounds]) -> float:
+def get_float(settings: SupportsGet, name: str, **bounds: Unpack[Range]) -> float:
     """The finite number *name* within *bounds* (see ``as_float``)."""
     return as_float(settings.get(name), name, **bounds)
 
 
-def get_int(settings: SupportsGet, name: str, **bounds: Unpack[Bounds]) -> int:
+def get_int(settings: SupportsGet, name: str, **bounds: Unpack[Range]) -> int:
     """The integer *name* within *bounds* (see ``as_int``).
 
     Scrapy's ``getint`` raises ``int()``'s own message, which does not say which
@@ -103,7 +103,7 @@ def get_int(settings: SupportsGet, name: str, **bounds: Unpack[Bounds]) -> int:
 
 
 def get_optional_float(
-    settings: SupportsGet, name: str, **bounds: Unpack[Bounds]
+    settings: SupportsGet, name: str, **bounds: Unpack[Range]
 ) -> float | None:
     """``get_float``, or None when *name* is unset (None, empty or "none")."""
     value = settings.get(name)
@@ -111,7 +111,7 @@ def get_optional_float(
 
 
 def get_optional_int(
-    settings: SupportsGet, name: str, **bounds: Unpack[Bounds]
+    settings: SupportsGet, name: str, **bounds: Unpack[Range]
 ) -> int | None:
     """``get_int``, or None when *name* is unset (None, empty or "none")."""
     value = settings.get(name)
@@ -211,7 +211,7 @@ def seconds_list(value: object) -> tuple[float, ...] | None:
 _Number = TypeVar("_Number", int, float)
 
 
-def _within(number: _Number, name: str, bounds: Bounds) -> _Number:
+def _within(number: _Number, name: str, bounds: Range) -> _Number:
     """*number* if it is within *bounds*; else ``ValueError`` naming the range."""
     above, at_least = bounds.get("above"), bounds.get("at_least")
     below, at_most = bounds.get("below"), bounds.get("at_most")
@@ -222,11 +222,11 @@ def _within(number: _Number, name: str, bounds: Bounds) -> _Number:
         or (at_most is not None and not number <= at_most)
     ):
         note = f" {bounds['note']}" if bounds.get("note") else ""
-        raise ValueError(f"{name} must be {_range(bounds)}{note}, got {number!r}")
+        raise ValueError(f"{name} must be {_phrase(bounds)}{note}, got {number!r}")
     return number
 
 
-def _range(bounds: Bounds) -> str:
+def _phrase(bounds: Range) -> str:
     """``> 0``, ``>= 1``, ``<= 64`` or, with both ends, ``in [1, 64]``/``in (0, 1)``."""
     lower = [f"> {bounds['above']}"] if "above" in bounds else []
     lower += [f">= {bounds['at_least']}"] if "at_least" in bounds else []

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scrapy.settings import Settings
 
 from crawler.policy.typedsettings import (
-    Bounds,
+    Range,
     as_float,
     as_int,
     get_bool,
@@ -92,7 +92,7 @@ def test_message_shows_the_value_as_given() -> None:
     ],
 )  # fmt: skip
 def test_get_float_out_of_range_names_the_range(
-    bounds: Bounds, value: object, message: str
+    bounds: Range, value: object, message: str
 ) -> None:
     with pytest.raises(ValueError, match=r"^SOME_SETTING ") as info:
         get_float(settings_with(value), "SOME_SETTING", **bounds)
@@ -109,7 +109,7 @@ def test_get_float_out_of_range_names_the_range(
     ],
 )  # fmt: skip
 def test_get_int_out_of_range_names_the_range(
-    bounds: Bounds, value: object, message: str
+    bounds: Range, value: object, message: str
 ) -> None:
     with pytest.raises(ValueError, match=r"^SOME_SETTING ") as info:
         get_int(settings_with(value), "SOME_SETTING", **bounds)
@@ -121,7 +121,7 @@ def test_get_int_out_of_range_names_the_range(
     [({"above": 0}, 1e-9), ({"at_least": 0}, 0), ({"above": 0, "below": 1}, 0.5),
      ({"at_least": 1, "at_most": 64}, 64)],
 )  # fmt: skip
-def test_bounds_are_inclusive_or_not_as_named(bounds: Bounds, value: float) -> None:
+def test_bounds_are_inclusive_or_not_as_named(bounds: Range, value: float) -> None:
     assert get_float(settings_with(value), "SOME_SETTING", **bounds) == value
     if float(value).is_integer():
         assert get_int(settings_with(value), "SOME_SETTING", **bounds) == value
