@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 _Choice = TypeVar("_Choice", bound=str)
 # An integer as text: ASCII digits, an optional minus. int() alone would also take
-# "1_0", "+5", " ٣ " (an Arabic-Indic three) or 12.7, each more likely a typo.
+# "1_0", "+5" or "٣" (an Arabic-Indic three), each more likely a typo.
 _INTEGER = re.compile(r"-?[0-9]+")
 # What a string setting says for "not set" (-s cannot give None).
 _UNSET = frozenset({"", "none"})
