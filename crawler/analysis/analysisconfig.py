@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from crawler.policy.typedsettings import get_float, get_int
+
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
@@ -27,31 +29,22 @@ class AnalysisConfig:
             raise ValueError("PAGESTORE_DIR must be set: analysis reads the page store")
         config = cls(
             default_analyzer=settings.get("ANALYSIS_DEFAULT") or "",
-            max_attempts=settings.getint("ANALYSIS_MAX_ATTEMPTS"),
-            claim_timeout=settings.getfloat("ANALYSIS_CLAIM_TIMEOUT"),
+            max_attempts=get_int(settings, "ANALYSIS_MAX_ATTEMPTS", at_least=1),
+            claim_timeout=get_float(
+                settings, "ANALYSIS_CLAIM_TIMEOUT", above=0, note="seconds"
+            ),
             alert_url=settings.get("ANALYSIS_ALERT") or "",
-            stream_maxlen=settings.getint("ANALYSIS_STREAM_MAXLEN"),
+            stream_maxlen=get_int(settings, "ANALYSIS_STREAM_MAXLEN", at_least=1),
             store_dir=Path(store_dir),
         )
         config.check()
         return config
 
     def check(self) -> None:
-        """Raise ``ValueError`` with one line naming the setting that is wrong."""
+        """Raise ``ValueError`` with one line naming the setting that is wrong
+        (the numbers were checked as they were read)."""
         if not self.default_analyzer:
             raise ValueError("ANALYSIS_DEFAULT must name an analyzer class")
-        if self.max_attempts < 1:
-            raise ValueError(
-                f"ANALYSIS_MAX_ATTEMPTS must be >= 1, got {self.max_attempts!r}"
-            )
-        if not self.claim_timeout > 0:
-            raise ValueError(
-                f"ANALYSIS_CLAIM_TIMEOUT must be > 0 seconds, got {self.claim_timeout!r}"
-            )
-        if self.stream_maxlen < 1:
-            raise ValueError(
-                f"ANALYSIS_STREAM_MAXLEN must be >= 1, got {self.stream_maxlen!r}"
-            )
         if self.alert_url and urlsplit(self.alert_url).scheme not in ("http", "https"):
             raise ValueError(
                 f"ANALYSIS_ALERT must be empty or an http(s) URL, got {self.alert_url!r}"

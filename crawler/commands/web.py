@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING
 from crawler.commands.steering import ControlError
 from crawler.dashboard.server import Dashboard, DashboardConfig, DashboardServer
 from crawler.policy.sharding import check_shards
-from crawler.policy.typedsettings import get_int
+from crawler.policy.typedsettings import get_float, get_int
 
 if TYPE_CHECKING:
     import argparse
@@ -77,17 +77,9 @@ def dashboard(
     settings = opts.settings
     try:
         shards = check_shards(get_int(settings, "FRONTIER_SHARDS"))
+        refresh = get_float(settings, "DASHBOARD_REFRESH", above=0, note="seconds")
     except ValueError as exc:
         raise ControlError(f"Bad setting: {exc}") from None
-    try:
-        refresh = settings.getfloat("DASHBOARD_REFRESH")
-    except ValueError:
-        refresh = 0.0
-    if not 0 < refresh < float("inf"):
-        raise ControlError(
-            "Bad setting: DASHBOARD_REFRESH must be a number of seconds > 0, got "
-            f"{settings.get('DASHBOARD_REFRESH')!r}"
-        )
     if opts.token is not None and not opts.control:
         raise ControlError("--token goes with --control (the page is read-only)")
     if opts.token is not None and len(opts.token) < 8:

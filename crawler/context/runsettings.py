@@ -33,11 +33,7 @@ class RunSettings:
     @classmethod
     def from_settings(cls, settings: BaseSettings, machine_zone: str) -> RunSettings:
         """Read from *settings*; raises a one-line ``ValueError`` on a bad value."""
-        depth_limit = get_int(settings, "DEPTH_LIMIT")
-        if depth_limit < 0:
-            raise ValueError(
-                f"DEPTH_LIMIT must be >= 0 (0: no limit), got {depth_limit}"
-            )
+        depth_limit = get_int(settings, "DEPTH_LIMIT", at_least=0, note="(0: no limit)")
         politeness = PolitenessConfig.from_settings(settings, machine_zone=machine_zone)
         return cls(politeness, depth_limit)
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from crawler.policy.typedsettings import as_int, get_bool
+
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
@@ -92,7 +94,7 @@ class RedisSettings:
             str(server["REDIS_HOST"] or ""),
             _port(server["REDIS_PORT"]),
         )
-        if settings.getbool("REDIS_CLUSTER"):
+        if get_bool(settings, "REDIS_CLUSTER"):
             cluster: bool | None = True
         else:
             cluster = None if url else False
@@ -128,13 +130,7 @@ def _port(value: object) -> int | None:
     """REDIS_PORT as a port number; None when not set."""
     if value is None or value == "":
         return None
-    try:
-        port = int(str(value))
-    except ValueError:
-        port = -1
-    if not 0 < port < 65536:
-        raise ValueError(f"REDIS_PORT must be a port number (1-65535), got {value!r}")
-    return port
+    return as_int(value, "REDIS_PORT", at_least=1, at_most=65535)
 
 
 def _url(url: str, host: str, port: int | None) -> str:

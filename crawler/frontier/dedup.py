@@ -26,9 +26,9 @@ import hashlib
 import math
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
-from crawler.policy.typedsettings import get_float, get_int
+from crawler.policy.typedsettings import get_choice, get_float, get_int
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -63,18 +63,13 @@ class DedupConfig:
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> DedupConfig:
         """The config; raises ``ValueError`` with one line naming the bad setting."""
-        mode = settings.get("FRONTIER_DEDUP")
-        if mode not in ("bloom", "exact"):
-            raise ValueError(f"FRONTIER_DEDUP must be 'bloom' or 'exact', got {mode!r}")
-        capacity = get_int(settings, "FRONTIER_DEDUP_CAPACITY")
-        if capacity < 1:
-            raise ValueError(f"FRONTIER_DEDUP_CAPACITY must be >= 1, got {capacity!r}")
-        error_rate = get_float(settings, "FRONTIER_DEDUP_ERROR_RATE")
-        if not 0 < error_rate < 1:
-            raise ValueError(
-                f"FRONTIER_DEDUP_ERROR_RATE must be in (0, 1), got {error_rate!r}"
-            )
-        return cls(mode, capacity, error_rate)
+        return cls(
+            mode=get_choice(settings, "FRONTIER_DEDUP", get_args(DedupMode)),
+            capacity=get_int(settings, "FRONTIER_DEDUP_CAPACITY", at_least=1),
+            error_rate=get_float(
+                settings, "FRONTIER_DEDUP_ERROR_RATE", above=0, below=1
+            ),
+        )
 
 
 def bloom_layout(capacity: int, error_rate: float) -> BloomLayout:

@@ -16,7 +16,7 @@ from crawler.frontier.dedup import DedupConfig
 from crawler.policy.hosts import SHARD_BY_CHOICES, ShardBy
 from crawler.policy.order import check_order
 from crawler.policy.sharding import check_shards
-from crawler.policy.typedsettings import get_float, get_int
+from crawler.policy.typedsettings import get_bool, get_choice, get_float, get_int
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -50,30 +50,27 @@ class FrontierConfig:
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> FrontierConfig:
         """The config; raises ``ValueError`` with one line naming the bad setting."""
-        shard_by = settings.get("FRONTIER_SHARD_BY")
-        if shard_by not in SHARD_BY_CHOICES:
-            raise ValueError(
-                f"FRONTIER_SHARD_BY must be one of {', '.join(SHARD_BY_CHOICES)}, "
-                f"got {shard_by!r}"
-            )
+        shard_by = get_choice(settings, "FRONTIER_SHARD_BY", SHARD_BY_CHOICES)
         config = cls(
             prefix=CrawlKeys.of(settings, spider_name).prefix,
             shards=check_shards(get_int(settings, "FRONTIER_SHARDS")),
             shard_by=shard_by,
-            host_concurrency=get_int(settings, "FRONTIER_HOST_CONCURRENCY"),
-            lease_timeout=get_float(settings, "FRONTIER_LEASE_TIMEOUT"),
-            maintenance_interval=get_float(settings, "FRONTIER_MAINTENANCE_INTERVAL"),
+            host_concurrency=get_int(settings, "FRONTIER_HOST_CONCURRENCY", above=0),
+            lease_timeout=get_float(settings, "FRONTIER_LEASE_TIMEOUT", above=0),
+            maintenance_interval=get_float(
+                settings, "FRONTIER_MAINTENANCE_INTERVAL", above=0
+            ),
             node_ttl=get_float(settings, "FRONTIER_NODE_TTL"),
-            log_interval=get_float(settings, "FRONTIER_LOG_INTERVAL"),
+            log_interval=get_float(settings, "FRONTIER_LOG_INTERVAL", above=0),
             bfs_lookahead=get_int(settings, "FRONTIER_BFS_LOOKAHEAD"),
-            local_seen_cache=get_int(settings, "FRONTIER_LOCAL_SEEN_CACHE"),
-            push_batch=get_int(settings, "FRONTIER_PUSH_BATCH"),
-            persist=settings.getbool("FRONTIER_PERSIST"),
-            reset=settings.getbool("FRONTIER_RESET"),
-            close_when_drained=settings.getbool("FRONTIER_CLOSE_WHEN_DRAINED"),
+            local_seen_cache=get_int(settings, "FRONTIER_LOCAL_SEEN_CACHE", at_least=0),
+            push_batch=get_int(settings, "FRONTIER_PUSH_BATCH", above=0),
+            persist=get_bool(settings, "FRONTIER_PERSIST"),
+            reset=get_bool(settings, "FRONTIER_RESET"),
+            close_when_drained=get_bool(settings, "FRONTIER_CLOSE_WHEN_DRAINED"),
             dedup=DedupConfig.from_settings(settings),
             depth_repair=(
-                settings.getbool("FRONTIER_DEPTH_REPAIR")
+                get_bool(settings, "FRONTIER_DEPTH_REPAIR")
                 and get_int(settings, "FRONTIER_BFS_LOOKAHEAD") != 0
             ),
             reparse_from_store=page_store_on(settings),
@@ -87,20 +84,7 @@ class FrontierConfig:
         return config
 
     def _check(self, settings: BaseSettings) -> None:
-        positive = {
-            "FRONTIER_HOST_CONCURRENCY": self.host_concurrency,
-            "FRONTIER_LEASE_TIMEOUT": self.lease_timeout,
-            "FRONTIER_MAINTENANCE_INTERVAL": self.maintenance_interval,
-            "FRONTIER_LOG_INTERVAL": self.log_interval,
-            "FRONTIER_PUSH_BATCH": self.push_batch,
-        }
-        for name, value in positive.items():
-            if value <= 0:
-                raise ValueError(f"{name} must be > 0, got {value!r}")
-        if self.local_seen_cache < 0:
-            raise ValueError(
-                f"FRONTIER_LOCAL_SEEN_CACHE must be >= 0, got {self.local_seen_cache!r}"
-            )
+        """What no one setting says alone: how settings must relate."""
         if self.lease_timeout <= 2 * self.maintenance_interval:
             raise ValueError(
                 "FRONTIER_LEASE_TIMEOUT must be more than twice "

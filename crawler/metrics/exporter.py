@@ -29,7 +29,12 @@ from crawler.crawlstate.keys import CrawlKeys
 from crawler.crawlstate.status import read_status
 from crawler.metrics.cluster import ClusterGauges
 from crawler.metrics.collector import NodeCollector
-from crawler.policy.typedsettings import get_float, get_int, seconds_list
+from crawler.policy.typedsettings import (
+    get_float,
+    get_int,
+    get_optional_int,
+    seconds_list,
+)
 
 if TYPE_CHECKING:
     from threading import Thread
@@ -44,8 +49,6 @@ logger = logging.getLogger(__name__)
 
 # Seconds a cluster-wide read may wait on a Redis that does not answer.
 READ_TIMEOUT = 2.0
-# Values of METRICS_PORT that mean "no endpoint" (-s METRICS_PORT=None gives text).
-OFF = frozenset({"", "0", "none"})
 MAX_PORT = 65535
 
 
@@ -60,25 +63,17 @@ class MetricsConfig:
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> MetricsConfig:
         """Raises ``ValueError`` (one line, naming the setting) on a bad value."""
-        raw = settings.get("METRICS_PORT")
-        port = (
-            None
-            if str(raw).strip().lower() in OFF
-            else get_int(settings, "METRICS_PORT")
+        port = get_optional_int(
+            settings,
+            "METRICS_PORT",
+            at_least=0,
+            at_most=MAX_PORT,
+            note="(0 or empty: no metrics endpoint)",
         )
-        if port is not None and not 0 < port <= MAX_PORT:
-            raise ValueError(
-                f"METRICS_PORT must be a port (1-{MAX_PORT}), or 0 or None for no "
-                f"metrics endpoint, got {raw!r}"
-            )
         host = settings.get("METRICS_HOST")
         if not isinstance(host, str) or not host.strip():
             raise ValueError(f"METRICS_HOST must be an address, got {host!r}")
-        refresh = get_float(settings, "METRICS_REFRESH")
-        if refresh <= 0:
-            raise ValueError(
-                f"METRICS_REFRESH must be above 0 seconds, got {refresh!r}"
-            )
+        refresh = get_float(settings, "METRICS_REFRESH", above=0, note="seconds")
         return cls(port or None, host.strip(), refresh)
 
 

@@ -233,7 +233,4 @@ def far_hosts(value: object) -> Callable[[str], bool]:
 def _render_timeout(settings: BaseSettings) -> float:
     """RENDER_TIMEOUT, checked as the render middleware checks it (a rendered
     request's tier 0 timeout; later tiers scale it)."""
-    timeout = get_float(settings, "RENDER_TIMEOUT")
-    if not timeout > 0:
-        raise ValueError(f"RENDER_TIMEOUT must be above 0; got {timeout!r}")
-    return timeout
+    return get_float(settings, "RENDER_TIMEOUT", above=0, note="seconds")

@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar, cast, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from crawler import __version__
 from crawler import defaults as project_defaults
@@ -32,7 +32,7 @@ from crawler.context.startup import StartupFailure
 from crawler.meta import ROBOTS_FETCH
 from crawler.policy.botname import contact_of, filled, token_of
 from crawler.policy.hosts import BadURLError, host_of
-from crawler.policy.typedsettings import get_float
+from crawler.policy.typedsettings import get_choice, get_float
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -46,7 +46,6 @@ logger = logging.getLogger(__name__)
 
 UserAgentMode = Literal["per-request", "per-host"]
 RefererMode = Literal["parent", "rotate", "none"]
-_Choice = TypeVar("_Choice", bound=str)
 # Hosts whose sticky User-Agent is remembered in "per-host" mode (least recently
 # used first out): about 150 bytes each, the strings themselves are shared.
 STICKY_HOSTS = 65_536
@@ -68,11 +67,11 @@ class UserAgentConfig:
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> UserAgentConfig:
         """The config; raises ``ValueError`` with one line naming the bad setting."""
-        mode = _choice(settings, "USERAGENT_MODE", get_args(UserAgentMode))
-        referer_mode = _choice(settings, "REFERER_MODE", get_args(RefererMode))
-        sticky_ttl = get_float(settings, "USERAGENT_STICKY_TTL")
-        if sticky_ttl <= 0:
-            raise ValueError(f"USERAGENT_STICKY_TTL must be > 0, got {sticky_ttl!r}")
+        mode = get_choice(settings, "USERAGENT_MODE", get_args(UserAgentMode))
+        referer_mode = get_choice(settings, "REFERER_MODE", get_args(RefererMode))
+        sticky_ttl = get_float(
+            settings, "USERAGENT_STICKY_TTL", above=0, note="seconds"
+        )
         user_agents = read_list(settings, "USERAGENT_LIST")
         contact = contact_of(settings)
         if settings.get("USERAGENT_LIST") == project_defaults.USERAGENT_LIST:
@@ -101,13 +100,6 @@ class UserAgentConfig:
                         f"REFERER_LIST entries must be http(s) URLs, got {referer!r}"
                     )
         return cls(user_agents, mode, sticky_ttl, referer_mode, referers)
-
-
-def _choice(settings: BaseSettings, name: str, choices: tuple[_Choice, ...]) -> _Choice:
-    value = settings.get(name)
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {value!r}")
-    return cast("_Choice", value)
 
 
 def read_list(settings: BaseSettings, name: str) -> tuple[str, ...]:

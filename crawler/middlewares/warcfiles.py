@@ -47,9 +47,7 @@ class WarcConfig:
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> WarcConfig:
         """The config; ``ValueError`` with one line naming a bad setting."""
-        max_size = get_int(settings, "WARC_MAX_SIZE")
-        if max_size <= 0:
-            raise ValueError(f"WARC_MAX_SIZE must be > 0 bytes, got {max_size!r}")
+        max_size = get_int(settings, "WARC_MAX_SIZE", above=0, note="bytes")
         crawl = CrawlKeys.of(settings, spider_name).prefix
         return cls(Path(settings.get("WARC_DIR")), max_size, crawl)
 

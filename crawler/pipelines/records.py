@@ -100,9 +100,7 @@ class RecordsPipeline:
         if not url:
             raise NotConfigured("RECORDS_DATABASE_URL is empty")
         try:
-            batch_size = get_int(crawler.settings, "RECORDS_BATCH_SIZE")
-            if batch_size < 1:
-                raise ValueError(f"RECORDS_BATCH_SIZE must be >= 1, got {batch_size}")
+            batch_size = get_int(crawler.settings, "RECORDS_BATCH_SIZE", at_least=1)
             RecordsDatabase(url)  # checks the URL's form; connects in open_spider
             revisits = None
             if revisits_on(crawler.settings):

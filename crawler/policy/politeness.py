@@ -9,7 +9,6 @@ the delay in force.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
 from dataclasses import dataclass
@@ -18,12 +17,14 @@ from typing import TYPE_CHECKING, Literal
 
 from crawler.policy.suffixes import most_specific, suffix_table
 from crawler.policy.timezones import ZoneResolver
-from crawler.policy.typedsettings import get_float
+from crawler.policy.typedsettings import as_float, get_float, get_optional_int
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from scrapy.settings import BaseSettings
+
+    from crawler.policy.typedsettings import Range
 
 DelayReason = Literal[
     "day",
@@ -38,7 +39,9 @@ DelayReason = Literal[
 MINUTES_A_DAY = 24 * 60
 SECONDS_AN_HOUR = 3600.0
 _CLOCK = re.compile(r"\s*([0-9]{1,2}):([0-9]{2})\s*")  # ASCII digits only
-_HOURLY_CAP = "POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR"
+# Largest hourly cap: 15 digits, which a float holds exactly (a cap of 10**400 would
+# overflow the division that spaces the fetches).
+_MAX_HOURLY_CAP = 10**15 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +170,8 @@ class PolitenessConfig:
 
 # A bad floor may have been given as Scrapy's DOWNLOAD_DELAY (see crawler/addon.py).
 _FLOOR_SHOWN = "POLITENESS_MIN_DELAY (or the DOWNLOAD_DELAY moved there)"
+# Every delay: a number of seconds, 0 for none.
+_SECONDS: Range = {"at_least": 0, "note": "seconds"}
 
 
 def _durations(settings: BaseSettings) -> dict[str, float]:
@@ -174,55 +179,36 @@ def _durations(settings: BaseSettings) -> dict[str, float]:
 
     Each name is a literal so tests/unit/test_settings.py sees it is read.
     """
-    durations = {
-        "POLITENESS_DAY_DELAY": get_float(settings, "POLITENESS_DAY_DELAY"),
-        "POLITENESS_NIGHT_DELAY": get_float(settings, "POLITENESS_NIGHT_DELAY"),
-        "POLITENESS_JITTER": get_float(settings, "POLITENESS_JITTER"),
-        "POLITENESS_MIN_DELAY": get_float(settings, "POLITENESS_MIN_DELAY"),
-        "ROBOTS_MAX_CRAWL_DELAY": get_float(settings, "ROBOTS_MAX_CRAWL_DELAY"),
+    return {
+        "POLITENESS_DAY_DELAY": get_float(settings, "POLITENESS_DAY_DELAY", **_SECONDS),
+        "POLITENESS_NIGHT_DELAY": get_float(
+            settings, "POLITENESS_NIGHT_DELAY", **_SECONDS
+        ),
+        "POLITENESS_JITTER": get_float(settings, "POLITENESS_JITTER", at_least=0),
+        "POLITENESS_MIN_DELAY": as_float(
+            settings.get("POLITENESS_MIN_DELAY"), _FLOOR_SHOWN, **_SECONDS
+        ),
+        "ROBOTS_MAX_CRAWL_DELAY": get_float(
+            settings, "ROBOTS_MAX_CRAWL_DELAY", **_SECONDS
+        ),
     }
-    for name, value in durations.items():
-        if value < 0:
-            shown = _FLOOR_SHOWN if name == "POLITENESS_MIN_DELAY" else name
-            raise ValueError(f"{shown} must be >= 0, got {value!r}")
-    return durations
 
 
 def _overrides(settings: BaseSettings) -> dict[str, float]:
     """``POLITENESS_OVERRIDES``: domain suffix -> seconds, each finite and >= 0."""
     return {
-        suffix: _seconds(value, f"POLITENESS_OVERRIDES[{suffix!r}]")
+        suffix: as_float(value, f"POLITENESS_OVERRIDES[{suffix!r}]", **_SECONDS)
         for suffix, value in suffix_table(settings, "POLITENESS_OVERRIDES").items()
     }
 
 
-def _seconds(value: object, where: str) -> float:
-    """*value* as seconds; JSON ``true`` or ``"10s"`` is a mistake, not 1.0 or 10."""
-    seconds = math.nan
-    if isinstance(value, int | float | str) and not isinstance(value, bool):
-        with contextlib.suppress(ValueError, OverflowError):
-            seconds = float(value)
-    if not (math.isfinite(seconds) and seconds >= 0):
-        raise ValueError(f"{where} must be a number of seconds >= 0, got {value!r}")
-    return seconds
-
-
 def _hourly_cap(settings: BaseSettings) -> int | None:
-    """The hourly page cap of a host: a positive integer, or ``None`` for none.
-
-    ``-s`` gives strings, so ``""`` and ``"None"`` mean no cap; ``int()`` alone
-    would take ``"1_0"`` or ``12.7`` silently, and fail unnamed on 5000 digits.
-    """
-    raw = settings.get("POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR")
-    text = str(raw).strip()
-    if raw is None or text.lower() in ("", "none"):
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
-        text = ""
-    elif isinstance(raw, float):
-        text = str(int(raw)) if raw.is_integer() else ""
-    if not (text.isascii() and text.isdigit() and len(text) < 16 and int(text) > 0):
-        raise ValueError(
-            f"{_HOURLY_CAP} must be a positive integer or empty (no cap), got {raw!r}"
-        )
-    return int(text)
+    """The hourly page cap of a host: a positive integer, or ``None`` for none
+    (``-s`` gives strings, so ``""`` and ``"None"`` mean no cap too)."""
+    return get_optional_int(
+        settings,
+        "POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR",
+        at_least=1,
+        at_most=_MAX_HOURLY_CAP,
+        note="(empty: no cap)",
+    )

@@ -8,10 +8,21 @@ pipeline, the feeder and the URL library read them alike. Pure: no clock, no I/O
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from crawler.policy.typedsettings import (
+    as_float,
+    get_bool,
+    get_choice,
+    get_float,
+    get_int,
+    get_optional_float,
+)
+
+if TYPE_CHECKING:
+    from crawler.policy.typedsettings import Range
 
 POLICIES = ("off", "uniform", "adaptive", "halving")
 # An unset REVISIT_MIN_INTERVAL or REVISIT_MAX_INTERVAL is this share or multiple of
@@ -24,7 +35,8 @@ CEILING_FACTOR = 14.0
 # interval cannot keep to it).
 MAX_FEED_INTERVAL = 2.0
 _OVERRIDE_KEYS = frozenset({"interval", "min_interval", "max_interval"})
-_TRUE, _FALSE = frozenset({"1", "true"}), frozenset({"0", "false"})
+# Every interval: a positive number of seconds.
+_SECONDS: Range = {"above": 0, "note": "seconds"}
 
 
 class SupportsGet(Protocol):
@@ -77,15 +89,11 @@ class RevisitConfig:
     @classmethod
     def from_settings(cls, settings: SupportsGet) -> RevisitConfig:
         """The config; raises ``ValueError`` with one line naming a bad setting."""
-        policy = str(settings.get("REVISIT_POLICY")).strip().lower()
-        if policy not in POLICIES:
-            raise ValueError(
-                f"REVISIT_POLICY must be one of {', '.join(POLICIES)}, "
-                f"got {settings.get('REVISIT_POLICY')!r}"
-            )
-        floor = _optional_positive(settings, "REVISIT_MIN_INTERVAL")
-        ceiling = _optional_positive(settings, "REVISIT_MAX_INTERVAL")
-        bounds = _bounds(_positive(settings, "REVISIT_INTERVAL"), floor, ceiling)
+        policy = get_choice(settings, "REVISIT_POLICY", POLICIES, fold_case=True)
+        floor = get_optional_float(settings, "REVISIT_MIN_INTERVAL", **_SECONDS)
+        ceiling = get_optional_float(settings, "REVISIT_MAX_INTERVAL", **_SECONDS)
+        interval = get_float(settings, "REVISIT_INTERVAL", **_SECONDS)
+        bounds = _bounds(interval, floor, ceiling)
         _check_bounds(
             bounds,
             "REVISIT_INTERVAL",
@@ -94,7 +102,9 @@ class RevisitConfig:
         overrides = _overrides(
             settings.get("REVISIT_OVERRIDES"), bounds.interval, floor, ceiling
         )
-        feed_interval = _optional_positive(settings, "REVISIT_FEED_INTERVAL")
+        feed_interval = get_optional_float(
+            settings, "REVISIT_FEED_INTERVAL", **_SECONDS
+        )
         if feed_interval is None:
             floors = [bounds.min_interval] + [b.min_interval for _, b in overrides]
             feed_interval = min(MAX_FEED_INTERVAL, min(floors) / 2)
@@ -102,11 +112,11 @@ class RevisitConfig:
             policy=policy,
             bounds=bounds,
             overrides=overrides,
-            gone_after=_count(settings, "REVISIT_GONE_AFTER"),
+            gone_after=get_int(settings, "REVISIT_GONE_AFTER", at_least=1),
             feed_interval=feed_interval,
-            feed_batch=_count(settings, "REVISIT_FEED_BATCH"),
-            claim_timeout=_positive(settings, "REVISIT_CLAIM_TIMEOUT"),
-            conditional=_flag(settings, "REVISIT_CONDITIONAL"),
+            feed_batch=get_int(settings, "REVISIT_FEED_BATCH", at_least=1),
+            claim_timeout=get_float(settings, "REVISIT_CLAIM_TIMEOUT", **_SECONDS),
+            conditional=get_bool(settings, "REVISIT_CONDITIONAL"),
         )
 
 
@@ -118,33 +128,6 @@ def revisits_on(settings: SupportsGet) -> bool:
     return value is not None and str(value).strip().lower() not in ("", "off")
 
 
-def _number(value: object) -> float | None:
-    """A finite float from a number or a numeric string (``-s`` gives strings)."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return None
-    try:
-        number = float(value)
-    except (ValueError, OverflowError):
-        return None
-    return number if math.isfinite(number) else None
-
-
-def _positive(settings: SupportsGet, name: str) -> float:
-    value = settings.get(name)
-    number = _number(value)
-    if number is None or number <= 0:
-        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-    return number
-
-
-def _optional_positive(settings: SupportsGet, name: str) -> float | None:
-    """A positive number of seconds, or None when unset (None or empty)."""
-    value = settings.get(name)
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return None
-    return _positive(settings, name)
-
-
 def _bounds(interval: float, floor: float | None, ceiling: float | None) -> Bounds:
     """The bounds of *interval*; an unset floor or ceiling is relative to it."""
     return Bounds(
@@ -152,24 +135,6 @@ def _bounds(interval: float, floor: float | None, ceiling: float | None) -> Boun
         min_interval=interval * FLOOR_SHARE if floor is None else floor,
         max_interval=interval * CEILING_FACTOR if ceiling is None else ceiling,
     )
-
-
-def _count(settings: SupportsGet, name: str) -> int:
-    value = settings.get(name)
-    number = _number(value)
-    if number is None or number < 1 or not number.is_integer():
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(number)
-
-
-def _flag(settings: SupportsGet, name: str) -> bool:
-    value = settings.get(name)
-    text = str(value).strip().lower()
-    if isinstance(value, bool | int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and text in _TRUE | _FALSE:
-        return text in _TRUE
-    raise ValueError(f"{name} must be true or false (1 or 0), got {value!r}")
 
 
 def _check_bounds(bounds: Bounds, name: str, hint: str = "") -> None:
@@ -219,10 +184,11 @@ def _override(
         )
     seconds: dict[str, float] = {}
     for key, raw in fields.items():
-        number = None if isinstance(raw, str) else _number(raw)
-        if number is None or number <= 0:
-            raise ValueError(f"{where}[{key!r}] must be a positive number, got {raw!r}")
-        seconds[key] = number
+        if isinstance(raw, str):  # a JSON number, not text that looks like one
+            raise ValueError(  # noqa: TRY004 (a bad setting, like every other)
+                f"{where}[{key!r}] must be a number, got {raw!r}"
+            )
+        seconds[key] = as_float(raw, f"{where}[{key!r}]", **_SECONDS)
     interval, floor, ceiling = default
     bounds = _bounds(
         seconds.get("interval", interval),

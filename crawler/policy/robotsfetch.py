@@ -27,6 +27,8 @@ from crawler.policy.typedsettings import get_float
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
+    from crawler.policy.typedsettings import Range
+
 # RFC 9309 2.5: crawlers must parse at least 500 KiB; the rest is ignored.
 MAX_BYTES = 500 * 1024
 # RFC 9309 2.3.1.2: at least five consecutive redirects are followed.
@@ -36,6 +38,8 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 TOO_MANY_REQUESTS = 429
 DEFAULT_PORTS = {"http": 80, "https": 443}
 DAY = 86400.0
+# The cache's lifetime, the retry delay and the fetch timeout.
+_SECONDS: Range = {"above": 0, "note": "seconds"}
 
 # What one HTTP answer means: parse it, follow it, or one of the RFC's two failures.
 Outcome = Literal["parse", "redirect", "unavailable", "unreachable"]
@@ -66,25 +70,17 @@ class RobotsConfig:
     def from_settings(cls, settings: BaseSettings) -> RobotsConfig:
         """The config; raises ``ValueError`` naming the first bad setting."""
         token = token_of(settings)
-        config = cls(
+        days = get_float(settings, "ROBOTS_ERROR_GIVE_UP_DAYS", at_least=0, note="days")
+        return cls(
             user_agent=token,
-            cache_ttl=get_float(settings, "ROBOTS_CACHE_TTL"),
-            error_retry_delay=get_float(settings, "ROBOTS_ERROR_RETRY_DELAY"),
-            give_up_after=get_float(settings, "ROBOTS_ERROR_GIVE_UP_DAYS") * DAY,
-            fetch_timeout=get_float(settings, "ROBOTS_FETCH_TIMEOUT"),
+            cache_ttl=get_float(settings, "ROBOTS_CACHE_TTL", **_SECONDS),
+            error_retry_delay=get_float(
+                settings, "ROBOTS_ERROR_RETRY_DELAY", **_SECONDS
+            ),
+            give_up_after=days * DAY,
+            fetch_timeout=get_float(settings, "ROBOTS_FETCH_TIMEOUT", **_SECONDS),
             contact=contact_of(settings),
         )
-        for name, value in (
-            ("ROBOTS_CACHE_TTL", config.cache_ttl),
-            ("ROBOTS_ERROR_RETRY_DELAY", config.error_retry_delay),
-            ("ROBOTS_FETCH_TIMEOUT", config.fetch_timeout),
-        ):
-            if value <= 0:
-                raise ValueError(f"{name} must be > 0 seconds, got {value!r}")
-        if config.give_up_after < 0:
-            days = settings.get("ROBOTS_ERROR_GIVE_UP_DAYS")
-            raise ValueError(f"ROBOTS_ERROR_GIVE_UP_DAYS must be >= 0, got {days!r}")
-        return config
 
     @property
     def fetch_budget(self) -> float:

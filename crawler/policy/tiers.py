@@ -45,30 +45,25 @@ class TiersConfig:
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> TiersConfig:
         """The config; raises ``ValueError`` naming the first bad setting."""
-        config = cls(
+        return cls(
             tiers=_tiers(settings.get("TIMEOUTS_TIERS")),
-            slow_after=get_int(settings, "TIMEOUTS_SLOW_AFTER"),
-            slow_window=get_float(settings, "TIMEOUTS_SLOW_WINDOW"),
-            slow_recover_after=get_int(settings, "TIMEOUTS_SLOW_RECOVER_AFTER"),
-            dead_after=get_int(settings, "TIMEOUTS_HOST_DEAD_AFTER"),
-            pause=get_float(settings, "TIMEOUTS_HOST_PAUSE"),
+            slow_after=get_int(
+                settings,
+                "TIMEOUTS_SLOW_AFTER",
+                at_least=1,
+                at_most=MAX_REMEMBERED_ESCALATIONS,
+            ),
+            slow_window=get_float(
+                settings, "TIMEOUTS_SLOW_WINDOW", above=0, note="seconds"
+            ),
+            slow_recover_after=get_int(
+                settings, "TIMEOUTS_SLOW_RECOVER_AFTER", above=0
+            ),
+            dead_after=get_int(settings, "TIMEOUTS_HOST_DEAD_AFTER", above=0),
+            pause=get_float(
+                settings, "TIMEOUTS_HOST_PAUSE", at_least=0, note="seconds"
+            ),
         )
-        for name, value in (
-            ("TIMEOUTS_SLOW_AFTER", config.slow_after),
-            ("TIMEOUTS_SLOW_WINDOW", config.slow_window),
-            ("TIMEOUTS_SLOW_RECOVER_AFTER", config.slow_recover_after),
-            ("TIMEOUTS_HOST_DEAD_AFTER", config.dead_after),
-        ):
-            if value <= 0:
-                raise ValueError(f"{name} must be > 0, got {value!r}")
-        if config.slow_after > MAX_REMEMBERED_ESCALATIONS:
-            raise ValueError(
-                f"TIMEOUTS_SLOW_AFTER must be <= {MAX_REMEMBERED_ESCALATIONS}, "
-                f"got {config.slow_after!r}"
-            )
-        if config.pause < 0:
-            raise ValueError(f"TIMEOUTS_HOST_PAUSE must be >= 0, got {config.pause!r}")
-        return config
 
     @property
     def last(self) -> int:

@@ -9,10 +9,11 @@ URL pattern, where rendering finds links or text the static fetch does not).
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
+
+from crawler.policy.typedsettings import get_choice, get_float, get_int, get_names
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -74,32 +75,33 @@ class RenderConfig:
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> RenderConfig:
         """Raises ``BadRenderSetting`` with a one-line reason."""
-        mode = str(settings.get("RENDER_MODE") or "never").strip().lower()
-        if mode not in RENDER_MODES:
-            raise BadRenderSetting(
-                f"RENDER_MODE must be one of {', '.join(RENDER_MODES)}; got {mode!r}"
-            )
-        block = frozenset(_names(settings.get("RENDER_BLOCK"), "RENDER_BLOCK"))
-        unknown = sorted(block - set(BLOCKABLE))
-        if unknown:
-            raise BadRenderSetting(
-                f"RENDER_BLOCK may name {', '.join(BLOCKABLE)}; got {', '.join(map(repr, unknown))}"
-            )
+        try:
+            return cls._read(settings)
+        except ValueError as exc:  # the settings reader's: as the class callers catch
+            raise BadRenderSetting(str(exc)) from None
+
+    @classmethod
+    def _read(cls, settings: BaseSettings) -> RenderConfig:
+        """The config; the settings reader's ``ValueError`` on a bad value."""
         return cls(
-            mode=mode,
-            actions=parse_actions(settings.get("RENDER_ACTION")),
-            timeout=_positive(settings, "RENDER_TIMEOUT"),
-            concurrency=_count(settings, "RENDER_CONCURRENCY", least=1),
-            block=block,
-            max_pages_per_context=_count(
-                settings, "RENDER_MAX_PAGES_PER_CONTEXT", least=1
+            mode=get_choice(
+                settings, "RENDER_MODE", RENDER_MODES, fold_case=True, default="never"
             ),
-            settle=_at_least_zero(settings, "RENDER_SETTLE"),
+            actions=parse_actions(settings.get("RENDER_ACTION")),
+            timeout=get_float(settings, "RENDER_TIMEOUT", above=0, note="seconds"),
+            concurrency=get_int(settings, "RENDER_CONCURRENCY", at_least=1),
+            block=frozenset(get_names(settings, "RENDER_BLOCK", allowed=BLOCKABLE)),
+            max_pages_per_context=get_int(
+                settings, "RENDER_MAX_PAGES_PER_CONTEXT", at_least=1
+            ),
+            settle=get_float(settings, "RENDER_SETTLE", at_least=0, note="seconds"),
             browser=find_browser(str(settings.get("RENDER_BROWSER") or "")),
-            sample_pages=_count(settings, "RENDER_SAMPLE_PAGES", least=1),
-            recheck_interval=_at_least_zero(settings, "RENDER_RECHECK_INTERVAL"),
-            min_gained_links=_count(settings, "RENDER_MIN_GAINED_LINKS", least=0),
-            min_gained_text=_at_least_zero(settings, "RENDER_MIN_GAINED_TEXT"),
+            sample_pages=get_int(settings, "RENDER_SAMPLE_PAGES", at_least=1),
+            recheck_interval=get_float(
+                settings, "RENDER_RECHECK_INTERVAL", at_least=0, note="seconds"
+            ),
+            min_gained_links=get_int(settings, "RENDER_MIN_GAINED_LINKS", at_least=0),
+            min_gained_text=get_float(settings, "RENDER_MIN_GAINED_TEXT", at_least=0),
         )
 
 
@@ -133,55 +135,3 @@ def find_browser(configured: str) -> str | None:
         if found:
             return found
     return None
-
-
-def _names(value: object, name: str) -> list[str]:
-    if value is None or value == "":
-        return []
-    if isinstance(value, str):
-        if value.lstrip().startswith("["):
-            try:
-                value = json.loads(value)
-            except (ValueError, RecursionError) as exc:
-                raise BadRenderSetting(f"{name} is not a JSON list: {exc}") from None
-        else:
-            value = value.split(",")
-    if not isinstance(value, (list, tuple, set, frozenset)):
-        raise BadRenderSetting(f"{name} must be a list; got {value!r}")
-    return [str(item).strip().lower() for item in value if str(item).strip()]
-
-
-def _number(settings: BaseSettings, name: str) -> float:
-    """A finite number (inf or nan would overflow or never end a wait)."""
-    try:
-        value = float(settings.get(name))
-    except (TypeError, ValueError, OverflowError):
-        value = math.nan
-    if not math.isfinite(value):
-        raise BadRenderSetting(f"{name} must be a number; got {settings.get(name)!r}")
-    return value
-
-
-def _count(settings: BaseSettings, name: str, *, least: int) -> int:
-    """A whole number of at least *least* (2.5 pages is a mistake, not 2)."""
-    value = _number(settings, name)
-    if not value.is_integer() or value < least:
-        raise BadRenderSetting(
-            f"{name} must be a whole number of {least} or more; "
-            f"got {settings.get(name)!r}"
-        )
-    return int(value)
-
-
-def _positive(settings: BaseSettings, name: str) -> float:
-    value = _number(settings, name)
-    if not value > 0:
-        raise BadRenderSetting(f"{name} must be above 0; got {settings.get(name)!r}")
-    return value
-
-
-def _at_least_zero(settings: BaseSettings, name: str) -> float:
-    value = _number(settings, name)
-    if not value >= 0:
-        raise BadRenderSetting(f"{name} must be 0 or more; got {settings.get(name)!r}")
-    return value

@@ -14,6 +14,7 @@ from crawler.frontier.seencache import SeenCache
 from crawler.items import EXPORTED
 from crawler.meta import FATE
 from crawler.policy.scope import Scope
+from crawler.policy.typedsettings import get_optional_int
 from crawler.robots.middleware import robots_sitemaps
 from crawler.spiders.arguments import (
     PASSED_THROUGH,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
     from crawler.items import PageRecord
@@ -89,12 +91,8 @@ class BfsSpider(Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        spider._yielded = SeenCache(
-            crawler.settings.getint(
-                "FRONTIER_LOCAL_SEEN_CACHE", defaults.FRONTIER_LOCAL_SEEN_CACHE
-            )
-        )
         try:
+            spider._yielded = SeenCache(_seen_cache_size(crawler.settings))
             spider._follower = Follower(
                 crawler.settings.get("BFS_FOLLOW", defaults.BFS_FOLLOW)
             )
@@ -284,3 +282,10 @@ class BfsSpider(Spider):
             self.logger.error("%(error)s; skipped", {"error": error})
             self.crawler.stats.inc_value("bfs/bad_seeds")
         return seeds
+
+
+def _seen_cache_size(settings: BaseSettings) -> int:
+    """FRONTIER_LOCAL_SEEN_CACHE, the project default when unset (a project without
+    the add-on); a bad value is named, as the frontier's own read names it."""
+    size = get_optional_int(settings, "FRONTIER_LOCAL_SEEN_CACHE", at_least=0)
+    return defaults.FRONTIER_LOCAL_SEEN_CACHE if size is None else size

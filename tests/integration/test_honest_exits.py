@@ -77,7 +77,7 @@ def assert_one_line_stop(result: subprocess.CompletedProcess[str], *words: str) 
         ),
         (
             ["-a", "seeds=http://127.0.0.2:9/", "-s", "RENDER_CONCURRENCY=0"],
-            ["RENDER_CONCURRENCY", "1 or more"],
+            ["RENDER_CONCURRENCY", ">= 1"],
         ),
         (
             ["-a", "seeds=http://127.0.0.2:9/", "-s", "RENDER_BLOCK=images"],
