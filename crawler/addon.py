@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.misc import load_object
 
+from crawler.context.components import PAGE_STORE_PIPELINE
 from crawler.context.crawl import CrawlContext
 from crawler.defaults import install_defaults, install_pre_crawler_settings
 from crawler.render import install as render
@@ -78,7 +79,7 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
     ),
     # Page store, page records, then the analysis task that reads both.
     "ITEM_PIPELINES": (
-        ("crawler.pipelines.pagestore.PageStorePipeline", 300),
+        (PAGE_STORE_PIPELINE, 300),  # its path: whether pages are stored, for others
         ("crawler.pipelines.records.RecordsPipeline", 400),
         ("crawler.analysis.pipeline.AnalysisPipeline", 500),
     ),

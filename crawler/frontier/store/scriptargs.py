@@ -2,7 +2,7 @@
 
 A call sends ARGV[1], one JSON object of named arguments (``tag``, ``order``, ``now``
 and the script's own, every value a string as ARGV values were), which the script
-reads as ``arg.<name>``; then its records, if it takes any (the requests pushed,
+reads as ``args.<name>``; then its records, if it takes any (the requests pushed,
 lease ids...), each a fixed group of ARGV values the script reads by field name
 (``for item in records() do ... item.host``). Records stay out of the JSON: their
 values may be bytes that are not text (Bloom hashes). Decoding a small JSON object
