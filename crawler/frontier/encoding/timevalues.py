@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
+from functools import partial
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
@@ -69,29 +70,19 @@ def _clock_to_json(value: datetime | time) -> list[Any]:
     return [value.replace(tzinfo=None, fold=0).isoformat(), value.fold, zone]
 
 
-def _clock_parts(payload: Any) -> tuple[str, int, tzinfo | None]:
+def _clock_from_json(payload: Any, clock: type[datetime | time]) -> datetime | time:
+    """The datetime or time (*clock*) ``_clock_to_json`` wrote: naive text, with
+    its zone only from the payload."""
     if type(payload) is not list or len(payload) != 3:
         raise ValueError("not [text, fold, zone]")
     text, fold, zone = payload
     if type(text) is not str or fold not in (0, 1) or type(fold) is not int:
         raise ValueError("a malformed text or fold")
-    return text, fold, zone_from_json(zone)
-
-
-def _datetime_from_json(payload: Any) -> datetime:
-    text, fold, zone = _clock_parts(payload)
-    naive = datetime.fromisoformat(text)
+    tz = zone_from_json(zone)
+    naive = clock.fromisoformat(text)
     if naive.tzinfo is not None:
         raise ValueError("a zone in the text")
-    return naive.replace(tzinfo=zone, fold=fold)
-
-
-def _time_from_json(payload: Any) -> time:
-    text, fold, zone = _clock_parts(payload)
-    naive = time.fromisoformat(text)
-    if naive.tzinfo is not None:
-        raise ValueError("a zone in the text")
-    return naive.replace(tzinfo=zone, fold=fold)
+    return naive.replace(tzinfo=tz, fold=fold)
 
 
 def _date_from_json(payload: Any) -> date:
@@ -120,8 +111,8 @@ TIME_ENCODERS: dict[type, tuple[str, Callable[[Any], Any]]] = {
     timedelta: ("timedelta", _timedelta_to_json),
 }
 TIME_DECODERS: dict[str, Callable[[Any], Any]] = {
-    "datetime": _datetime_from_json,
+    "datetime": partial(_clock_from_json, clock=datetime),
     "date": _date_from_json,
-    "time": _time_from_json,
+    "time": partial(_clock_from_json, clock=time),
     "timedelta": _timedelta_from_json,
 }
