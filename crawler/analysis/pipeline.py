@@ -59,7 +59,7 @@ class AnalysisPipeline:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         if not crawler.settings.getbool("ANALYSIS_ENABLED"):
-            raise NotConfigured("ANALYSIS_ENABLED is False")
+            raise NotConfigured  # off by default: no message (a message warns)
         config = AnalysisConfig.from_settings(crawler.settings)
         keys = CrawlKeys.of(crawler.settings, crawler.spidercls.name)
         try:
@@ -67,7 +67,7 @@ class AnalysisPipeline:
         except (RedisUnreachableError, EmbeddedRedisError) as exc:
             # Bad Redis settings, or a private server that cannot start: one line.
             StartupFailure(crawler, str(exc))
-            raise NotConfigured(str(exc)) from None
+            raise NotConfigured from None  # said once, by StartupFailure
         return cls(crawler, client, config, keys)
 
     def open_spider(self) -> None:

@@ -39,7 +39,7 @@ class PageStorePipeline:
     def from_crawler(cls, crawler: Crawler) -> Self:
         config = PageStoreConfig.from_settings(crawler.settings)
         if config.root is None:
-            raise NotConfigured("PAGESTORE_DIR is empty")
+            raise NotConfigured  # switched off: no message (a message warns)
         return cls(crawler, config.root)
 
     def open_spider(self) -> None:

@@ -98,7 +98,7 @@ class RecordsPipeline:
     def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
         url = crawler.settings.get("RECORDS_DATABASE_URL") or ""
         if not url:
-            raise NotConfigured("RECORDS_DATABASE_URL is empty")
+            raise NotConfigured  # switched off: no message (a message warns)
         try:
             batch_size = get_int(crawler.settings, "RECORDS_BATCH_SIZE", at_least=1)
             RecordsDatabase(url)  # checks the URL's form; connects in open_spider

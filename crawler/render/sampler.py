@@ -87,11 +87,11 @@ class RenderSampler:
     def from_crawler(cls, crawler: Crawler) -> Self:
         mode = str(crawler.settings.get("RENDER_MODE") or "").strip().lower()
         if mode != "auto":
-            raise NotConfigured("RENDER_MODE is not auto")
+            raise NotConfigured  # off by default: no message (a message warns)
         try:
             RenderConfig.from_settings(crawler.settings)
-        except ValueError as exc:  # the render middleware stops start-up on it
-            raise NotConfigured(f"bad RENDER_* setting: {exc}") from None
+        except ValueError:  # the render middleware stops start-up on it
+            raise NotConfigured from None
         return cls(crawler, advisor_of(crawler))
 
     async def process_spider_output(

@@ -91,7 +91,7 @@ class RevisitFeeder:
             config = RevisitConfig.from_settings(crawler.settings)
         except ValueError as exc:
             StartupFailure(crawler, f"Bad setting: {exc}")
-            raise NotConfigured(str(exc)) from None
+            raise NotConfigured from None  # said once, by StartupFailure
         url = crawler.settings.get("RECORDS_DATABASE_URL") or ""
         if not url:
             message = (
@@ -99,7 +99,7 @@ class RevisitFeeder:
                 "library, in the page-record database: set RECORDS_DATABASE_URL"
             )
             StartupFailure(crawler, message)
-            raise NotConfigured(message)
+            raise NotConfigured  # said once, by StartupFailure
         return cls(crawler, config, url)
 
     async def spider_opened(self, spider: Spider) -> None:

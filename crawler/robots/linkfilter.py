@@ -40,7 +40,7 @@ class RobotsLinkFilter:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         if not crawler.settings.getbool("ROBOTSTXT_OBEY"):
-            raise NotConfigured("ROBOTSTXT_OBEY is False")
+            raise NotConfigured  # switched off: no message (a message warns)
         return cls(crawler)
 
     def _spider_opened(self) -> None:
