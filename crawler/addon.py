@@ -23,6 +23,9 @@ from scrapy.utils.misc import load_object
 
 from crawler.context.components import PAGE_STORE_PIPELINE
 from crawler.context.crawl import CrawlContext
+from crawler.context.quietlogs import quiet_logs
+from crawler.context.settingscheck import warn_ignored_settings
+from crawler.context.startup import StartupFailure
 from crawler.defaults import install_defaults, install_pre_crawler_settings
 from crawler.render import install as render
 
@@ -115,8 +118,10 @@ class Frontier(CrawlContext):
 
     def update_settings(self, settings: Settings) -> None:
         install_defaults(settings)  # again: a crawler may be made without a runner
+        self._quiet_logs(settings)
         if not _install_scheduler(settings):
             return  # another scheduler: our components would wait on leases forever
+        warn_ignored_settings(settings)  # scrapy-redis' too: its scheduler is not on
         for name, components in COMPONENTS.items():
             if name == "ITEM_PIPELINES" and _set_empty(settings, name):
                 continue  # -s ITEM_PIPELINES={}: no pipelines, ours neither
@@ -129,6 +134,14 @@ class Frontier(CrawlContext):
                 settings.set_in_component_priority_dict(name, load_object(path), None)
         _move_download_delay(settings)
         render.install(self._crawler, settings, ADDON_PRIORITY)
+
+    def _quiet_logs(self, settings: Settings) -> None:
+        """Scrapy's start-up listings at DEBUG, libraries' DEBUG lines off
+        (crawler/context/quietlogs.py); a bad LOG_LIBRARIES_DEBUG stops the crawl."""
+        try:
+            quiet_logs(settings)
+        except ValueError as exc:
+            StartupFailure(self._crawler, f"Bad setting: {exc}")
 
 
 def _set_empty(settings: BaseSettings, name: str) -> bool:

@@ -20,5 +20,10 @@ NEWSPIDER_MODULE = "crawler.spiders"
 COMMANDS_MODULE = "crawler.commands"
 # The frontier: scheduler, middlewares, pipelines and every default of ours.
 ADDONS = {"crawler.addon.Frontier": 0}
+# INFO: the crawl's lifecycle and progress; DEBUG adds a line per request and item,
+# Scrapy's lists of enabled components and overridden settings (docs/operations.md).
+LOG_LEVEL = "INFO"
+# The versions Scrapy logs at start, on one line (Scrapy's list takes eleven).
+LOG_VERSIONS = ["Twisted", "redis", "lxml"]
 # Feeds are written as UTF-8 text, not with JSON's \u escapes.
 FEED_EXPORT_ENCODING = "utf-8"

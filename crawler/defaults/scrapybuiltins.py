@@ -27,3 +27,7 @@ DOWNLOAD_WARNSIZE = 4 * 1024 * 1024
 # source with ast for every response (its cache is keyed by the bound method, new
 # with each request): about 0.8 CPU ms a response for a 40-line callback.
 WARN_ON_GENERATOR_RETURN_VALUE = False
+# Scrapy's telnet console: off, as its password and port lines at start; a crawl is
+# watched with `scrapy frontier status`, and several nodes on one machine would
+# each take a port. TELNETCONSOLE_ENABLED=True turns it on.
+TELNETCONSOLE_ENABLED = False

@@ -1,0 +1,74 @@
+"""Quiet logs: what a crawl prints at start is what an operator reads.
+
+Scrapy logs its start-up listings (enabled add-ons, extensions, downloader and
+spider middlewares, overridden settings: about 40 lines in this project) at INFO;
+here they go to DEBUG, where ``LOG_LEVEL=DEBUG`` shows them. The item pipelines'
+list stays at INFO: it says whether pages are stored and recorded. Libraries'
+DEBUG chatter (redis-py's, asyncio's, ...) is kept out unless
+``LOG_LIBRARIES_DEBUG`` asks for it. Both are process-wide, as Python's loggers are.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from crawler.policy.typedsettings import get_bool
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+# Scrapy's loggers that print the start-up listings, and how those messages start.
+LISTING_LOGGERS = ("scrapy.addons", "scrapy.middleware", "scrapy.crawler")
+LISTINGS = (
+    "Enabled addons:",
+    "Enabled extensions:",
+    "Enabled downloader middlewares:",
+    "Enabled spider middlewares:",
+    "Overridden settings:",
+)
+# Libraries whose DEBUG lines say nothing about the crawl (redis-py logs a failed
+# MAINT_NOTIFICATIONS handshake per connection, for one).
+LIBRARY_LOGGERS = (
+    "redis",
+    "asyncio",
+    "urllib3",
+    "playwright",
+    "scrapy_playwright",
+    "psycopg",
+    "aiosqlite",
+    "hpack",
+    "h2",
+    "filelock",
+    "charset_normalizer",
+)
+
+
+class StartupListingsFilter(logging.Filter):
+    """Lowers Scrapy's start-up listings from INFO to DEBUG (a logger's filter runs
+    before any handler, so the handler's level then decides)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.INFO and record.getMessage().startswith(LISTINGS):
+            record.levelno = logging.DEBUG
+            record.levelname = logging.getLevelName(logging.DEBUG)
+        return True
+
+
+def quiet_logs(settings: BaseSettings) -> None:
+    """Scrapy's listings at DEBUG, libraries' DEBUG lines as LOG_LIBRARIES_DEBUG
+    says; idempotent (every crawler of a process calls it).
+
+    Raises ``ValueError`` for a ``LOG_LIBRARIES_DEBUG`` that is not a switch.
+    """
+    for name in LISTING_LOGGERS:
+        listing_logger = logging.getLogger(name)
+        if not any(
+            isinstance(f, StartupListingsFilter) for f in listing_logger.filters
+        ):
+            listing_logger.addFilter(StartupListingsFilter())
+    level = (
+        logging.NOTSET if get_bool(settings, "LOG_LIBRARIES_DEBUG") else logging.INFO
+    )
+    for name in LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(level)
