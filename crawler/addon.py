@@ -137,7 +137,7 @@ class Frontier(CrawlContext):
 
     def _quiet_logs(self, settings: Settings) -> None:
         """Scrapy's start-up listings at DEBUG, libraries' DEBUG lines off
-        (crawler/context/quietlogs.py); a bad LOG_LIBRARIES_DEBUG stops the crawl."""
+        (crawler/context/quietlogs.py); a bad QUIET_LIBRARIES stops the crawl."""
         try:
             quiet_logs(settings)
         except ValueError as exc:

@@ -4,8 +4,8 @@ Scrapy logs its start-up listings (enabled add-ons, extensions, downloader and
 spider middlewares, overridden settings: about 40 lines in this project) at INFO;
 here they go to DEBUG, where ``LOG_LEVEL=DEBUG`` shows them. The item pipelines'
 list stays at INFO: it says whether pages are stored and recorded. Libraries'
-DEBUG chatter (redis-py's, asyncio's, ...) is kept out unless
-``LOG_LIBRARIES_DEBUG`` asks for it. Both are process-wide, as Python's loggers are.
+DEBUG chatter (redis-py's, asyncio's, ...) is kept out while
+``QUIET_LIBRARIES`` is on (the default). Both are process-wide, as Python's loggers are.
 """
 
 from __future__ import annotations
@@ -56,10 +56,10 @@ class StartupListingsFilter(logging.Filter):
 
 
 def quiet_logs(settings: BaseSettings) -> None:
-    """Scrapy's listings at DEBUG, libraries' DEBUG lines as LOG_LIBRARIES_DEBUG
-    says; idempotent (every crawler of a process calls it).
+    """Scrapy's listings at DEBUG, libraries' DEBUG lines out while QUIET_LIBRARIES
+    is on; idempotent (every crawler of a process calls it).
 
-    Raises ``ValueError`` for a ``LOG_LIBRARIES_DEBUG`` that is not a switch.
+    Raises ``ValueError`` for a ``QUIET_LIBRARIES`` that is not a switch.
     """
     for name in LISTING_LOGGERS:
         listing_logger = logging.getLogger(name)
@@ -67,8 +67,6 @@ def quiet_logs(settings: BaseSettings) -> None:
             isinstance(f, StartupListingsFilter) for f in listing_logger.filters
         ):
             listing_logger.addFilter(StartupListingsFilter())
-    level = (
-        logging.NOTSET if get_bool(settings, "LOG_LIBRARIES_DEBUG") else logging.INFO
-    )
+    level = logging.INFO if get_bool(settings, "QUIET_LIBRARIES") else logging.NOTSET
     for name in LIBRARY_LOGGERS:
         logging.getLogger(name).setLevel(level)

@@ -10,7 +10,7 @@ One module per section, each setting with a one-line comment above it:
 ``scrapybuiltins`` (Scrapy's own settings we change), ``redis``, ``frontier``,
 ``politeness``, ``robots``, ``timeouts``, ``retrylater``, ``useragent``,
 ``pipelines`` (page store, records, WARC, analysis), ``revisit``, ``bfs``,
-``render``, ``metrics``, ``dashboard`` and ``logs``. This package gathers them, so
+``render``, ``metrics``, ``dashboard`` and ``quiet``. This package gathers them, so
 ``crawler.defaults.NAME`` and ``settings.setmodule("crawler.defaults")`` see every
 setting; a name is defined in one section only (tests/unit/test_defaults.py).
 """
@@ -35,7 +35,7 @@ from crawler.defaults.bfs import *
 from crawler.defaults.render import *
 from crawler.defaults.metrics import *
 from crawler.defaults.dashboard import *
-from crawler.defaults.logs import *
+from crawler.defaults.quiet import *
 # isort: on
 
 if typing.TYPE_CHECKING:

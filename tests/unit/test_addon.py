@@ -17,7 +17,11 @@ from crawler.context.crawl import AddonMissingError, CrawlContext
 from crawler.frontier.acks import FrontierDepthMiddleware
 
 ADDON = {"crawler.addon.Frontier": 0}
-OUR_SETTINGS = sorted(name for name in dir(defaults) if name.isupper())
+# What scrapy.utils.test.get_crawler itself sets at the project priority.
+SET_BY_GET_CRAWLER = frozenset({"TELNETCONSOLE_ENABLED"})
+OUR_SETTINGS = sorted(
+    name for name in dir(defaults) if name.isupper() and name not in SET_BY_GET_CRAWLER
+)
 
 
 def applied(**settings: Any) -> Any:

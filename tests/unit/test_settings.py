@@ -30,6 +30,7 @@ PREFIXES = (
     "BFS_",
     "METRICS_",
     "DASHBOARD_",
+    "QUIET_",
 )
 UNPREFIXED = frozenset(
     {"REDIS_URL", "REDIS_CLUSTER", "REDIS_HOST", "REDIS_PORT", "REDIS_PARAMS"}

@@ -1,0 +1,81 @@
+"""crawler/context/quietlogs.py: Scrapy's start-up listings go to DEBUG, the item
+pipelines' list stays at INFO, libraries' DEBUG lines are out while QUIET_LIBRARIES is on."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import pytest
+from scrapy.settings import Settings
+
+from crawler.context.quietlogs import (
+    LIBRARY_LOGGERS,
+    LISTING_LOGGERS,
+    StartupListingsFilter,
+    quiet_logs,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+
+@pytest.fixture(autouse=True)
+def restored_loggers() -> Iterator[None]:
+    """Python's loggers are the process's: each test leaves them as it found them."""
+    loggers = [logging.getLogger(n) for n in (*LISTING_LOGGERS, *LIBRARY_LOGGERS)]
+    saved = [(lg, lg.level, list(lg.filters)) for lg in loggers]
+    yield
+    for lg, level, filters in saved:
+        lg.setLevel(level)
+        lg.filters[:] = filters
+
+
+def record(message: str, *args: object) -> logging.LogRecord:
+    return logging.LogRecord(
+        "scrapy.middleware", logging.INFO, "", 0, message, args, None
+    )
+
+
+@pytest.mark.parametrize(
+    ("message", "args", "level"),
+    [
+        (
+            "Enabled %(componentname)ss:\n%(enabledlist)s",
+            "downloader middleware",
+            "DEBUG",
+        ),
+        ("Enabled %(componentname)ss:\n%(enabledlist)s", "item pipeline", "INFO"),
+        ("Overridden settings:\n%(settings)s", None, "DEBUG"),
+        ("Spider opened", None, "INFO"),
+    ],
+)
+def test_listings_are_lowered_to_debug(
+    message: str, args: str | None, level: str
+) -> None:
+    values = {"componentname": args, "enabledlist": "[...]", "settings": "{}"}
+    log_record = record(message, values)
+    assert StartupListingsFilter().filter(log_record)
+    assert (log_record.levelname, log_record.levelno) == (
+        level,
+        logging.getLevelName(level),
+    )
+
+
+def test_library_debug_lines_are_off_unless_asked() -> None:
+    quiet_logs(Settings({"QUIET_LIBRARIES": True}))
+    assert not logging.getLogger("redis.connection").isEnabledFor(logging.DEBUG)
+    quiet_logs(Settings({"QUIET_LIBRARIES": "False"}))
+    assert logging.getLogger("redis").level == logging.NOTSET
+
+
+def test_the_filter_is_installed_once() -> None:
+    quiet_logs(Settings())
+    quiet_logs(Settings())
+    middleware = logging.getLogger("scrapy.middleware")
+    assert sum(isinstance(f, StartupListingsFilter) for f in middleware.filters) == 1
+
+
+def test_a_bad_switch_is_refused() -> None:
+    with pytest.raises(ValueError, match="QUIET_LIBRARIES"):
+        quiet_logs(Settings({"QUIET_LIBRARIES": "sometimes"}))
