@@ -203,12 +203,14 @@ def test_a_project_dict_of_spider_middlewares_keeps_the_depth_middleware(
     redis_url, site
 ):
     """-s SPIDER_MIDDLEWARES={} replaces the project's dict: the add-on puts the
-    frontier's middleware back, and the crawl runs to its end."""
+    frontier's middleware back, and the crawl runs to its end (Scrapy's list of
+    enabled middlewares is at DEBUG: crawler/context/quietlogs.py)."""
     result = run(
         scrapy_crawl(
             f"REDIS_URL={redis_url}",
             "SPIDER_MIDDLEWARES={}",
             "DEPTH_LIMIT=1",
+            "LOG_LEVEL=DEBUG",
             seeds=site.seeds[0],
         )
     )
