@@ -30,16 +30,25 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+def scrapy_setting_names() -> frozenset[str]:
+    """Scrapy's own settings, those with a default in Scrapy."""
+    return frozenset(name for name in vars(scrapy_default_settings) if name.isupper())
+
+
 def known_setting_names() -> frozenset[str]:
     """Every setting with a default: ours (crawler/defaults/) and Scrapy's."""
-    scrapy_names = {name for name in vars(scrapy_default_settings) if name.isupper()}
-    return frozenset(default_settings()) | scrapy_names
+    return frozenset(default_settings()) | scrapy_setting_names()
 
 
 def our_prefixes() -> frozenset[str]:
-    """The prefixes of the settings crawler/defaults/ installs (``FRONTIER_``,
-    ``POLITENESS_``, ..., and ``DEPTH_``, ``ROBOTSTXT_`` of the built-ins we set)."""
-    return setting_prefixes(default_settings())
+    """The prefixes of our own settings in crawler/defaults/ (``FRONTIER_``,
+    ``POLITENESS_``, ...). Not those of Scrapy's we only change (``DEPTH_``,
+    ``DOWNLOAD_``): Scrapy still reads names it no longer lists, and a project's
+    own components may read names there, so "ignored" could be untrue."""
+    scrapy_names = scrapy_setting_names()
+    return setting_prefixes(
+        name for name in default_settings() if name not in scrapy_names
+    )
 
 
 def user_set_names(settings: BaseSettings) -> list[str]:

@@ -74,9 +74,10 @@ def test_prefixes_are_first_words() -> None:
 
 
 def test_our_prefixes_come_from_the_defaults() -> None:
-    assert {"FRONTIER_", "POLITENESS_", "PAGESTORE_", "WARC_", "ROBOTSTXT_"} <= (
+    assert {"FRONTIER_", "POLITENESS_", "PAGESTORE_", "WARC_", "ROBOTS_"} <= (
         our_prefixes()
     )
+    assert not {"DEPTH_", "DOWNLOAD_", "CONCURRENT_"} & our_prefixes()  # Scrapy's
     assert "DOWNLOAD_DELAY" in known_setting_names()  # Scrapy's own are known
 
 
