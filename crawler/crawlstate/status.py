@@ -177,8 +177,12 @@ class CrawlStatus:
             for fate in FATES
             if fate in FAILED_FATES and self.fates.get(fate)
         }
+        # URLs with a final fate; a lease released to hold its request for a later
+        # try counts in ``acked`` but is not done. Without fate counters (an earlier
+        # version's crawl), the acks are all there is.
+        recorded = sum(self.fates.values())
         return Totals(
-            done=self.acked,
+            done=recorded if recorded else self.acked,
             fetched=self.fates.get("fetched", 0),
             redirected=self.fates.get("redirected", 0),
             failed=sum(failed.values()),

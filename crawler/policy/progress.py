@@ -125,8 +125,8 @@ def _owns_nothing(node: NodeWork, crawl: CrawlWork) -> str:
 
 
 def _due(when: float, now: float) -> str:
-    """``19:30:00 UTC (in 4m10s)``."""
-    return f"{clock(when)[11:]} (in {duration(when - now)})"
+    """``19:30:00 UTC, in 4m10s``."""
+    return f"{clock(when)[11:]}, in {duration(when - now)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +162,7 @@ def progress_line(figures: Figures, *, now: float) -> str:
     fetches nothing, ``; this node idle: <why>``."""
     held = f"held {figures.held}"
     if figures.held and figures.next_held is not None:
-        held += f" (next due {_due(figures.next_held, now)})"
+        held += f" (next due at {_due(figures.next_held, now)})"
     elapsed = "?" if figures.elapsed is None else duration(figures.elapsed)
     eta = eta_text(figures.left, figures.crawl_rate, growing=figures.growing)
     line = (

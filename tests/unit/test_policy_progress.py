@@ -91,7 +91,7 @@ def test_rates_and_shares():
         (
             NodeWork(shards=8, held=2, next_held=NOW + 3600),
             WORK,
-            "waiting on held URLs: next retry at 09:00:00 UTC (in 1h00m)",
+            "waiting on held URLs: next retry at 09:00:00 UTC, in 1h00m",
         ),
     ],
 )
@@ -118,8 +118,8 @@ def figures(**changes: object) -> Figures:
 
 def test_the_progress_line_says_every_figure():
     assert progress_line(figures(), now=NOW) == (
-        "Progress: done 120 (3 failed for good), queued 49, held 4 (next due "
-        "08:02:05 UTC (in 2m05s)), in flight 2; 110 pages/min in the crawl, 55 on "
+        "Progress: done 120 (3 failed for good), queued 49, held 4 (next due at "
+        "08:02:05 UTC, in 2m05s), in flight 2; 110 pages/min in the crawl, 55 on "
         "this node; elapsed 12m30s; time to drain what is queued now: ~30s"
     )
 
