@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 from crawler.crawlstate.readers import decoded, encoded, mapping, whole_count
 from crawler.crawlstate.status import CrawlStatus, read_status
 from crawler.frontier.node.progress import PACE_MINUTES, pace_fields
-from crawler.policy.progress import eta_text, fraction_done
+from crawler.policy.progress import fraction_done
 from crawler.policy.tiers import BadHealthRecordError, HostHealth
 from crawler.reports.hosts import health_text
-from crawler.reports.status import crawl_rate, shard_ranges
+from crawler.reports.status import crawl_rate, drain_estimate, shard_ranges
 
 if TYPE_CHECKING:
     import redis
@@ -141,12 +141,11 @@ def progress_state(status: CrawlStatus, *, now: float) -> dict[str, Any]:
     drain what is queued now, worded as ``scrapy frontier status`` words it."""
     totals = status.totals()
     left = totals.queued + totals.held + totals.in_flight
-    rate = crawl_rate(status)
     return {
         "fraction": fraction_done(totals.done, left),
         "known": totals.done + left,
         "elapsed": None if status.started is None else now - status.started,
-        "eta": eta_text(left, rate, growing=False) if status.alive else "no node alive",
+        "eta": drain_estimate(status, now=now),
         "next_held": status.next_held if status.held else None,
     }
 

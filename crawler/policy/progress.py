@@ -35,20 +35,25 @@ def per_minute(count: int, seconds: float) -> float:
     return count * 60 / seconds if seconds > 0 else 0.0
 
 
-def eta_seconds(left: int, pages_per_min: float, *, growing: bool) -> float | None:
-    """Seconds to drain the *left* requests at *pages_per_min*, or None when the
+def eta_seconds(
+    left: int, pages_per_min: float, *, growing: bool, held_wait: float = 0.0
+) -> float | None:
+    """Seconds to drain the *left* requests at *pages_per_min*, and never less than
+    *held_wait* (seconds until the next held request may be tried); None when the
     rate says nothing about it: no pages done, or the queue grew meanwhile (a
     breadth-first crawl discovers pages faster than it fetches them, early on)."""
     if left <= 0:
         return 0.0
     if pages_per_min <= 0 or growing:
         return None
-    return left * 60 / pages_per_min
+    return max(left * 60 / pages_per_min, held_wait)
 
 
-def eta_text(left: int, pages_per_min: float, *, growing: bool) -> str:
+def eta_text(
+    left: int, pages_per_min: float, *, growing: bool, held_wait: float = 0.0
+) -> str:
     """The estimate as the log line, status and the dashboard word it."""
-    seconds = eta_seconds(left, pages_per_min, growing=growing)
+    seconds = eta_seconds(left, pages_per_min, growing=growing, held_wait=held_wait)
     if seconds is not None:
         return f"~{duration(seconds)}" if left else "nothing queued"
     return "unknown (queue growing)" if growing else "unknown (no pages done lately)"
@@ -164,7 +169,10 @@ def progress_line(figures: Figures, *, now: float) -> str:
     if figures.held and figures.next_held is not None:
         held += f" (next due at {_due(figures.next_held, now)})"
     elapsed = "?" if figures.elapsed is None else duration(figures.elapsed)
-    eta = eta_text(figures.left, figures.crawl_rate, growing=figures.growing)
+    wait = 0.0 if figures.next_held is None else figures.next_held - now
+    eta = eta_text(
+        figures.left, figures.crawl_rate, growing=figures.growing, held_wait=wait
+    )
     line = (
         f"Progress: done {figures.done} ({figures.failed} failed for good), "
         f"queued {figures.queued}, {held}, in flight {figures.in_flight}; "

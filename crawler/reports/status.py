@@ -71,12 +71,24 @@ def progress_line(status: CrawlStatus, *, now: float) -> str:
     share = fraction_done(totals.done, left)
     elapsed = "?" if status.started is None else duration(now - status.started)
     rate = crawl_rate(status)
-    eta = eta_text(left, rate, growing=False) if status.alive else "no node alive"
+    eta = drain_estimate(status, now=now)
     return (
         f"Progress: {share:.0%} of the {totals.done + left} URLs known (done + "
         f"queued + held + in flight); elapsed {elapsed}; {rate:.0f} pages/min; "
         f"time to drain what is queued now: {eta}" + _next_held(status)
     )
+
+
+def drain_estimate(status: CrawlStatus, *, now: float) -> str:
+    """The time to drain what is queued, held and in flight now at the crawl's
+    rate, never before the next held URL is due; ``no node alive`` when none is."""
+    if not status.alive:
+        return "no node alive"
+    totals = status.totals()
+    left = totals.queued + totals.held + totals.in_flight
+    due = status.next_held if status.held else None
+    wait = 0.0 if due is None else due - now
+    return eta_text(left, crawl_rate(status), growing=False, held_wait=wait)
 
 
 def totals_line(status: CrawlStatus) -> str:

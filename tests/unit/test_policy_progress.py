@@ -49,6 +49,11 @@ def test_the_eta_is_worded_as_an_estimate_or_unknown(left, rate, growing, text):
     assert eta_text(left, rate, growing=growing) == text
 
 
+def test_the_eta_is_never_before_the_next_held_request_is_due():
+    assert eta_seconds(10, 60.0, growing=False, held_wait=600.0) == 600.0
+    assert eta_seconds(10, 60.0, growing=False, held_wait=-5.0) == 10.0
+
+
 def test_rates_and_shares():
     assert per_minute(20, 10.0) == 120.0
     assert per_minute(20, 0.0) == 0.0
@@ -120,7 +125,7 @@ def test_the_progress_line_says_every_figure():
     assert progress_line(figures(), now=NOW) == (
         "Progress: done 120 (3 failed for good), queued 49, held 4 (next due at "
         "08:02:05 UTC, in 2m05s), in flight 2; 110 pages/min in the crawl, 55 on "
-        "this node; elapsed 12m30s; time to drain what is queued now: ~30s"
+        "this node; elapsed 12m30s; time to drain what is queued now: ~2m05s"
     )
 
 
