@@ -256,7 +256,9 @@ def test_the_dashboard_agrees_with_status_during_and_after_a_crawl(
         int(title.removesuffix(" pages/min"))
         for title in page.css("#pace-cluster svg rect title::text").getall()
     ]
-    assert sum(paced) == said["done"]
+    # The pace counts every lease released, a held or retried URL's tries too; done
+    # counts URLs with a final fate.
+    assert sum(paced) >= said["done"] > 0
     assert not page.css("#pause, #resume")  # read-only: no controls
     if copy := os.environ.get("DASHBOARD_SCREENSHOT"):  # docs/dashboard.png
         shutil.copyfile(running, copy)
