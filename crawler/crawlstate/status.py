@@ -1,8 +1,11 @@
 """The state of a crawl as ``scrapy frontier status`` shows it, read from Redis.
 
 Reading takes two pipelined round trips of single-key commands (so it works on a
-Redis Cluster): the crawl's meta hash, the registry, the control hash, the seeds list
-and each shard's counters, then one ``EXISTS`` per node heartbeat. The state is
+Redis Cluster): the crawl's meta hash and its start, the registry, the control hash,
+the seeds list and each shard's counters with its next waiting host and next held
+request, then one ``EXISTS`` per node heartbeat. Each shard's figures are kept
+(``ShardFigures``) so a node's idle reason (``crawler.policy.progress``) is told from
+the shards it owns. The state is
 ``no such crawl`` (no meta hash: no node ever opened it), ``finished`` (nothing
 queued, in flight, held or seeded, whether nodes are still alive, idle, or not),
 ``paused`` (work left, paused), ``running`` (work left and a node alive, or a node
@@ -29,6 +32,7 @@ from crawler.crawlstate.readers import (
 )
 from crawler.policy.fates import FAILED_FATES, FATES
 from crawler.policy.order import TIERS_PER_DEPTH
+from crawler.policy.progress import CrawlWork, NodeWork, idle_reason
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -38,13 +42,30 @@ if TYPE_CHECKING:
     from crawler.crawlstate.keys import CrawlKeys
 
 # Commands per shard in the first pipeline, in the order _add_shard reads them.
-_SHARD_COMMANDS = 6
+_SHARD_COMMANDS = 8
 # Commands before the shards' in the first pipeline.
-_GLOBAL_COMMANDS = 4
+_GLOBAL_COMMANDS = 5
 # Fields of a shard's counters hash: one per final fate (``fate:<fate>``, counted
 # when a lease is acknowledged with it) and URLs held for a later try (a gauge).
 FATE_FIELD = "fate:"
 HELD_FIELD = "held"
+# Field of the meta hash: when (epoch seconds) the crawl's first node opened it.
+STARTED_FIELD = "started"
+
+
+@dataclass(frozen=True, slots=True)
+class ShardFigures:
+    """One shard: hosts ready and waiting, requests in flight and held, when (epoch
+    seconds) its next waiting host is ready and its next held request is due, and
+    its owner's id (None: no owner key)."""
+
+    ready: int = 0
+    waiting: int = 0
+    in_flight: int = 0
+    held: int = 0
+    next_ready: float | None = None
+    next_held: float | None = None
+    owner: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +110,8 @@ class CrawlStatus:
     acked: int = 0
     held: int = 0
     fates: dict[str, int] = field(default_factory=dict)
+    started: float | None = None
+    by_shard: list[ShardFigures] = field(default_factory=list)
 
     @property
     def state(self) -> str:
@@ -114,6 +137,34 @@ class CrawlStatus:
         return bool(self.queued or self.in_flight or self.held or self.seeds)
 
     @property
+    def next_held(self) -> float | None:
+        """When (epoch seconds) the crawl's next held request is due, if any."""
+        return min((s.next_held for s in self.by_shard if s.next_held), default=None)
+
+    def node_work(self, shards: Sequence[int]) -> NodeWork:
+        """What *shards* (one node's) hold, summed."""
+        mine = [self.by_shard[s] for s in shards if 0 <= s < len(self.by_shard)]
+        return NodeWork(
+            shards=len(mine),
+            ready=sum(s.ready for s in mine),
+            waiting=sum(s.waiting for s in mine),
+            in_flight=sum(s.in_flight for s in mine),
+            held=sum(s.held for s in mine),
+            next_ready=min((s.next_ready for s in mine if s.next_ready), default=None),
+            next_held=min((s.next_held for s in mine if s.next_held), default=None),
+        )
+
+    def idle_reason(self, shards: Sequence[int], *, now: float) -> str | None:
+        """Why the node owning *shards* fetches nothing now (None: it has work)."""
+        crawl = CrawlWork(
+            hosts=self.ready + self.waiting,
+            held=self.held,
+            work_left=self.work_left,
+            paused=self.control.paused,
+        )
+        return idle_reason(self.node_work(shards), crawl, now=now)
+
+    @property
     def alive(self) -> int:
         """How many registered nodes are alive."""
         return sum(node.alive for node in self.nodes)
@@ -126,8 +177,12 @@ class CrawlStatus:
             for fate in FATES
             if fate in FAILED_FATES and self.fates.get(fate)
         }
+        # URLs with a final fate; a lease released to hold its request for a later
+        # try counts in ``acked`` but is not done. Without fate counters (an earlier
+        # version's crawl), the acks are all there is.
+        recorded = sum(self.fates.values())
         return Totals(
-            done=self.acked,
+            done=recorded if recorded else self.acked,
             fetched=self.fates.get("fetched", 0),
             redirected=self.fates.get("redirected", 0),
             failed=sum(failed.values()),
@@ -162,6 +217,7 @@ def read_status(client: redis.Redis, keys: CrawlKeys, shards: int) -> CrawlStatu
     """The crawl's state: two round trips."""
     pipe = client.pipeline(transaction=False)
     pipe.exists(keys.meta)
+    pipe.hget(keys.meta, STARTED_FIELD)
     pipe.hgetall(keys.nodes)
     pipe.hgetall(keys.control)
     pipe.llen(keys.seeds)
@@ -173,15 +229,20 @@ def read_status(client: redis.Redis, keys: CrawlKeys, shards: int) -> CrawlStatu
         pipe.zcard(shard_keys.waiting)
         pipe.zcard(shard_keys.leases)
         pipe.get(shard_keys.owner)
+        pipe.zrange(shard_keys.waiting, 0, 0, withscores=True)
+        pipe.zrange(shard_keys.held, 0, 0, withscores=True)
     replies = pipe.execute(raise_on_error=False)
-    registry = mapping(replies[1])
-    status = CrawlStatus(keys.prefix, shards, control=read_control(mapping(replies[2])))
+    registry = mapping(replies[2])
+    status = CrawlStatus(keys.prefix, shards, control=read_control(mapping(replies[3])))
     status.exists = replies[0] == 1
-    status.seeds = whole_count(replies[3])
-    owners: list[str | None] = []
+    status.started = _seconds(replies[1])
+    status.seeds = whole_count(replies[4])
     for shard in range(shards):
         start = _GLOBAL_COMMANDS + shard * _SHARD_COMMANDS
-        owners.append(_add_shard(status, replies[start : start + _SHARD_COMMANDS]))
+        status.by_shard.append(
+            _add_shard(status, replies[start : start + _SHARD_COMMANDS])
+        )
+    owners = [figures.owner for figures in status.by_shard]
     entries = {decoded(node): raw for node, raw in registry.items()}
     living = alive(client, keys, {*entries, *(o for o in owners if o is not None)})
     status.nodes = [
@@ -191,9 +252,10 @@ def read_status(client: redis.Redis, keys: CrawlKeys, shards: int) -> CrawlStatu
     return status
 
 
-def _add_shard(status: CrawlStatus, replies: Sequence[Any]) -> str | None:
-    """Add one shard's counters to *status*; the shard's owner id, if any."""
-    counters, outstanding, ready, waiting, leases, owner = replies
+def _add_shard(status: CrawlStatus, replies: Sequence[Any]) -> ShardFigures:
+    """Add one shard's counters to *status*; the shard's own figures."""
+    counters, outstanding, ready, waiting, leases, owner, first, held = replies
+    held_before = status.held
     _add_counters(status, mapping(counters))
     status.ready += whole_count(ready)
     status.waiting += whole_count(waiting)
@@ -202,7 +264,36 @@ def _add_shard(status: CrawlStatus, replies: Sequence[Any]) -> str | None:
         if level.isdigit():
             depth = int(level) // TIERS_PER_DEPTH
             status.by_depth[depth] = status.by_depth.get(depth, 0) + whole_count(count)
-    return decoded(owner) if isinstance(owner, bytes) else None
+    return ShardFigures(
+        ready=whole_count(ready),
+        waiting=whole_count(waiting),
+        in_flight=whole_count(leases),
+        held=status.held - held_before,
+        next_ready=_first_score(first),
+        next_held=_first_score(held),
+        owner=decoded(owner) if isinstance(owner, bytes) else None,
+    )
+
+
+def _first_score(reply: object) -> float | None:
+    """The score (ms) of a ``ZRANGE 0 0 WITHSCORES`` reply in seconds; None for an
+    empty set or anything this crawler did not write."""
+    if not isinstance(reply, list) or not reply:
+        return None
+    entry = reply[0]
+    if not isinstance(entry, tuple | list) or len(entry) != 2:
+        return None
+    score = finite_number(entry[1])
+    return None if score is None else score / 1000
+
+
+def _seconds(reply: object) -> float | None:
+    """A time Redis holds as text (epoch seconds); None if absent or not one."""
+    try:
+        value = float(reply) if isinstance(reply, bytes) else None
+    except ValueError:
+        return None
+    return finite_number(value)
 
 
 def _add_counters(status: CrawlStatus, counters: dict[bytes, bytes]) -> None:

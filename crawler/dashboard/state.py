@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 from crawler.crawlstate.readers import decoded, encoded, mapping, whole_count
 from crawler.crawlstate.status import CrawlStatus, read_status
 from crawler.frontier.node.progress import PACE_MINUTES, pace_fields
+from crawler.policy.progress import fraction_done
 from crawler.policy.tiers import BadHealthRecordError, HostHealth
 from crawler.reports.hosts import health_text
-from crawler.reports.status import shard_ranges
+from crawler.reports.status import crawl_rate, drain_estimate, shard_ranges
 
 if TYPE_CHECKING:
     import redis
@@ -64,6 +65,7 @@ def read_state(
         "hosts": {
             "ready": status.ready,
             "waiting": status.waiting,
+            "total": status.ready + status.waiting,
             "paused": _paused(records, now) if counted else None,
         },
         "busiest": [rows[host] for host in busiest],
@@ -110,10 +112,10 @@ def status_state(status: CrawlStatus, *, now: float) -> dict[str, Any]:
         "by_depth": [
             [depth, count] for depth, count in sorted(status.by_depth.items())
         ],
-        "orphans": shard_ranges(status.orphans),
-        "pages_per_min": sum(
-            rate for node in status.nodes if node.alive and (rate := node.rate())
-        ),
+        # A finished crawl needs no owners: None, and the page shows no list.
+        "orphans": shard_ranges(status.orphans) if status.work_left else None,
+        "pages_per_min": crawl_rate(status),
+        "progress": progress_state(status, now=now),
         "nodes": [
             {
                 "id": text(node.node_id),
@@ -124,9 +126,27 @@ def status_state(status: CrawlStatus, *, now: float) -> dict[str, Any]:
                 "shards": shard_ranges(node.shards),
                 "pages": node.pages,
                 "pages_per_min": node.rate(),
+                "idle": status.idle_reason(node.shards, now=now)
+                if node.alive
+                else None,
             }
             for node in status.nodes
         ],
+    }
+
+
+def progress_state(status: CrawlStatus, *, now: float) -> dict[str, Any]:
+    """The page's lead: the share done of what is known (done + queued + held +
+    in flight), seconds since the crawl started, and the estimate of the time to
+    drain what is queued now, worded as ``scrapy frontier status`` words it."""
+    totals = status.totals()
+    left = totals.queued + totals.held + totals.in_flight
+    return {
+        "fraction": fraction_done(totals.done, left),
+        "known": totals.done + left,
+        "elapsed": None if status.started is None else now - status.started,
+        "eta": drain_estimate(status, now=now),
+        "next_held": status.next_held if status.held else None,
     }
 
 

@@ -35,13 +35,16 @@ FRONTIER_LEASE_TIMEOUT = 60.0
 # FRONTIER_MAINTENANCE_INTERVAL.
 FRONTIER_NODE_TTL = 30.0
 # How often (seconds) this node beats its heartbeat, renews its shards and leases,
-# returns expired leases to their queues and logs progress.
+# returns expired leases to their queues and logs progress (at most once a round).
 FRONTIER_MAINTENANCE_INTERVAL = 5.0
 # This node's id in the crawl (scrapyd, several machines: one name per node); empty:
 # <host>-<hash of the working directory>-<n>, the same after a restart in place.
 FRONTIER_NODE_NAME = ""
-# Seconds between two progress log lines.
-FRONTIER_LOG_INTERVAL = 60.0
+# Seconds between two progress log lines (done, failed, queued, held, in flight,
+# pages/min, elapsed, time to drain the queue, why this node is idle); like Scrapy's
+# LOGSTATS_INTERVAL, which the frontier turns off. Logged at the heartbeat that passes
+# it, so never more often than FRONTIER_MAINTENANCE_INTERVAL.
+FRONTIER_LOG_INTERVAL = 10.0
 # Seen-URL filter: "bloom" (about 4 bytes a URL) or "exact" (a set of fingerprints).
 FRONTIER_DEDUP = "bloom"
 # URLs the Bloom filters of all shards are sized for; past it, filters are added up to

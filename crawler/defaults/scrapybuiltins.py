@@ -15,8 +15,10 @@ ROBOTSTXT_OBEY = True
 ROBOTSTXT_USER_AGENT = ""
 # Measured in bench/: link-heavy pages are processed faster with fewer parallel items.
 CONCURRENT_ITEMS = 16
-# One log line a minute with pages/min is enough; the frontier logs its own progress.
-LOGSTATS_INTERVAL = 60.0
+# Scrapy's "Crawled N pages (at X pages/min)" line is off: the frontier's progress
+# line (FRONTIER_LOG_INTERVAL) says that and more, for the whole crawl. Set a number
+# of seconds to have Scrapy's line back (a project with its own SCHEDULER may).
+LOGSTATS_INTERVAL = 0.0
 # Largest body taken, in bytes, counted after decompression (a gzip bomb stops there):
 # 16 MiB, past Googlebot's 15 MB of HTML; 16 requests in flight then stay far under
 # 1 GB. Raise it for sitemaps near the protocol's 50 MB.

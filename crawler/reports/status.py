@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from crawler.policy.progress import clock, duration, eta_text, fraction_done
 from crawler.reports.hosts import cell
 from crawler.revisit.duestatus import OVERDUE_GRACE
 
@@ -32,6 +33,7 @@ def render_status(status: CrawlStatus, *, now: float) -> str:
         nodes = "1 node" if status.alive == 1 else f"{status.alive} nodes"
         lines[0] += f" ({nodes} alive, idle: taking seeds pushed to {status.prefix}"
         lines[0] += ":seeds)"
+    lines.append(progress_line(status, now=now))
     lines += _node_lines(status, now=now)
     lines.append(
         f"Queued {status.queued}, in flight {status.in_flight}; hosts ready "
@@ -41,8 +43,9 @@ def render_status(status: CrawlStatus, *, now: float) -> str:
     if status.by_depth:
         rows = [[str(d), str(n)] for d, n in sorted(status.by_depth.items())]
         lines += table(["depth", "queued+in flight"], rows)
-    orphans = shard_ranges(status.orphans) if status.orphans else "none"
-    lines.append(f"Shards without a live owner: {orphans}")
+    if status.work_left:  # a finished crawl needs no owners
+        orphans = shard_ranges(status.orphans) if status.orphans else "none"
+        lines.append(f"Shards without a live owner: {orphans}")
     settings = status.control.settings
     shown = ", ".join(
         f"{name}={cell(value, VALUE_WIDTH)}" for name, value in settings.items()
@@ -52,6 +55,40 @@ def render_status(status: CrawlStatus, *, now: float) -> str:
         names = ", ".join(cell(name, CELL_WIDTH) for name in status.control.ignored)
         lines.append(f"Control fields ignored (not this crawler's): {names}")
     return "".join(line + "\n" for line in lines)
+
+
+def crawl_rate(status: CrawlStatus) -> float:
+    """Pages/min of the crawl: its live nodes' rates summed (the one rate status
+    and the dashboard show)."""
+    return sum(rate for node in status.nodes if node.alive and (rate := node.rate()))
+
+
+def progress_line(status: CrawlStatus, *, now: float) -> str:
+    """``Progress: 63% of the 190 URLs known (done + queued + held + in flight);
+    elapsed 12m30s; 84 pages/min; time to drain what is queued now: ~35s``."""
+    totals = status.totals()
+    left = totals.queued + totals.held + totals.in_flight
+    share = fraction_done(totals.done, left)
+    elapsed = "?" if status.started is None else duration(now - status.started)
+    rate = crawl_rate(status)
+    eta = drain_estimate(status, now=now)
+    return (
+        f"Progress: {share:.0%} of the {totals.done + left} URLs known (done + "
+        f"queued + held + in flight); elapsed {elapsed}; {rate:.0f} pages/min; "
+        f"time to drain what is queued now: {eta}" + _next_held(status)
+    )
+
+
+def drain_estimate(status: CrawlStatus, *, now: float) -> str:
+    """The time to drain what is queued, held and in flight now at the crawl's
+    rate, never before the next held URL is due; ``no node alive`` when none is."""
+    if not status.alive:
+        return "no node alive"
+    totals = status.totals()
+    left = totals.queued + totals.held + totals.in_flight
+    due = status.next_held if status.held else None
+    wait = 0.0 if due is None else due - now
+    return eta_text(left, crawl_rate(status), growing=False, held_wait=wait)
 
 
 def totals_line(status: CrawlStatus) -> str:
@@ -68,6 +105,12 @@ def totals_line(status: CrawlStatus) -> str:
         + (f" ({why})" if why else "")
         + f"; held {totals.held}"
     )
+
+
+def _next_held(status: CrawlStatus) -> str:
+    """``; next held URL due 2026-11-24 19:30:00 UTC`` when one waits for its time."""
+    due = status.next_held
+    return f"; next held URL due {clock(due)}" if status.held and due else ""
 
 
 def _node_lines(status: CrawlStatus, *, now: float) -> list[str]:
@@ -91,6 +134,9 @@ def _node_lines(status: CrawlStatus, *, now: float) -> list[str]:
     lines.append(
         "(pages/min: over the node's last heartbeat interval, else since it started)"
     )
+    for node in status.nodes:
+        if node.alive and (why := status.idle_reason(node.shards, now=now)):
+            lines.append(f"Node {cell(node.node_id, CELL_WIDTH)} is idle: {why}")
     stray = [s for node in status.nodes for s in node.shards if s >= status.shards]
     if stray:
         lines.append(
@@ -162,16 +208,3 @@ def _next_due(due: DueStatus) -> str:
 def age(seconds: float) -> str:
     """``4`` -> ``4s ago``, ``125`` -> ``2m05s ago``, ``3700`` -> ``1h01m ago``."""
     return f"{duration(seconds)} ago"
-
-
-def duration(seconds: float) -> str:
-    """``4`` -> ``4s``, ``125`` -> ``2m05s``, ``3700`` -> ``1h01m``, ``90000`` ->
-    ``1d01h`` (rounded to the second; below 0 is 0)."""
-    whole = max(0, round(seconds))
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    if whole < 86400:
-        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"

@@ -251,12 +251,14 @@ def test_the_dashboard_agrees_with_status_during_and_after_a_crawl(
     assert said["state"] == "finished"
     assert said["failed"] > 0  # the fates site's pages fail in several ways
     assert shown == said
-    # Pages/s over the last hour: the node's minutes hold the pages it did.
+    # Pages/min over the last hour: the node's minutes hold the pages it did.
     paced = [
-        int(title.partition(" (")[2].partition(" pages in that minute")[0])
+        int(title.removesuffix(" pages/min"))
         for title in page.css("#pace-cluster svg rect title::text").getall()
     ]
-    assert sum(paced) == said["done"]
+    # The pace counts every lease released, a held or retried URL's tries too; done
+    # counts URLs with a final fate.
+    assert sum(paced) >= said["done"] > 0
     assert not page.css("#pause, #resume")  # read-only: no controls
     if copy := os.environ.get("DASHBOARD_SCREENSHOT"):  # docs/dashboard.png
         shutil.copyfile(running, copy)
@@ -352,8 +354,8 @@ def test_hostile_host_names_and_node_ids_are_shown_as_text(redis, redis_url, tmp
     assert page.css("#nodes tbody td::text").get() == HOSTILE[0]
     assert not page.css("img, i, main script")  # no element came from the data
     assert page.css("b::attr(id)").getall() == [  # the page's own <b>s only
-        "total-done", "total-failed", "total-queued", "total-in-flight",
-        "hosts-ready", "rate-cluster",
+        "progress-percent", "total-done", "total-failed", "total-queued",
+        "total-in-flight", "hosts-total", "rate-cluster",
     ]  # fmt: skip
     assert page.css("#total-done::attr(data-value)").getall() == ["0"]
     assert page.css("#state::attr(data-state)").get() == "running"  # node starting

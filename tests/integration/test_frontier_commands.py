@@ -199,7 +199,8 @@ def test_status_shows_pause_settings_and_seeds(redis, redis_url):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "Crawl 'bfs': paused, 8 shards"
-    assert "seeds not yet taken 2" in lines[2]
+    assert lines[1].startswith("Progress: ")  # the progress line leads (issue 22)
+    assert "seeds not yet taken 2" in lines[3]
     assert "Run-time settings: DEPTH_LIMIT=3" in lines
     assert "Control fields ignored (not this crawler's): set:FRONTIER_SHARDS" in lines
 

@@ -44,7 +44,7 @@ function age(seconds) {
 }
 
 function chart(counts, width, height) {
-  // Bars of pages/s a minute (count / 60), the last hour, oldest on the left.
+  // Bars of pages a minute, the last hour, oldest on the left.
   const svg = document.createElementNS(SVG, "svg");
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   // As wide as its box: the newest minute at the right edge.
@@ -62,28 +62,23 @@ function chart(counts, width, height) {
     bar.setAttribute("width", Math.max(1, step - 1).toFixed(1));
     bar.setAttribute("height", String(h));
     const title = document.createElementNS(SVG, "title");
-    title.textContent = `${(count / 60).toFixed(2)} pages/s (${count} pages in that minute)`;
+    title.textContent = `${count} pages/min`;
     bar.appendChild(title);
     svg.appendChild(bar);
   });
   return svg;
 }
 
-function lastRate(counts) {
-  // The last complete minute's pages/s (the current minute is still counting).
-  return counts.length > 1 ? counts[counts.length - 2] / 60 : 0;
-}
-
 function showPace(pace) {
   const cluster = document.getElementById("pace-cluster");
-  const peak = Math.max(0, ...pace.cluster) / 60;
+  const peak = Math.max(0, ...pace.cluster);
   cluster.replaceChildren(chart(pace.cluster, 720, 90),
-    el("small", `peak ${peak.toFixed(2)} pages/s a minute; oldest minute on the left`));
+    el("small", `peak ${peak} pages/min; oldest minute on the left`));
   const rows = Object.entries(pace.nodes).map(([node, counts]) => {
     const row = el("tr", null, {"data-node": node});
     const chartCell = el("td");
     chartCell.appendChild(chart(counts, 240, 24));
-    row.append(el("td", node), chartCell, el("td", (lastRate(counts)).toFixed(2), {class: "num"}));
+    row.append(el("td", node), chartCell);
     return row;
   });
   fillBody(document.getElementById("pace-nodes"), rows);
@@ -111,6 +106,26 @@ function showFates(totals) {
   fillBody(document.getElementById("fates"), rows);
 }
 
+function duration(seconds) {
+  return age(seconds).replace(/ ago$/, "");
+}
+
+function showProgress(progress, rate) {
+  const bar = document.getElementById("progress-bar");
+  bar.value = progress.fraction;
+  bar.setAttribute("data-value", String(progress.fraction));
+  const percent = document.getElementById("progress-percent");
+  percent.textContent = `${Math.floor(progress.fraction * 100)}%`;
+  percent.setAttribute("data-value", String(progress.fraction));
+  setNumber("progress-known", progress.known);
+  document.getElementById("elapsed").textContent = progress.elapsed === null ? "?" : duration(progress.elapsed);
+  document.getElementById("rate-line").textContent = Math.round(rate).toLocaleString("en-US");
+  document.getElementById("eta").textContent = progress.eta;
+  const held = progress.next_held === null ? "" :
+    `; next held URL due ${new Date(progress.next_held * 1000).toISOString().replace("T", " ").slice(0, 19)} UTC`;
+  document.getElementById("next-held").textContent = held;
+}
+
 function showNodes(nodes, orphans) {
   fillBody(document.getElementById("nodes"), nodes.map((node) => {
     const row = el("tr", null, {"data-node": node.id, "data-alive": node.alive});
@@ -118,9 +133,11 @@ function showNodes(nodes, orphans) {
     row.append(el("td", node.id), el("td", node.alive ? "alive" : "dead"),
       el("td", age(node.heartbeat_age)), el("td", node.shards || "-"),
       el("td", node.pages === null ? "?" : node.pages, {class: "num"}),
-      el("td", rate, {class: "num"}));
+      el("td", rate, {class: "num"}), el("td", node.idle || "", {class: "idle"}));
     return row;
   }));
+  // A finished crawl needs no owners (orphans is null): no list then.
+  document.getElementById("orphans-line").hidden = orphans === null;
   document.getElementById("orphans").textContent = orphans || "none";
 }
 
@@ -181,7 +198,9 @@ function show(state) {
   const totals = {done: t.done, fetched: t.fetched, redirected: t.redirected, failed: t.failed,
     held: t.held, queued: t.queued, "in-flight": t.in_flight, seeds: t.seeds};
   for (const [name, value] of Object.entries(totals)) setNumber(`total-${name}`, value);
-  setNumber("rate-cluster", Number((state.pages_per_min / 60).toFixed(2)));
+  setNumber("rate-cluster", Math.round(state.pages_per_min));
+  showProgress(state.progress, state.pages_per_min);
+  setNumber("hosts-total", state.hosts.total);
   setNumber("hosts-ready", state.hosts.ready);
   setNumber("hosts-waiting", state.hosts.waiting);
   setNumber("hosts-paused", state.hosts.paused);

@@ -213,7 +213,7 @@ class NodeRuntime:
             self._stats.inc_value("frontier/stranded_hosts", stranded)
             self._link.wake_engine()  # stranded hosts are ready again
         self._work.count_damage()
-        self.progress.maybe_log(self._shards, now)
+        self.progress.maybe_log(self._shards, self.membership.owned, now)
         self.progress.record_pace(self._shards, self.membership.node_id, now)
 
     def _follow_control(self) -> None:

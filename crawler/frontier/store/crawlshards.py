@@ -26,6 +26,7 @@ from crawler.crawlstate.readers import (
     queue_totals,
     queue_versions,
 )
+from crawler.crawlstate.status import STARTED_FIELD
 from crawler.frontier.dedup import shard_layouts
 from crawler.frontier.store.repair import ShardRepair
 from crawler.frontier.store.roundtrip import Lease, ms
@@ -111,6 +112,11 @@ class CrawlShards:
                 f"FRONTIER_ORDER={order[:20]}, not {self.config.order}: set it back, "
                 "or start afresh with -s FRONTIER_RESET=1"
             )
+
+    def mark_started(self, now: float) -> None:
+        """Note in the meta hash when the crawl started, unless a node already did:
+        the progress line's elapsed time counts from the first run's start."""
+        self.client.hsetnx(self.crawl_keys.meta, STARTED_FIELD, repr(now))
 
     def damaged(self, count: int, what: str) -> None:
         """Count *count* values the crawler did not write; the first is logged."""

@@ -99,12 +99,13 @@ class FrontierStore:
         return limit if limit > 0 else MAX_DEPTH
 
     def prepare(self, now: float) -> None:
-        """Check the schema version, repair every shard, write Bloom layouts, load
+        """Check the schema version, note when the crawl started, repair every shard, write Bloom layouts, load
         scripts and summaries."""
         shards = self._shards
         if self._config.reset:
             shards.delete_all()
         shards.check_schema()
+        shards.mark_started(now)
         self._scripts.load()
         shards.repair(range(self._config.shards), now)
         if self._config.dedup.mode == "bloom":
