@@ -47,6 +47,10 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         # (outcomes to the render advisor), held pages sent to be rendered; below
         # the depth middleware, so that a request it adds keeps its page's depth.
         ("crawler.render.sampler.RenderSampler", 850),
+        # A page record for each response whose spider yields none (a project's own
+        # spiders), and bfs's depth repairs, to the pipelines, never to feeds; below
+        # Scrapy's HttpErrorMiddleware (50), so an HTTP error answer is recorded too.
+        ("crawler.spiders.responserecords.ResponseRecordsMiddleware", 40),
     ),
     "DOWNLOADER_MIDDLEWARES": (
         # Next to the engine, after Scrapy's immediate retries: a failure that may

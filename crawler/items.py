@@ -2,7 +2,8 @@
 
 The pipelines add to it (``store_path``) and read it; ``body`` travels to the page
 store but is never exported (``EXPORTED``, the bfs spider's ``FEED_EXPORT_FIELDS``,
-lists every other field).
+lists every other field). ``DepthRepair``: what a page reparsed at a shorter depth
+changes in its record, which feeds never see.
 """
 
 from __future__ import annotations
@@ -36,6 +37,17 @@ class PageRecord:
     # What became of the URL (crawler.policy.fates): every URL gets one record.
     fate: Fate = "fetched"
     location: str | None = None  # where a redirect led (fate "redirected")
+
+
+@dataclass(slots=True, frozen=True)
+class DepthRepair:
+    """A page reparsed from the page store at a shorter depth (depth repair): its
+    record's depth becomes *depth*. The page was recorded when it was fetched, so
+    this is no second record: the page records middleware hands it to the records
+    pipeline, never to feeds (one feed line per URL)."""
+
+    url: str
+    depth: int
 
 
 # The fields feeds get, in this order: all but the body.

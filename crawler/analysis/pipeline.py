@@ -40,6 +40,10 @@ logger = logging.getLogger(__name__)
 
 
 class AnalysisPipeline:
+    # Handed the page record of each response a spider handled without making one
+    # (crawler.spiders.responserecords), and depth repairs.
+    takes_page_records = True
+
     def __init__(
         self,
         crawler: Crawler,

@@ -30,6 +30,10 @@ INLINE_WRITE_BYTES = 64 * 1024
 class PageStorePipeline:
     """Stores each fetched page's body; sets ``store_path`` on its record."""
 
+    # Handed the page record of each response a spider handled without making one
+    # (crawler.spiders.responserecords), and depth repairs.
+    takes_page_records = True
+
     def __init__(self, crawler: Crawler, root: Path) -> None:
         self._crawler = crawler
         self._root = root

@@ -18,6 +18,9 @@ With revisits on (``REVISIT_POLICY``), the same write records each visit in the 
 library (``crawler.records.library``), which sets the URL's next visit; a 304 leaves
 the ``pages`` row alone (the stored version is still the page's). What each revisit
 found is counted under ``revisit/``.
+
+A ``DepthRepair`` (a page reparsed at a shorter depth) lowers the depth of its
+URL's row, in the same group commit; the row is otherwise the page's fetch's.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from scrapy.exceptions import NotConfigured
 
 from crawler.context.startup import StartupFailure
-from crawler.items import PageRecord
+from crawler.items import DepthRepair, PageRecord
 from crawler.policy.revisitconfig import RevisitConfig, revisits_on
 from crawler.policy.typedsettings import get_int
 from crawler.records.database import RecordsDatabase, RecordsDatabaseError
@@ -63,15 +66,21 @@ REVISIT_STATS: dict[str, tuple[str, ...]] = {
 
 
 class Pending(NamedTuple):
-    """What one record writes: its ``pages`` row (None for a 304: the stored
-    version stays), and its visit for the URL library (None with revisits off)."""
+    """What one URL writes: its ``pages`` row (None for a 304: the stored version
+    stays, or for a depth repair alone), its visit for the URL library (None with
+    revisits off), and the depth its row is lowered to (None: no repair)."""
 
     row: Row | None
     visit: Visit | None
+    depth: int | None = None
 
 
 class RecordsPipeline:
     """Upserts a ``pages`` row for every ``PageRecord``; other items pass through."""
+
+    # Handed the page record of each response a spider handled without making one
+    # (crawler.spiders.responserecords), and depth repairs.
+    takes_page_records = True
 
     def __init__(
         self,
@@ -125,28 +134,39 @@ class RecordsPipeline:
 
     async def process_item(self, item: object) -> object:
         """Return *item* once its row is committed (or refused by the database)."""
-        if self._database is None or not isinstance(item, PageRecord):
+        if self._database is None:
             return item
-        self._pending.pop(item.url, None)  # a re-recorded URL goes to the end
-        self._pending[item.url] = Pending(
-            None if item.status == NOT_MODIFIED else row_of(item),
-            None if self._library is None else Visit.of(item),
-        )
-        waiting = self._waiting.get(item.url)
+        if isinstance(item, PageRecord):
+            self._pending.pop(item.url, None)  # a re-recorded URL goes to the end
+            self._pending[item.url] = Pending(
+                None if item.status == NOT_MODIFIED else row_of(item),
+                None if self._library is None else Visit.of(item),
+            )
+        elif isinstance(item, DepthRepair):
+            pending = self._pending.get(item.url, Pending(None, None))
+            self._pending[item.url] = pending._replace(depth=item.depth)
+        else:
+            return item
+        await self._committed(item.url)
+        return item
+
+    async def _committed(self, url: str) -> None:
+        """Start the writer if it is idle; return once *url*'s pending write is
+        committed."""
+        waiting = self._waiting.get(url)
         if waiting is None:
             waiting = asyncio.get_running_loop().create_future()
-            self._waiting[item.url] = waiting
+            self._waiting[url] = waiting
         if self._writer is None:
             self._writer = asyncio.ensure_future(self._write_pending())
         await asyncio.shield(waiting)
-        return item
 
     async def _write_pending(self) -> None:
         """Write the pending rows, a transaction at a time, until none are left."""
         try:
             while self._pending and self._database is not None:
                 urls = list(self._pending)[: self._batch_size]
-                batch = [self._pending.pop(url) for url in urls]
+                batch = {url: self._pending.pop(url) for url in urls}
                 waiting = [self._waiting.pop(url) for url in urls]
                 await self._write(self._database, batch)
                 for future in waiting:
@@ -155,17 +175,26 @@ class RecordsPipeline:
         finally:
             self._writer = None
 
-    async def _write(self, database: RecordsDatabase, batch: list[Pending]) -> None:
+    async def _write(
+        self, database: RecordsDatabase, batch: dict[str, Pending]
+    ) -> None:
         """Write *batch* in one transaction (and its visits in a second), trying
         again until the database takes them; rows it refuses are given up."""
         stats = self._crawler.stats
         assert stats is not None
-        rows = [pending.row for pending in batch if pending.row is not None]
-        visits = [pending.visit for pending in batch if pending.visit is not None]
+        pendings = batch.values()
+        rows = [pending.row for pending in pendings if pending.row is not None]
+        visits = [pending.visit for pending in pendings if pending.visit is not None]
+        depths = [
+            (url, pending.depth)
+            for url, pending in batch.items()
+            if pending.depth is not None
+        ]
         delay = RETRY_DELAY
         while True:
             try:
                 rejected = await asyncio.to_thread(database.upsert, rows)
+                await asyncio.to_thread(database.lower_depths, depths)
                 outcomes = await self._record_visits(visits)
             except RecordsDatabaseError as exc:
                 stats.inc_value("records/errors")

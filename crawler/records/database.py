@@ -62,6 +62,10 @@ class RecordsDatabase:
             # never replaces a newer one.
             "WHERE excluded.fetched_at >= pages.fetched_at"
         )
+        # Depth repair: a row's depth only ever goes down.
+        self._lower_depth_sql = (
+            f"UPDATE pages SET depth = {mark} WHERE url = {mark} AND depth > {mark}"  # noqa: S608 (marks only)
+        )
 
     # --- connecting ----------------------------------------------------------------
 
@@ -188,10 +192,19 @@ class RecordsDatabase:
                 rejected.append(row)
         return rejected
 
-    def _write(self, rows: Sequence[Row]) -> None:
+    def lower_depths(self, depths: Sequence[tuple[str, int]]) -> None:
+        """Lower the depth of each (url, depth)'s row to *depth*, in one
+        transaction (a row already as shallow, or none, is left alone); a
+        connection problem raises ``RecordsDatabaseError``."""
+        if not depths:
+            return
+        values = [(depth, url, depth) for url, depth in depths]
+        self._write(values, self._lower_depth_sql)
+
+    def _write(self, rows: Sequence[Row], sql: str | None = None) -> None:
         try:
             with self.transaction() as cursor:
-                cursor.executemany(self._upsert_sql, rows)
+                cursor.executemany(sql or self._upsert_sql, rows)
         except DRIVER_ERRORS as exc:
             if self._is_data_error(exc):
                 raise RowRejectedError(first_line(exc)) from None

@@ -11,8 +11,8 @@ from crawler import defaults
 from crawler.context.logonce import OnceLogger
 from crawler.context.startup import StartupFailure
 from crawler.frontier.seencache import SeenCache
-from crawler.items import EXPORTED
-from crawler.meta import FATE
+from crawler.items import EXPORTED, DepthRepair
+from crawler.meta import FATE, REPARSED
 from crawler.policy.scope import Scope
 from crawler.policy.typedsettings import get_optional_int
 from crawler.robots.middleware import robots_sitemaps
@@ -163,18 +163,18 @@ class BfsSpider(Spider):
         except (ValueError, TypeError, AttributeError, UnicodeError) as exc:
             self._unparseable(response, exc)
             error = f"{type(exc).__name__}: {exc}"[:ERROR_WIDTH]
-            yield self._counted(
-                page_record(response, 0, fate="unparseable", error=error)
+            yield self._page(
+                response, page_record(response, 0, fate="unparseable", error=error)
             )
             return
         if found is None:  # links not read (BFS_FOLLOW): recorded only
-            yield self._counted(page_record(response, 0))
+            yield self._page(response, page_record(response, 0))
             return
         if found.skipped:
             self.crawler.stats.inc_value("bfs/resources_not_followed", found.skipped)
         depth = response.meta.get("depth", 0) + 1
         in_scope, new = new_links(found.links, depth, self._yielded, self._scope)
-        yield self._counted(page_record(response, in_scope, title=found.title))
+        yield self._page(response, page_record(response, in_scope, title=found.title))
         for url in new:
             yield Request(url, callback=self.parse, errback=self.failed)
 
@@ -208,6 +208,13 @@ class BfsSpider(Spider):
             )
             self._recording.add(task)  # kept until done: the loop holds tasks weakly
             task.add_done_callback(self._recording.discard)
+
+    def _page(self, response: Response, record: PageRecord) -> PageRecord | DepthRepair:
+        """The page's record, counted; for a page reparsed from the page store (depth
+        repair), only its shorter depth: it was recorded, and fed, when fetched."""
+        if response.meta.get(REPARSED):
+            return DepthRepair(record.url, record.depth)
+        return self._counted(record)
 
     def _counted(self, record: PageRecord) -> PageRecord:
         stats = self.crawler.stats

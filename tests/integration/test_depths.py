@@ -24,11 +24,13 @@ from crawler.commands.steering import set_setting
 from crawler.crawlstate import controls
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.spiders.bfs import BfsSpider
+from tests.integration.test_records import rows_of
 from tests.servers import running_site
 from tests.site import bfs_depths, url_of
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
     import redis as redis_py
     from scrapy.crawler import Crawler
@@ -48,13 +50,14 @@ async def recorded_depths(
     on_open: Callable[[Crawler], None] | None = None,
 ) -> dict[str, int]:
     """Crawl from every host's root, confined to the site's hosts; the depth of
-    each page record, by URL (the last record of a URL wins, as in the records
-    database). *on_open* is called with the crawler once its spider is open."""
+    each page's row in the records database, by URL (depth repair lowers it). The
+    crawl's feed must hold one record per URL, each with its row. *on_open* is
+    called with the crawler once its spider is open."""
     crawler = get_crawler(BfsSpider, values)
-    depths: dict[str, int] = {}
+    fed: Counter[str] = Counter()
 
     def scraped(item: Any) -> None:
-        depths[item.url] = item.depth
+        fed[item.url] += 1
 
     crawler.signals.connect(scraped, signal=signals.item_scraped)
     if on_open is not None:
@@ -62,7 +65,10 @@ async def recorded_depths(
             lambda: on_open(crawler), signal=signals.spider_opened, weak=False
         )
     await crawler.crawl_async(seeds=",".join(site.seeds), scope="seed-hosts")
-    return depths
+    rows = rows_of(values["RECORDS_DATABASE_URL"])
+    assert [url for url, count in fed.items() if count > 1] == []
+    assert set(fed) == set(rows)
+    return {url: row["depth"] for url, row in rows.items()}
 
 
 def within_limit(site: RunningSite) -> dict[str, int]:
@@ -72,8 +78,9 @@ def within_limit(site: RunningSite) -> dict[str, int]:
     return {url_of(site.spec, *page): d for page, d in depths.items() if d <= LIMIT}
 
 
-def polite(settings: Any, **overrides: Any) -> dict[str, Any]:
+def polite(settings: Any, tmp_path: Path, **overrides: Any) -> dict[str, Any]:
     return settings(
+        RECORDS_DATABASE_URL=f"sqlite:///{tmp_path}/pages.db",
         DEPTH_LIMIT=LIMIT,
         POLITENESS_DAY_DELAY=0.3,
         POLITENESS_NIGHT_DELAY=0.3,
@@ -86,9 +93,10 @@ async def test_every_page_within_the_limit_is_recorded_at_its_distance(
     settings, tmp_path
 ):
     """With the page store on (the default), a page fetched too deep has its links
-    followed again from its stored copy: no page is fetched twice."""
+    followed again from its stored copy: no page is fetched twice, and none is
+    fed or recorded twice."""
     with running_site(**SITE) as site:
-        values = polite(settings, PAGESTORE_DIR=str(tmp_path / "pages"))
+        values = polite(settings, tmp_path, PAGESTORE_DIR=str(tmp_path / "pages"))
         depths = await recorded_depths(values, site)
         expected = within_limit(site)
         fetches = Counter((row["host"], row["path"]) for row in site.pages())
@@ -104,22 +112,24 @@ async def test_every_page_within_the_limit_is_recorded_at_its_distance(
 
 
 @deferred_f_from_coro_f
-async def test_without_a_page_store_no_page_is_fetched_twice(settings):
+async def test_without_a_page_store_no_page_is_fetched_twice(settings, tmp_path):
     """Without a stored copy to reparse, a page fetched too deep is not fetched a
     second time: only requests still queued move up."""
     with running_site(**SITE) as site:
-        await recorded_depths(polite(settings), site)
+        await recorded_depths(polite(settings, tmp_path), site)
         fetches = Counter((row["host"], row["path"]) for row in site.pages())
 
     assert max(fetches.values()) == 1
 
 
 @deferred_f_from_coro_f
-async def test_without_repair_pages_found_by_a_longer_path_keep_its_depth(settings):
+async def test_without_repair_pages_found_by_a_longer_path_keep_its_depth(
+    settings, tmp_path
+):
     """The control: the same crawl without depth repair misplaces pages."""
     with running_site(**SITE) as site:
         depths = await recorded_depths(
-            polite(settings, FRONTIER_DEPTH_REPAIR=False), site
+            polite(settings, tmp_path, FRONTIER_DEPTH_REPAIR=False), site
         )
         expected = within_limit(site)
 
@@ -137,7 +147,7 @@ async def test_a_depth_limit_raised_while_the_crawl_runs_is_repaired_to(
     within LIMIT is recorded at its distance, none fetched twice."""
     keys = CrawlKeys("bfs")
     values = {
-        **polite(settings, PAGESTORE_DIR=str(tmp_path / "pages")),
+        **polite(settings, tmp_path, PAGESTORE_DIR=str(tmp_path / "pages")),
         "DEPTH_LIMIT": 1,
         "FRONTIER_MAINTENANCE_INTERVAL": 0.2,
         "CLOSESPIDER_TIMEOUT": 120,  # bounded, should the crawl never resume

@@ -23,6 +23,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from crawler.spiders.bfs import BfsSpider
+from tests.integration.test_records import rows_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -86,18 +87,27 @@ async def crawl_the_race(
     values: dict[str, Any],
 ) -> tuple[Any, list[Any], dict[str, int], list[str]]:
     """Crawl the racing site; the crawler, the pages the site was asked for (robots.txt
-    aside), each record's depth by URL, and the hosts' base URLs."""
+    aside), each record's depth by URL (its row's, with a records database), and
+    the hosts' base URLs. The feed must hold one record per URL."""
     with racing_site() as (bases, asked):
         crawler = get_crawler(BfsSpider, values)
         depths: dict[str, int] = {}
-        crawler.signals.connect(
-            lambda item, **_: depths.__setitem__(item.url, item.depth),
-            signal=signals.item_scraped,
-            weak=False,
-        )
+        fed: list[str] = []  # the feed's URLs, in order
+
+        def scraped(item: Any) -> None:
+            depths[item.url] = item.depth
+            fed.append(item.url)
+
+        crawler.signals.connect(scraped, signal=signals.item_scraped, weak=False)
         # Every host a seed, so that scope keeps the crawl on them; the other two
         # roots answer 404 and link nothing.
         await crawler.crawl_async(seeds=",".join(f"{b}/" for b in bases))
+    assert sorted(fed) == sorted(set(fed))  # one feed line a URL, reparsed or not
+    if values.get("RECORDS_DATABASE_URL"):  # the rows, which depth repair lowers
+        depths = {
+            url: row["depth"]
+            for url, row in rows_of(values["RECORDS_DATABASE_URL"]).items()
+        }
     pages = [(i, path) for i, path in asked if path != "/robots.txt"]
     return crawler, pages, depths, bases
 
@@ -108,7 +118,10 @@ async def test_a_page_found_shorter_while_in_flight_is_reparsed_not_fetched_agai
 ):
     crawler, pages, depths, bases = await crawl_the_race(
         settings(
-            PAGESTORE_DIR=str(tmp_path / "pages"), DEPTH_LIMIT=3, BFS_SCOPE="seed-hosts"
+            PAGESTORE_DIR=str(tmp_path / "pages"),
+            RECORDS_DATABASE_URL=f"sqlite:///{tmp_path}/pages.db",
+            DEPTH_LIMIT=3,
+            BFS_SCOPE="seed-hosts",
         )
     )
     # Each page once, the target too.

@@ -9,6 +9,8 @@ crawler's own account; what the spider produced, from the exported feed.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import socket
 from collections import Counter
 from typing import TYPE_CHECKING
@@ -17,6 +19,7 @@ import pytest
 
 from crawler import __version__
 from tests.integration.test_node_failures import page_fetches
+from tests.integration.test_records import pages as scrapy_pages
 from tests.integration.userprojectruns import (
     FAST,
     by_url,
@@ -245,3 +248,36 @@ def test_two_nodes_of_one_spider_share_the_crawl_each_page_fetched_once(
     assert fetched == each_page_once(depths)
     items = exported(project / "a.jsonl") + exported(project / "b.jsonl")
     check_page_items(site.spec, items, fetched)
+
+
+def test_a_spider_s_own_items_of_every_kind_get_their_pages_recorded_and_stored(
+    project, redis_url
+):
+    """Dicts, Items, dataclasses and attrs items alike: each response the spider
+    handled is recorded once (whatever it yielded, nothing included) and stored;
+    the project's feed holds its own items only."""
+    with running_site(hosts=2, pages=10, links=2) as site:
+        done, items = crawl(project, redis_url, "kinds", hosts_argument(site, 1))
+        fetched = page_fetches(site)
+    assert succeeded(done), done.stderr[-5000:]
+    depths = reachable(site.spec, {0})
+    assert fetched == each_page_once(depths)
+    pages = pages_of(site.spec)
+    kinds = ("dict", "item", "dataclass", "attrs")
+    assert by_url(items) == {
+        url: {"url": url, "title": title(page), "kind": kinds[page[1] % 5]}
+        for url, page in pages.items()
+        if page in depths and page[1] % 5 < len(kinds)
+    }
+    # `scrapy pages` on the project's records database (its default place).
+    listed = scrapy_pages(f"sqlite:///{project}/.crawl/pages.db", "--format", "jsonl")
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    rows = by_url([json.loads(line) for line in listed.stdout.splitlines()])
+    assert {pages[url]: row["depth"] for url, row in rows.items()} == depths
+    assert any(pages[url][1] % 5 == 4 for url in rows)  # a page with no item
+    for url, row in rows.items():
+        assert (row["status"], row["fate"]) == (200, "fetched"), row
+        assert row["title"] == title(pages[url])
+        stored = (project / ".crawl" / "pages" / row["store_path"]).read_bytes()
+        assert (len(stored), row["length"]) == (row["length"], len(stored))
+        assert hashlib.sha256(stored).hexdigest() == row["content_hash"]

@@ -120,7 +120,7 @@ def test_a_project_lists_its_own_spiders(installed, tmp_path):
     project = copy_project(tmp_path)
     done = run(installed, project, "-m", "scrapy", "list")
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["pages", "rules", "sitemap", "starts"]
+    assert done.stdout.split() == ["kinds", "pages", "rules", "sitemap", "starts"]
 
 
 def test_a_project_crawls_with_the_bfs_spider_of_the_package(

@@ -157,6 +157,31 @@ def test_an_older_record_never_replaces_a_newer_row(database_url):
     ]
 
 
+def test_depth_repair_lowers_a_row_s_depth_and_nothing_else(database_url):
+    database = RecordsDatabase(database_url).open()
+    try:
+        deep = record("http://a.example/", depth=4)
+        database.upsert([row_of(deep), row_of(record("http://b.example/", depth=1))])
+        # a.example lowered; b.example already shallower; c.example has no row.
+        database.lower_depths(
+            [
+                ("http://a.example/", 2),
+                ("http://b.example/", 3),
+                ("http://c.example/", 1),
+            ]
+        )
+        rows = {row["url"]: row for row in database.query()}
+    finally:
+        database.close()
+    assert {url: row["depth"] for url, row in rows.items()} == {
+        "http://a.example/": 2,
+        "http://b.example/": 1,
+    }
+    assert rows["http://a.example/"] == dict(
+        zip(COLUMNS, row_of(replace(deep, depth=2)), strict=True)
+    )
+
+
 def test_queries_filter_by_host_status_and_title(database_url):
     records = [
         record("http://a.example/1", title="Hello World"),
