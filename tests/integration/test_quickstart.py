@@ -11,10 +11,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.servers import ROOT
+
+if TYPE_CHECKING:
+    from tests.servers import RunningSite
 
 README = ROOT / "README.md"
 # The quick start's two commands, in the README's first shell block.
@@ -22,8 +26,10 @@ DEMO = ["./dev", "demo"]
 TEST = ["./dev", "test"]
 # Seconds the demo may take, set-up and end of crawl included (it takes about five).
 DEMO_TIMEOUT = 180.0
-# Seconds one of the tour's commands may take.
-COMMAND_TIMEOUT = 60.0
+# Seconds one of the tour's commands, or a ./dev crawl of the test site, may take.
+COMMAND_TIMEOUT = 120.0
+# The test site at full speed (the defaults wait 10 s between two pages of a host).
+FAST = ["-s", "POLITENESS_DAY_DELAY=0", "-s", "POLITENESS_NIGHT_DELAY=0"]
 # What a checkout needs for ./dev demo, linked from this one.
 LINKED = ("crawler", "tests", "scrapy.cfg", "requirements.txt", "requirements-dev.txt")
 SHELL_BLOCK = re.compile(r"^```sh\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -166,3 +172,34 @@ def test_the_readmes_real_site_crawls_stay_home_and_shallow() -> None:
             scopes = [part for part in command if part.startswith("scope=")]
             assert scopes, f"an open crawl of the Web, by accident: {command}"
             assert scopes != ["scope=any"], command
+
+
+def _dev_crawl(home: Path, seed: str, *options: str) -> list[dict[str, object]]:
+    """``./dev crawl SEED`` of the test site at full speed: its records."""
+    done = run(
+        ["./dev", "crawl", seed, *FAST, "-L", "INFO", "-O", "pages.jsonl", *options],
+        home,
+        COMMAND_TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = (home / "pages.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_dev_crawl_stays_on_the_seeds_hosts_unless_told(
+    tmp_path: Path, site: RunningSite
+) -> None:
+    home = checkout(tmp_path)
+    at_home = _dev_crawl(home, site.seeds[0])
+    assert {record["host"] for record in at_home} == {"127.0.0.2"}
+    assert len(at_home) == site.spec.pages
+    everywhere = _dev_crawl(
+        home, site.seeds[0], "-a", "scope=any", "-s", "FRONTIER_RESET=1"
+    )
+    assert len({record["host"] for record in everywhere}) == site.spec.hosts
+
+
+def test_dev_crawl_without_seeds_points_at_the_demo(tmp_path: Path) -> None:
+    done = run(["./dev", "crawl"], checkout(tmp_path), COMMAND_TIMEOUT)
+    assert done.returncode == 2
+    assert "./dev demo" in done.stderr
