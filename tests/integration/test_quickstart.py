@@ -100,9 +100,19 @@ def run(
     )
 
 
-def test_the_demo_crawls_every_page_offline_and_says_what_next(tmp_path: Path) -> None:
-    home = checkout(tmp_path)
-    done = run(DEMO, home, DEMO_TIMEOUT)
+@pytest.fixture(scope="module")
+def demo(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """``./dev demo`` run once, in a checkout of its own: the checkout and the run."""
+    home = checkout(tmp_path_factory.mktemp("demo"))
+    return home, run(DEMO, home, DEMO_TIMEOUT)
+
+
+def test_the_demo_crawls_every_page_offline_and_says_what_next(
+    demo: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    home, done = demo
     assert done.returncode == 0, done.stderr[-3000:]
     records = [
         json.loads(line)
@@ -127,9 +137,11 @@ def test_the_demo_crawls_every_page_offline_and_says_what_next(tmp_path: Path) -
     assert " ERROR: " not in done.stderr
 
 
-def test_the_tours_commands_read_what_the_demo_left(tmp_path: Path) -> None:
-    home = checkout(tmp_path)
-    assert run(DEMO, home, DEMO_TIMEOUT).returncode == 0
+def test_the_tours_commands_read_what_the_demo_left(
+    demo: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    home, done = demo
+    assert done.returncode == 0, done.stderr[-3000:]
     tour = shell_blocks(
         section(README.read_text(encoding="utf-8"), "A five-minute tour")
     )
