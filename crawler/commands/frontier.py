@@ -6,9 +6,11 @@ Subcommands live in ``SUBCOMMANDS`` (name -> function): ``hosts``
 ``crawler.commands.web``). The crawl is the one the
 spider SPIDER runs (``crawler.commands.crawltarget``: ``FRONTIER_KEY_PREFIX``, else
 the spider's name; without SPIDER, the project's only spider), or ``--prefix``, in
-the Redis its settings name; with none named, the command opens the private Redis of
+the Redis its settings name; with none named, the Redis of that crawl if it runs in
+this directory (registered in ``FRONTIER_RUNNING_DIR``), else the private Redis of
 ``FRONTIER_EMBEDDED_REDIS_DIR`` that ``scrapy crawl`` used (attaching to it while a
-crawl runs, starting it from its data otherwise). ``status`` adds a Revisits section
+crawl runs, starting it from its data otherwise). ``status``, ``retry`` and ``web``
+say first which crawl they read, in which Redis. ``status`` adds a Revisits section
 when ``RECORDS_DATABASE_URL`` names a database that holds a URL library.
 """
 
@@ -43,6 +45,7 @@ from crawler.crawlstate.connection import (
     CrawlRedis,
     RedisUnreachableError,
     check_reachable,
+    masked,
 )
 from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.records.connection import RecordsDatabaseError, shown
@@ -102,7 +105,10 @@ class Command(ScrapyCommand):
             raise UsageError(f"--top must be >= 1, got {opts.top}")
         try:
             target = self._target(args[0], args[1:], opts)
-            with connected(target.settings) as client:
+            prefix = target.keys.prefix
+            with connected(target.settings, prefix) as (client, server):
+                if args[0] in NAMED_SUBCOMMANDS:
+                    print(reading_line(prefix, server), flush=True)
                 subcommand = SUBCOMMANDS[args[0]]
                 self.exitcode = subcommand(client, target.keys, opts, sys.stdout)
         except (*REDIS_COMMAND_ERRORS, ControlError) as exc:
@@ -161,15 +167,31 @@ SUBCOMMANDS: dict[
 }
 
 
+# Subcommands whose first line says which crawl, in which Redis, they read: the
+# reports and the dashboard (the steering ones name the crawl in their one line).
+NAMED_SUBCOMMANDS = frozenset({"status", "retry", "web"})
+
+
+def reading_line(prefix: str, server: CrawlRedis) -> str:
+    """``Crawl 'bfs' in Redis redis://127.0.0.1:6379/0 (named by the settings)``:
+    which crawl a report is of, and where it was read (password masked)."""
+    where = f" ({server.source})" if server.source else ""
+    return f"Crawl {prefix!r} in Redis {masked(server.url)}{where}"
+
+
 @contextlib.contextmanager
-def connected(settings: BaseSettings) -> Iterator[redis.Redis]:
-    """A client of the crawl's Redis (see ``crawler.crawlstate.connection``): the
-    server the settings name, else the private server a crawl runs or left data of."""
-    server = CrawlRedis.from_settings(settings, join=True)
+def connected(
+    settings: BaseSettings, prefix: str
+) -> Iterator[tuple[redis.Redis, CrawlRedis]]:
+    """A client of the crawl's Redis, and the server (see
+    ``crawler.crawlstate.connection``): the server the settings name, else that of
+    the crawl of *prefix* running in this directory, else the private server a
+    crawl runs or left data of."""
+    server = CrawlRedis.from_settings(settings, join=True, prefix=prefix)
     with contextlib.ExitStack() as stack:
         stack.callback(server.close)
         # Host names are kept byte for byte, even those that are not UTF-8.
         client = server.sync_client(encoding_errors="surrogateescape")
         stack.callback(client.close)
         check_reachable(client, server.url)
-        yield client
+        yield client, server
