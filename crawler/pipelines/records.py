@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from scrapy.exceptions import NotConfigured
 
 from crawler.context.startup import StartupFailure
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.items import PageRecord
 from crawler.policy.revisitconfig import RevisitConfig, revisits_on
 from crawler.policy.typedsettings import get_int
@@ -82,6 +83,9 @@ class RecordsPipeline:
     ) -> None:
         self._crawler = crawler
         self._url = url
+        # Each row says which crawl wrote it (`scrapy pages --crawl`).
+        assert crawler.spider is not None  # Scrapy builds the spider first
+        self._crawl = CrawlKeys.of(crawler.settings, crawler.spider.name).prefix
         self._batch_size = batch_size
         self._revisits = revisits  # None: revisits off
         self._database: RecordsDatabase | None = None
@@ -129,7 +133,7 @@ class RecordsPipeline:
             return item
         self._pending.pop(item.url, None)  # a re-recorded URL goes to the end
         self._pending[item.url] = Pending(
-            None if item.status == NOT_MODIFIED else row_of(item),
+            None if item.status == NOT_MODIFIED else row_of(item, self._crawl),
             None if self._library is None else Visit.of(item),
         )
         waiting = self._waiting.get(item.url)
