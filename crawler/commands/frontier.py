@@ -9,8 +9,8 @@ the spider's name; without SPIDER, the project's only spider), or ``--prefix``, 
 the Redis its settings name; with none named, the Redis of that crawl if it runs in
 this directory (registered in ``FRONTIER_RUNNING_DIR``), else the private Redis of
 ``FRONTIER_EMBEDDED_REDIS_DIR`` that ``scrapy crawl`` used (attaching to it while a
-crawl runs, starting it from its data otherwise). ``status``, ``retry`` and ``web``
-say first which crawl they read, in which Redis. ``status`` adds a Revisits section
+crawl runs, starting it from its data otherwise). ``status`` says first which crawl
+it reads, in which Redis; ``retry`` and ``web`` say it in their one line. ``status`` adds a Revisits section
 when ``RECORDS_DATABASE_URL`` names a database that holds a URL library.
 """
 
@@ -107,8 +107,9 @@ class Command(ScrapyCommand):
             target = self._target(args[0], args[1:], opts)
             prefix = target.keys.prefix
             with connected(target.settings, prefix) as (client, server):
-                if args[0] in NAMED_SUBCOMMANDS:
-                    print(reading_line(prefix, server), flush=True)
+                opts.redis_shown = redis_shown(server)
+                if args[0] == "status":
+                    print(f"Crawl {prefix!r} in Redis {opts.redis_shown}", flush=True)
                 subcommand = SUBCOMMANDS[args[0]]
                 self.exitcode = subcommand(client, target.keys, opts, sys.stdout)
         except (*REDIS_COMMAND_ERRORS, ControlError) as exc:
@@ -167,16 +168,12 @@ SUBCOMMANDS: dict[
 }
 
 
-# Subcommands whose first line says which crawl, in which Redis, they read: the
-# reports and the dashboard (the steering ones name the crawl in their one line).
-NAMED_SUBCOMMANDS = frozenset({"status", "retry", "web"})
-
-
-def reading_line(prefix: str, server: CrawlRedis) -> str:
-    """``Crawl 'bfs' in Redis redis://127.0.0.1:6379/0 (named by the settings)``:
-    which crawl a report is of, and where it was read (password masked)."""
+def redis_shown(server: CrawlRedis) -> str:
+    """``redis://127.0.0.1:6379/0 (named by the settings)``: the Redis a command
+    reads, password masked, and why that one. ``status`` says it first, ``retry``
+    and ``web`` in their one line."""
     where = f" ({server.source})" if server.source else ""
-    return f"Crawl {prefix!r} in Redis {masked(server.url)}{where}"
+    return f"{masked(server.url)}{where}"
 
 
 @contextlib.contextmanager
