@@ -83,9 +83,9 @@ class RecordsPipeline:
     ) -> None:
         self._crawler = crawler
         self._url = url
-        # Each row says which crawl wrote it (`scrapy pages --crawl`).
-        assert crawler.spider is not None  # Scrapy builds the spider first
-        self._crawl = CrawlKeys.of(crawler.settings, crawler.spider.name).prefix
+        # Each row says which crawl wrote it (`scrapy pages --crawl`): known once
+        # the spider opens.
+        self._crawl = ""
         self._batch_size = batch_size
         self._revisits = revisits  # None: revisits off
         self._database: RecordsDatabase | None = None
@@ -116,6 +116,9 @@ class RecordsPipeline:
     async def open_spider(self) -> None:
         """Connect and create the table; if that fails, the crawl stops with one
         line (see ``crawler.context.startup``)."""
+        spider = self._crawler.spider
+        if spider is not None:
+            self._crawl = CrawlKeys.of(self._crawler.settings, spider.name).prefix
         database = RecordsDatabase(self._url)
         try:
             self._database = await asyncio.to_thread(database.open)
