@@ -39,6 +39,7 @@ TEST_OVERRIDES: dict[str, Any] = {
     "PAGESTORE_DIR": "",
     "RECORDS_DATABASE_URL": "",
     "FRONTIER_EMBEDDED_REDIS_DIR": "",
+    "FRONTIER_RUNNING_DIR": "",
     # Failures are final at once unless a test is about retry-later (its delays are
     # minutes by default); tests/integration/test_retry_later.py sets its own.
     "RETRY_LATER_DELAYS": [],

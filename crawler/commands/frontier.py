@@ -6,9 +6,11 @@ Subcommands live in ``SUBCOMMANDS`` (name -> function): ``hosts``
 ``crawler.commands.web``). The crawl is the one the
 spider SPIDER runs (``crawler.commands.crawltarget``: ``FRONTIER_KEY_PREFIX``, else
 the spider's name; without SPIDER, the project's only spider), or ``--prefix``, in
-the Redis its settings name; with none named, the command opens the private Redis of
+the Redis its settings name; with none named, the Redis of that crawl if it runs in
+this directory (registered in ``FRONTIER_RUNNING_DIR``), else the private Redis of
 ``FRONTIER_EMBEDDED_REDIS_DIR`` that ``scrapy crawl`` used (attaching to it while a
-crawl runs, starting it from its data otherwise). ``status`` adds a Revisits section
+crawl runs, starting it from its data otherwise). ``status`` says first which crawl
+it reads, in which Redis; ``retry`` and ``web`` say it in their one line. ``status`` adds a Revisits section
 when ``RECORDS_DATABASE_URL`` names a database that holds a URL library.
 """
 
@@ -43,6 +45,7 @@ from crawler.crawlstate.connection import (
     CrawlRedis,
     RedisUnreachableError,
     check_reachable,
+    masked,
 )
 from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.records.connection import RecordsDatabaseError, shown
@@ -102,7 +105,11 @@ class Command(ScrapyCommand):
             raise UsageError(f"--top must be >= 1, got {opts.top}")
         try:
             target = self._target(args[0], args[1:], opts)
-            with connected(target.settings) as client:
+            prefix = target.keys.prefix
+            with connected(target.settings, prefix) as (client, server):
+                opts.redis_shown = redis_shown(server)
+                if args[0] == "status":
+                    print(f"Crawl {prefix!r} in Redis {opts.redis_shown}", flush=True)
                 subcommand = SUBCOMMANDS[args[0]]
                 self.exitcode = subcommand(client, target.keys, opts, sys.stdout)
         except (*REDIS_COMMAND_ERRORS, ControlError) as exc:
@@ -161,15 +168,27 @@ SUBCOMMANDS: dict[
 }
 
 
+def redis_shown(server: CrawlRedis) -> str:
+    """``redis://127.0.0.1:6379/0 (named by the settings)``: the Redis a command
+    reads, password masked, and why that one. ``status`` says it first, ``retry``
+    and ``web`` in their one line."""
+    where = f" ({server.source})" if server.source else ""
+    return f"{masked(server.url)}{where}"
+
+
 @contextlib.contextmanager
-def connected(settings: BaseSettings) -> Iterator[redis.Redis]:
-    """A client of the crawl's Redis (see ``crawler.crawlstate.connection``): the
-    server the settings name, else the private server a crawl runs or left data of."""
-    server = CrawlRedis.from_settings(settings, join=True)
+def connected(
+    settings: BaseSettings, prefix: str
+) -> Iterator[tuple[redis.Redis, CrawlRedis]]:
+    """A client of the crawl's Redis, and the server (see
+    ``crawler.crawlstate.connection``): the server the settings name, else that of
+    the crawl of *prefix* running in this directory, else the private server a
+    crawl runs or left data of."""
+    server = CrawlRedis.from_settings(settings, join=True, prefix=prefix)
     with contextlib.ExitStack() as stack:
         stack.callback(server.close)
         # Host names are kept byte for byte, even those that are not UTF-8.
         client = server.sync_client(encoding_errors="surrogateescape")
         stack.callback(client.close)
         check_reachable(client, server.url)
-        yield client
+        yield client, server

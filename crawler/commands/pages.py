@@ -4,7 +4,11 @@ Rows of ``RECORDS_DATABASE_URL`` (``-s`` overrides it), filtered by ``--host``
 (exact), ``--status`` (exact; 0 lists the URLs that failed without an HTTP answer),
 ``--failed`` (every URL that failed for good, HTTP errors included), ``--fate``
 (one fate of ``crawler.policy.fates``) and ``--title`` (a case-insensitive
-substring), sorted by URL, at most ``--limit``. ``--format``:
+substring), sorted by URL, at most ``--limit``. Rows are those of one crawl: by
+default the crawl the command means (``crawler.commands.crawltarget``: the project's
+only spider, or ``FRONTIER_KEY_PREFIX``) and rows written before rows named their
+crawl; ``--crawl NAME`` (a key prefix) only that crawl's; ``--all-crawls`` every
+row. Standard error says which crawl is shown. ``--format``:
 ``table`` (default: an aligned summary for a terminal), ``csv`` (a header line, then
 every column), ``json`` (one array of objects) or ``jsonl`` (one object a line).
 ``-o FILE`` writes to a file instead of standard output. The database is opened
@@ -22,8 +26,13 @@ from typing import IO, TYPE_CHECKING, Any
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from crawler.commands.crawltarget import crawl_settings
+from crawler.commands.crawltarget import (
+    CrawlNotFoundError,
+    crawl_settings,
+    crawl_target,
+)
 from crawler.policy.fates import FAILED_FATES, FATES
+from crawler.records.connection import shown
 from crawler.records.database import COLUMNS, RecordsDatabase, RecordsDatabaseError
 from crawler.reports.hosts import cell
 
@@ -67,6 +76,16 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--title", help="only pages whose title holds this text (any case)"
         )
+        crawls = parser.add_mutually_exclusive_group()
+        crawls.add_argument(
+            "--crawl",
+            metavar="NAME",
+            help="only rows of this crawl (its key prefix; default: the project's "
+            "crawl, with rows of no known crawl)",
+        )
+        crawls.add_argument(
+            "--all-crawls", action="store_true", help="rows of every crawl"
+        )
         parser.add_argument("--limit", type=int, help="at most this many rows")
         parser.add_argument(
             "--format",
@@ -91,15 +110,31 @@ class Command(ScrapyCommand):
                 raise RecordsDatabaseError(
                     "RECORDS_DATABASE_URL is empty: pass -s RECORDS_DATABASE_URL=..."
                 )
+            opts.crawl, opts.unknown_crawl = self._crawl(opts)
             self.exitcode = write_pages(url, opts)
         except (RecordsDatabaseError, OSError) as exc:
             print(f"scrapy pages: {exc}", file=sys.stderr)
             self.exitcode = 1
 
+    def _crawl(self, opts: argparse.Namespace) -> tuple[str | None, bool]:
+        """(the crawl whose rows are shown, None: every crawl; whether rows of no
+        known crawl are shown too)."""
+        assert self.settings is not None
+        if opts.all_crawls:
+            return None, True
+        if opts.crawl:
+            return opts.crawl, False
+        try:
+            return crawl_target(self.settings, None).keys.prefix, True
+        except CrawlNotFoundError:  # several spiders: no crawl is "the" crawl
+            return None, True
+
 
 def write_pages(url: str, opts: argparse.Namespace) -> int:
-    """Query the database at *url* as *opts* say and write the rows out."""
+    """Query the database at *url* as *opts* say and write the rows out; say
+    which crawl they are of on standard error."""
     database = RecordsDatabase(url).open(create=False)
+    print(shown_crawl(opts.crawl, opts.unknown_crawl, url), file=sys.stderr)
     try:
         fates = FAILED_FATES if opts.failed else {opts.fate} if opts.fate else None
         rows = database.query(
@@ -107,6 +142,8 @@ def write_pages(url: str, opts: argparse.Namespace) -> int:
             status=opts.status,
             title=opts.title,
             fates=fates,
+            crawl=opts.crawl,
+            unknown_crawl=opts.unknown_crawl,
             limit=opts.limit,
         )
         writer = WRITERS[opts.format]
@@ -118,6 +155,18 @@ def write_pages(url: str, opts: argparse.Namespace) -> int:
     finally:
         database.close()
     return 0
+
+
+def shown_crawl(crawl: str | None, unknown: bool, url: str) -> str:
+    """The line that says whose rows are shown, and from which database."""
+    if crawl is None:
+        whose = "every crawl"
+    else:
+        whose = f"crawl {crawl!r}" + (" (and of no known crawl)" if unknown else "")
+    return (
+        f"scrapy pages: rows of {whose} in {shown(url)}; --crawl NAME or "
+        "--all-crawls for others"
+    )
 
 
 def write_table(rows: Iterable[dict[str, Any]], out: IO[str]) -> None:

@@ -58,5 +58,8 @@ def retry(
     failed = shards.failed(host)
     count = shards.retry_failed(failed, time.time())
     where = f" of {host}" if host else ""
-    out.write(f"{count} failed requests{where} queued again\n")
+    out.write(
+        f"{count} failed requests{where} of crawl {keys.prefix!r} queued again "
+        f"(Redis {opts.redis_shown})\n"
+    )
     return 0 if count else 1

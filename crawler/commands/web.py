@@ -60,7 +60,8 @@ def web(
         url = server.url + (f"#token={token}" if token else "")
         mode = "pause and resume with the token in this URL" if token else "read-only"
         out.write(
-            f"Dashboard of crawl {keys.prefix!r} at {url} ({mode}); Ctrl-C ends\n"
+            f"Dashboard of crawl {keys.prefix!r} in Redis {opts.redis_shown} at "
+            f"{url} ({mode}); Ctrl-C ends\n"
         )
         out.flush()
         try:

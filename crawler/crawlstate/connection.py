@@ -11,7 +11,7 @@ A Redis Cluster gets redis-py's cluster clients (``crawler.crawlstate.clients``)
 
 Components reach the crawl's instance through the add-on
 (``CrawlContext.of(crawler).redis``); commands, which have no crawler, make one with
-``CrawlRedis.from_settings(settings, join=True)``.
+``CrawlRedis.from_settings(settings, join=True, prefix=...)``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from crawler.crawlstate.clients import (
 )
 from crawler.crawlstate.embedded import EmbeddedRedis, running_url
 from crawler.crawlstate.redissettings import RedisSettings
+from crawler.crawlstate.running import running_crawl
 
 if TYPE_CHECKING:
     import redis
@@ -59,23 +60,35 @@ class CrawlRedis:
     """The Redis server of one crawl, or of one command run.
 
     Made from the settings (no I/O); the private server starts on the first use of
-    ``url`` and stops on ``close()``. With *join* (commands), a private server a
-    running crawl holds is used as it is, and one is started on its data only when
-    no crawl runs.
+    ``url`` and stops on ``close()``. With *join* (commands), when the settings
+    name no server: the Redis of the crawl of *prefix* running in this
+    directory (``crawler.crawlstate.running``), else a private server a running
+    crawl holds, used as it is, else one started on its data. ``source`` says which.
     """
 
     def __init__(
-        self, server: RedisSettings, directory: Path | None, *, join: bool = False
+        self,
+        server: RedisSettings,
+        directory: Path | None,
+        *,
+        join: bool = False,
+        prefix: str = "",
+        running: Path | None = None,
     ) -> None:
         self.server = server
         self._directory = directory
         self._join = join
+        self._prefix = prefix
+        self._running = running
         self._url = server.url
+        self.source = "named by the settings" if server.url else ""
         self._cluster = server.cluster
         self._embedded: EmbeddedRedis | None = None
 
     @classmethod
-    def from_settings(cls, settings: BaseSettings, *, join: bool = False) -> CrawlRedis:
+    def from_settings(
+        cls, settings: BaseSettings, *, join: bool = False, prefix: str = ""
+    ) -> CrawlRedis:
         """Raises ``RedisSettingsError`` with one line for settings that name no
         usable server."""
         try:
@@ -83,7 +96,14 @@ class CrawlRedis:
         except ValueError as exc:
             raise RedisSettingsError(f"Bad setting: {exc}") from None
         name: str = settings.get("FRONTIER_EMBEDDED_REDIS_DIR") or ""
-        return cls(server, Path(name) if name else None, join=join)
+        running: str = settings.get("FRONTIER_RUNNING_DIR") or ""
+        return cls(
+            server,
+            Path(name) if name else None,
+            join=join,
+            prefix=prefix,
+            running=Path(running) if running else None,
+        )
 
     @property
     def url(self) -> str:
@@ -125,7 +145,14 @@ class CrawlRedis:
             )
         if not self._join:
             self._embedded = EmbeddedRedis(directory).start()
+            self.source = f"private, data in {directory}"
             return self._embedded.url
+        if self._running is not None and (
+            found := running_crawl(self._running, self._prefix)
+        ):
+            self.source = f"of the crawl running as pid {found.pid}"
+            return found.redis_url
+        self.source = f"private, data in {directory}"
         if url := running_url(directory):
             return url
         if not directory.is_dir():

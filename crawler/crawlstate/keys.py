@@ -71,6 +71,12 @@ class CrawlKeys:
         return f"{self.prefix}:meta"
 
     @property
+    def identity(self) -> str:
+        """STRING, JSON: what the crawl is (spider, scope, seeds, started at),
+        written when it first opens (``crawler.crawlstate.identity``)."""
+        return f"{self.prefix}:identity"
+
+    @property
     def seeds(self) -> str:
         """LIST of seed URLs any client may push for a running crawl."""
         return f"{self.prefix}:seeds"

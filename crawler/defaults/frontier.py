@@ -68,3 +68,7 @@ FRONTIER_CLOSE_WHEN_DRAINED = True
 # Data directory of the private Redis server started when REDIS_URL is empty
 # (crawler/crawlstate/embedded.py); a later run in the same directory resumes from it.
 FRONTIER_EMBEDDED_REDIS_DIR = ".crawl/redis"
+# Where a running crawl registers itself (<prefix>.<pid>.json: its Redis URL, pid,
+# start; mode 0600, removed when it closes), so `scrapy frontier` and `scrapy pages`
+# run in this directory find it (crawler/crawlstate/running.py); empty: no register.
+FRONTIER_RUNNING_DIR = ".crawl/running"

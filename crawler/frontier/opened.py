@@ -14,15 +14,20 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from crawler.context.crawl import CrawlContext
 from crawler.context.outage import REDIS_ERRORS, is_outage
+from crawler.crawlstate.running import unregister
 from crawler.frontier.exchange import Exchange
 from crawler.frontier.node.progress import Progress
 from crawler.frontier.node.redislink import RedisLink
 from crawler.frontier.node.runtime import Joined, NodeRuntime, join
+from crawler.frontier.node.startreport import register_running, start_facts
 from crawler.frontier.store.roundtrip import PopOrder
+from crawler.policy.crawlsummary import start_lines
 from crawler.policy.order import deepest_level_allowed
 
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Self
 
     from scrapy import Request, Spider
@@ -57,6 +62,8 @@ class OpenFrontier:
         self._outage = outage
         self._store = joined.store
         self._shards = joined.store.shards
+        self._joined = joined
+        self._registered: Path | None = None  # this crawl's entry, running
         self._membership = joined.membership
         progress = Progress(crawler, config.log_interval)
         gate = outage.gate("the scheduler")
@@ -100,13 +107,23 @@ class OpenFrontier:
         self._runtime.maintain()
 
     def start(self, spider: Spider) -> None:
-        """Log what the crawl holds, count what the start-up repair found, and start
-        the heartbeat."""
-        queued, leased = self._shards.totals()
+        """Say what this crawl is, register it in its directory, count what the
+        start-up repair found, and start the heartbeat."""
+        context = CrawlContext.of(self._crawler)
+        facts = start_facts(
+            self._crawler.settings,
+            self._delays.run_settings.current,
+            prefix=self._config.prefix,
+            redis=context.redis,
+            crawl=self._joined.crawl,
+        )
         logger.info(
-            "Frontier %(prefix)r opened: %(queued)d queued, %(leased)d leased",
-            {"prefix": self._config.prefix, "queued": queued, "leased": leased},
+            "Frontier %(prefix)r opened:\n  %(lines)s",
+            {"prefix": self._config.prefix, "lines": "\n  ".join(start_lines(facts))},
             extra={"spider": spider},
+        )
+        self._registered = register_running(
+            self._crawler.settings, self._config.prefix, context.redis.url, time.time()
         )
         self._exchange.count_damage()
         self._runtime.start()
@@ -126,6 +143,8 @@ class OpenFrontier:
             self._closed_without_redis(exc)
         finally:
             self._shards.client.close()
+            if self._registered is not None:
+                unregister(self._registered)
 
     def _closed_without_redis(self, error: Exception) -> None:
         """Closing while Redis is away loses nothing: the leases of the pages whose

@@ -33,6 +33,7 @@ from crawler.crawlstate.connection import RedisUnreachableError
 from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.frontier.acks import missing_essentials
 from crawler.frontier.frontierconfig import FrontierConfig
+from crawler.frontier.node.identity import CrawlConflictError
 from crawler.frontier.opened import OpenFrontier
 from crawler.frontier.store.store import SchemaMismatchError
 
@@ -79,7 +80,12 @@ class FrontierScheduler(BaseScheduler):
             opened = OpenFrontier.join(
                 self._crawler, self._config, self._delays, self._outage
             )
-        except (RedisUnreachableError, EmbeddedRedisError, SchemaMismatchError) as exc:
+        except (
+            RedisUnreachableError,
+            EmbeddedRedisError,
+            SchemaMismatchError,
+            CrawlConflictError,
+        ) as exc:
             self._failure = StartupFailure(self._crawler, str(exc))
             return
         except REDIS_ERRORS as exc:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from scrapy.exceptions import NotConfigured
 
 from crawler.context.startup import StartupFailure
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.items import DepthRepair, PageRecord
 from crawler.policy.revisitconfig import RevisitConfig, revisits_on
 from crawler.policy.typedsettings import get_int
@@ -91,6 +92,9 @@ class RecordsPipeline:
     ) -> None:
         self._crawler = crawler
         self._url = url
+        # Each row says which crawl wrote it (`scrapy pages --crawl`): known once
+        # the spider opens.
+        self._crawl = ""
         self._batch_size = batch_size
         self._revisits = revisits  # None: revisits off
         self._database: RecordsDatabase | None = None
@@ -121,6 +125,9 @@ class RecordsPipeline:
     async def open_spider(self) -> None:
         """Connect and create the table; if that fails, the crawl stops with one
         line (see ``crawler.context.startup``)."""
+        spider = self._crawler.spider
+        if spider is not None:
+            self._crawl = CrawlKeys.of(self._crawler.settings, spider.name).prefix
         database = RecordsDatabase(self._url)
         try:
             self._database = await asyncio.to_thread(database.open)
@@ -139,7 +146,7 @@ class RecordsPipeline:
         if isinstance(item, PageRecord):
             self._pending.pop(item.url, None)  # a re-recorded URL goes to the end
             self._pending[item.url] = Pending(
-                None if item.status == NOT_MODIFIED else row_of(item),
+                None if item.status == NOT_MODIFIED else row_of(item, self._crawl),
                 None if self._library is None else Visit.of(item),
             )
         elif isinstance(item, DepthRepair):

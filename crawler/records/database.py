@@ -24,7 +24,7 @@ from crawler.records.query import PagesQuery
 from crawler.records.schema import ADDED_COLUMNS, COLUMNS, INDEXED, SCHEMA, Row
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterator, Sequence
+    from collections.abc import Iterator, Sequence
 
 # COLUMNS and RecordsDatabaseError are named here too for the ``scrapy pages``
 # command, which imports them from this module.
@@ -234,17 +234,10 @@ class RecordsDatabase:
 
     # --- reading -------------------------------------------------------------------
 
-    def query(
-        self,
-        *,
-        host: str | None = None,
-        status: int | None = None,
-        title: str | None = None,
-        fates: Collection[str] | None = None,
-        limit: int | None = None,
-    ) -> Iterator[dict[str, Any]]:
-        """The rows a ``PagesQuery`` of these filters selects, as dicts by column."""
-        query = PagesQuery(host, status=status, title=title, fates=fates, limit=limit)
+    def query(self, **filters: Any) -> Iterator[dict[str, Any]]:
+        """The rows a ``PagesQuery`` of *filters* (its fields: host, crawl, status,
+        title, fates, limit...) selects, as dicts by column."""
+        query = PagesQuery(**filters)
         sql, values = query.sql(self.url.dialect, self._columns)
         try:
             with self.transaction() as cursor:

@@ -20,10 +20,13 @@ if TYPE_CHECKING:
 class PagesQuery:
     """The rows matching every filter given, by URL: *host* exactly, *status*
     exactly, *title* as a case-insensitive substring, *fate* one of *fates* (a row
-    of an earlier version, without a fate, counts as failed when its status is 0);
-    at most *limit*."""
+    of an earlier version, without a fate, counts as failed when its status is 0),
+    written by the crawl *crawl* (its key prefix), and with *unknown_crawl* also
+    the rows of no known crawl (written before rows said so); at most *limit*."""
 
     host: str | None = None
+    crawl: str | None = None
+    unknown_crawl: bool = False
     status: int | None = None
     title: str | None = None
     fates: Collection[str] | None = None
@@ -38,6 +41,9 @@ class PagesQuery:
         if self.host is not None:
             where.append(f"host = {mark}")
             values.append(self.host.lower())
+        if self.crawl is not None:
+            crawl = (self.crawl, self.unknown_crawl)
+            where.append(_crawl_filter(*crawl, present, values, mark))
         if self.status is not None:
             where.append(f"status = {mark}")
             values.append(self.status)
@@ -57,6 +63,17 @@ class PagesQuery:
         if self.limit is not None:
             sql += f" LIMIT {int(self.limit)}"
         return sql, values
+
+
+def _crawl_filter(
+    crawl: str, unknown: bool, present: Collection[str], values: list[object], mark: str
+) -> str:
+    """The condition "written by *crawl*" (or, with *unknown*, by no known crawl),
+    appending its values; a table without the column holds only unknown ones."""
+    if "crawl" not in present:
+        return "1 = 1" if unknown else "1 = 0"
+    values.append(crawl)
+    return f"(crawl = {mark} OR crawl IS NULL)" if unknown else f"crawl = {mark}"
 
 
 def _fate_filter(

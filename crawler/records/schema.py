@@ -31,11 +31,14 @@ SCHEMA: tuple[tuple[str, str], ...] = (
     # Added later: a table of an earlier version gets them (ALTER TABLE) at open.
     ("fate", "TEXT"),  # what became of the URL (crawler.policy.fates); NULL: older
     ("location", "TEXT"),  # where a redirect led
+    # The crawl (its key prefix) that wrote the row last; NULL: written before
+    # rows said so. A URL keeps one row: a later crawl's fetch takes it over.
+    ("crawl", "TEXT"),
 )
 # Columns a table written by an earlier version may lack (added when missing).
-ADDED_COLUMNS = ("fate", "location")
+ADDED_COLUMNS = ("fate", "location", "crawl")
 # Columns with an index of their own.
-INDEXED = ("host", "status", "fate")
+INDEXED = ("host", "status", "fate", "crawl")
 COLUMNS = tuple(name for name, _type in SCHEMA)
 _TEXT = frozenset(name for name, kind in SCHEMA if kind.startswith("TEXT"))
 _BIGINT = 2**63 - 1
@@ -43,12 +46,13 @@ _BIGINT = 2**63 - 1
 Row = tuple[Any, ...]
 
 
-def row_of(record: PageRecord) -> Row:
-    """The ``pages`` row of *record*, in COLUMNS order, with values every database
-    takes: no NUL or lone surrogate in text, integers within BIGINT."""
+def row_of(record: PageRecord, crawl: str = "") -> Row:
+    """The ``pages`` row of *record* written by the crawl *crawl* (its key prefix;
+    empty: NULL, not known), in COLUMNS order, with values every database takes: no
+    NUL or lone surrogate in text, integers within BIGINT."""
     row = []
     for name in COLUMNS:
-        value = getattr(record, name)
+        value = (crawl or None) if name == "crawl" else getattr(record, name)
         if name in _TEXT and value is not None:
             value = clean_text(str(value))
         elif isinstance(value, int):

@@ -84,6 +84,10 @@ class BfsSpider(Spider):
         # Made before the crawler is known: counts are the callers' (stats, fates).
         self._once = OnceLogger(self.logger)
         self._seeds: list[str] = []
+        # What this crawl is, for the frontier: a start with other seeds than the
+        # crawl its keys hold is refused (crawler.frontier.node.identity).
+        self.crawl_seeds: tuple[str, ...] = ()
+        self.crawl_scope = ""
         self._failure: StartupFailure | None = None
         self._recording: set[asyncio.Future[None]] = set()
         self._yielded = SeenCache(0)
@@ -119,7 +123,9 @@ class BfsSpider(Spider):
         if self._unknown_arguments:
             raise ValueError(unknown_arguments_message(self._unknown_arguments))
         seeds = self._read_seeds()
-        self._scope = Scope(self._scope_arg or self.settings.get("BFS_SCOPE"), seeds)
+        self.crawl_scope = self._scope_arg or self.settings.get("BFS_SCOPE") or ""
+        self._scope = Scope(self.crawl_scope, seeds)
+        self.crawl_seeds = tuple(seeds)
         if (self._seed_arg.strip() or self._seeds_file) and not seeds:
             raise ValueError("no valid seed: none given in -a seeds or seeds_file")
         return seeds

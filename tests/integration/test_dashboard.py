@@ -100,8 +100,9 @@ def test_a_drained_crawl_whose_node_is_still_alive_is_finished(redis_url):
         assert crawl.poll() is None  # the node is alive
         result = frontier(redis_url, "status")
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("Crawl 'bfs': finished, 8 shards"), lines
-    assert "1 node alive, idle" in lines[0]
+    assert lines[0] == f"Crawl 'bfs' in Redis {redis_url} (named by the settings)"
+    assert lines[1].startswith("Crawl 'bfs': finished, 8 shards"), lines
+    assert "1 node alive, idle" in lines[1]
     assert any(line.startswith("Queued 0, in flight 0;") for line in lines), lines
 
 
@@ -400,7 +401,7 @@ def test_no_such_crawl_on_the_page_and_in_status(redis_url, tmp_path):
     assert page.css("#state::attr(data-state)").get() == "no such crawl"
     result = frontier(redis_url, "status")
     assert result.returncode == 1
-    assert result.stdout.startswith("Crawl 'bfs': no such crawl")
+    assert result.stdout.splitlines()[1].startswith("Crawl 'bfs': no such crawl")
 
 
 def test_scrapy_frontier_hosts_reads_a_host_name_that_is_not_utf8(redis, redis_url):

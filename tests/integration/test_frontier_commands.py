@@ -152,6 +152,16 @@ def depth_table(stdout: str) -> dict[int, int]:
 # --- status ------------------------------------------------------------------------
 
 
+def report(result: subprocess.CompletedProcess[str], redis_url: str) -> str:
+    """`status`'s report after its first line, which names the crawl and the Redis
+    it read (here, the one the settings name)."""
+    first, _, rest = result.stdout.partition("\n")
+    assert first == f"Crawl 'bfs' in Redis {redis_url} (named by the settings)", (
+        result.stdout
+    )
+    return rest
+
+
 def test_status_reports_what_redis_holds(redis, redis_url, crawl_state):
     result = frontier(redis_url, "status")
     assert result.returncode == 0, result.stderr
@@ -162,7 +172,7 @@ def test_status_reports_what_redis_holds(redis, redis_url, crawl_state):
     assert held["waiting"] == 1
     assert held["ready"] == crawl_state["hosts"] - 2  # one busy, one waiting
     assert held["by_depth"] == {0: crawl_state["hosts"] - 1, 1: 12, 2: 6}
-    out = result.stdout
+    out = report(result, redis_url)
     assert out.startswith("Crawl 'bfs': running, 8 shards\n")
     assert (
         f"Queued {held['queued']}, in flight {held['in_flight']}; hosts ready "
@@ -187,7 +197,7 @@ def test_status_of_a_crawl_that_never_ran(redis, redis_url):
     redis.set("other:meta", "another crawl's")
     result = frontier(redis_url, "status")
     assert result.returncode == 1
-    assert result.stdout == "Crawl 'bfs': no such crawl (no key bfs:meta)\n"
+    assert report(result, redis_url) == "Crawl 'bfs': no such crawl (no key bfs:meta)\n"
 
 
 def test_status_shows_pause_settings_and_seeds(redis, redis_url):
@@ -197,7 +207,7 @@ def test_status_shows_pause_settings_and_seeds(redis, redis_url):
     redis.rpush(KEYS.seeds, "http://a.example/", "http://b.example/")
     result = frontier(redis_url, "status")
     assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
+    lines = report(result, redis_url).splitlines()
     assert lines[0] == "Crawl 'bfs': paused, 8 shards"
     assert lines[1].startswith("Progress: ")  # the progress line leads (issue 22)
     assert "seeds not yet taken 2" in lines[3]
@@ -209,7 +219,7 @@ def test_status_of_a_crawl_left_with_work_and_no_node(redis, redis_url, crawl_st
     redis.delete(KEYS.heartbeat("node-a"))  # killed: its entry stays, dead
     result = frontier(redis_url, "status")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("Crawl 'bfs': stopped, 8 shards\n")
+    assert report(result, redis_url).startswith("Crawl 'bfs': stopped, 8 shards\n")
 
 
 @deferred_f_from_coro_f
@@ -220,7 +230,7 @@ async def test_status_of_a_finished_crawl(redis_url, site, settings):
     assert fetched > 1
     result = frontier(redis_url, "status")
     assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
+    lines = report(result, redis_url).splitlines()
     assert lines[0] == "Crawl 'bfs': finished, 8 shards"
     assert (
         "Queued 0, in flight 0; hosts ready 0, waiting 0; seeds not yet taken 0"
@@ -250,7 +260,7 @@ def test_status_sums_the_fate_counters_of_every_shard(redis, redis_url):
         redis.hset(KEYS.shard(shard).counters, mapping=counters)
     result = frontier(redis_url, "status")
     assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
+    lines = report(result, redis_url).splitlines()
     assert lines[0] == "Crawl 'bfs': stopped, 8 shards"  # 3 held, no node alive
     assert (
         "Done 10: fetched 5, redirected 1; failed 4 (http_error 2, timed_out 1, "
@@ -259,7 +269,7 @@ def test_status_sums_the_fate_counters_of_every_shard(redis, redis_url):
 
 
 def status_line(redis_url: str) -> str:
-    return frontier(redis_url, "status").stdout.partition("\n")[0]
+    return report(frontier(redis_url, "status"), redis_url).partition("\n")[0]
 
 
 def test_status_follows_a_real_crawl_from_running_to_finished(redis_url, tmp_path):
@@ -298,7 +308,7 @@ def test_status_follows_a_real_crawl_from_running_to_finished(redis_url, tmp_pat
         fetched = len(site.pages())
     assert fetched == 12
     result = frontier(redis_url, "status")
-    assert result.stdout.startswith("Crawl 'bfs': finished, 8 shards\n")
+    assert report(result, redis_url).startswith("Crawl 'bfs': finished, 8 shards\n")
     assert re.search(rf"^Done {fetched}\b", result.stdout, re.MULTILINE)
 
 

@@ -230,6 +230,8 @@ def test_the_retry_command_queues_as_the_crawl_ranks(redis):
     settings.setmodule("crawler.defaults")
     settings.setmodule("crawler.settings")
     settings.set("FRONTIER_SHARDS", 1)  # FRONTIER_ORDER: the default, bfs
-    opts = argparse.Namespace(failed=True, host=None, settings=settings)
+    opts = argparse.Namespace(
+        failed=True, host=None, settings=settings, redis_shown="the test Redis"
+    )
     assert retry(redis, store.shards.crawl_keys, opts, io.StringIO()) == 0
     assert drain(store, T0) == ["deep-urgent", "failing"]

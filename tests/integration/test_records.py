@@ -349,3 +349,35 @@ def test_nodes_creating_one_sqlite_database_at_once_all_open_it(tmp_path):
         for process in processes:
             process.join(timeout=30)
     assert failures == []
+
+
+@deferred_f_from_coro_f
+async def test_rows_name_their_crawl_and_pages_shows_one_crawl(settings, tmp_path):
+    url = f"sqlite:///{tmp_path}/pages.db"
+    with running_site(hosts=2, pages=3, links=2, cross=0) as site:
+        for prefix, seed in (("bfs", site.seeds[0]), ("other", site.seeds[1])):
+            await crawl(
+                settings(RECORDS_DATABASE_URL=url, FRONTIER_KEY_PREFIX=prefix),
+                seeds=seed,
+                scope="seed-hosts",
+            )
+    rows = rows_of(url)
+    crawls = {(row["host"], row["crawl"]) for row in rows.values()}
+    assert crawls == {("127.0.0.2", "bfs"), ("127.0.0.3", "other")}
+
+    def urls(*args: str) -> tuple[list[str], str]:
+        result = pages(url, "--format", "jsonl", *args)
+        assert result.returncode == 0, result.stderr
+        return [
+            json.loads(line)["url"] for line in result.stdout.splitlines()
+        ], result.stderr
+
+    shown, said = urls()  # the project's crawl: bfs
+    assert shown == sorted(u for u, r in rows.items() if r["crawl"] == "bfs")
+    assert "rows of crawl 'bfs' (and of no known crawl)" in said
+    shown, said = urls("--crawl", "other")
+    assert shown == sorted(u for u, r in rows.items() if r["crawl"] == "other")
+    assert "rows of crawl 'other' in sqlite:///" in said
+    shown, said = urls("--all-crawls")
+    assert shown == sorted(rows)
+    assert "rows of every crawl" in said

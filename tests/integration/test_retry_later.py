@@ -81,7 +81,9 @@ async def test_a_failed_seed_is_tried_again_by_a_rerun_and_by_retry(settings, re
         await crawl(values, [])  # what retry queued
         attempts = statuses(site, 0)
 
-    assert retried.stdout.strip() == "1 failed requests queued again", retried.stderr
+    assert retried.stdout.startswith(
+        "1 failed requests of crawl 'bfs' queued again (Redis redis://"
+    ), retried.stderr
     assert attempts["/missing.html"] == [404, 404, 404]
     assert attempts["/"] == [200]  # fetched once: a seed that worked is not revived
 

@@ -231,7 +231,8 @@ def test_the_status_command_shows_the_revisits_section(redis, redis_url, tmp_pat
     result = frontier_status(redis_url, url)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("Crawl 'bfs': ")
+    assert lines[0].startswith("Crawl 'bfs' in Redis redis://")
+    assert lines[1].startswith("Crawl 'bfs': ")
     start = next(i for i, line in enumerate(lines) if line.startswith("Revisits"))
     section = lines[start:]
     assert section[0] == (

@@ -210,6 +210,40 @@ def test_queries_filter_by_host_status_and_title(database_url):
         database.close()
 
 
+def test_each_row_names_its_crawl_and_queries_filter_by_it(database_url):
+    database = RecordsDatabase(database_url).open()
+    try:
+        database.upsert(
+            [
+                row_of(record("http://a.example/1"), "bfs"),
+                row_of(record("http://b.example/1"), "other"),
+                row_of(record("http://c.example/1")),  # of no known crawl
+            ]
+        )
+
+        def urls(**filters: object) -> list[str]:
+            return [row["url"] for row in database.query(**filters)]
+
+        assert {row["url"]: row["crawl"] for row in database.query()} == {
+            "http://a.example/1": "bfs",
+            "http://b.example/1": "other",
+            "http://c.example/1": None,
+        }
+        assert urls(crawl="bfs") == ["http://a.example/1"]
+        assert urls(crawl="other") == ["http://b.example/1"]
+        assert urls(crawl="bfs", unknown_crawl=True) == [
+            "http://a.example/1",
+            "http://c.example/1",
+        ]
+        assert urls(crawl="none") == []
+        # A URL fetched again by another crawl: its row is that crawl's now.
+        refetched = record("http://a.example/1", fetched_at="2026-02-01T00:00:00+00:00")
+        database.upsert([row_of(refetched, "other")])
+        assert urls(crawl="other") == ["http://a.example/1", "http://b.example/1"]
+    finally:
+        database.close()
+
+
 def test_opening_twice_keeps_the_rows(database_url):
     database = RecordsDatabase(database_url).open()
     database.upsert([row_of(record("http://a.example/"))])
@@ -344,6 +378,8 @@ def test_an_older_sqlite_table_gets_the_new_columns_and_index(tmp_path):
         assert rows["http://old.example/ok"]["fate"] is None
         failed = [row["url"] for row in reader.query(fates=FAILED_FATES)]
         assert failed == ["http://old.example/gone"]
+        assert [row["url"] for row in reader.query(crawl="bfs")] == []
+        assert len(list(reader.query(crawl="bfs", unknown_crawl=True))) == 2
         fetched = [row["url"] for row in reader.query(fates={"fetched"})]
         assert fetched == ["http://old.example/ok"]
     finally:
@@ -364,8 +400,8 @@ def test_an_older_sqlite_table_gets_the_new_columns_and_index(tmp_path):
         columns = [row[1] for row in connection.execute("PRAGMA table_info(pages)")]
         indexes = {row[1] for row in connection.execute("PRAGMA index_list(pages)")}
     connection.close()
-    assert columns[-2:] == ["fate", "location"]
-    assert "pages_fate" in indexes
+    assert columns[-3:] == ["fate", "location", "crawl"]
+    assert {"pages_fate", "pages_crawl"} <= indexes
     RecordsDatabase(url).open().close()  # a second open adds nothing, fails nothing
 
 

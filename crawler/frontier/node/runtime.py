@@ -24,6 +24,7 @@ from crawler.context.outage import REDIS_ERRORS, is_outage, use_reactor_retry
 from crawler.crawlstate.connection import check_reachable
 from crawler.crawlstate.damage import retyped
 from crawler.frontier.node.drain import DrainWatch
+from crawler.frontier.node.identity import SettledCrawl, declared_identity, settle
 from crawler.frontier.node.membership import Membership
 from crawler.frontier.node.runcontrol import ControlFollower
 from crawler.frontier.node.seedintake import SeedIntake
@@ -49,18 +50,21 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Joined:
-    """The crawl as this node joined it: its store, this node's membership (shards
-    claimed, leases of a previous run taken back) and the end-of-crawl watch."""
+    """The crawl as this node joined it: its store, what the crawl is (its
+    identity, new or resumed), this node's membership (shards claimed, leases of a
+    previous run taken back) and the end-of-crawl watch."""
 
     store: FrontierStore
+    crawl: SettledCrawl
     membership: Membership
     drain: DrainWatch
 
 
 def join(crawler: Crawler, config: FrontierConfig, now: float) -> Joined:
     """Connect, prepare the crawl, join it and take back this node's leases (before
-    the first pop). Raises if Redis cannot be reached or the crawl cannot be used;
-    the client is closed then."""
+    the first pop). Raises if Redis cannot be reached or the crawl cannot be used
+    (``CrawlConflictError``: new seeds over another unfinished crawl); the client is
+    closed then."""
     context = CrawlContext.of(crawler)
     client = context.redis.sync_client()
     use_reactor_retry(client)  # a longer wait is the gate's, off the reactor
@@ -69,6 +73,14 @@ def join(crawler: Crawler, config: FrontierConfig, now: float) -> Joined:
         run = context.delays.run_settings  # DEPTH_LIMIT in force, for depth repair
         store = FrontierStore.on(client, config, context.round_trip_times, run)
         store.prepare(now)
+        assert crawler.spider is not None  # Scrapy builds the spider first
+        crawl = settle(
+            client,
+            store.shards.crawl_keys,
+            config.shards,
+            declared_identity(crawler.spider, now),
+            context.redis.url,
+        )
         membership = Membership(
             client, store.shards.crawl_keys, config, on_damage=store.shards.damaged
         )
@@ -79,7 +91,7 @@ def join(crawler: Crawler, config: FrontierConfig, now: float) -> Joined:
         client.close()
         raise
     drain = DrainWatch(store.shards, membership, opened_at=now)
-    return Joined(store, membership, drain)
+    return Joined(store, crawl, membership, drain)
 
 
 def _stats(crawler: Crawler) -> StatsCollector:
