@@ -79,6 +79,8 @@ class Command(ScrapyCommand):
         crawls = parser.add_mutually_exclusive_group()
         crawls.add_argument(
             "--crawl",
+            "--prefix",  # the word `scrapy frontier` uses for a crawl's name
+            dest="crawl",
             metavar="NAME",
             help="only rows of this crawl (its key prefix; default: the project's "
             "crawl, with rows of no known crawl)",
