@@ -31,7 +31,7 @@ from crawler.crawlstate.clients import (
 )
 from crawler.crawlstate.embedded import EmbeddedRedis, running_url
 from crawler.crawlstate.redissettings import RedisSettings
-from crawler.crawlstate.running import running_crawl
+from crawler.crawlstate.running import password_withheld, running_crawl
 
 if TYPE_CHECKING:
     import redis
@@ -150,6 +150,12 @@ class CrawlRedis:
         if self._running is not None and (
             found := running_crawl(self._running, self._prefix)
         ):
+            if password_withheld(found.redis_url):
+                raise RedisSettingsError(
+                    f"the crawl {self._prefix!r} running as pid {found.pid} uses "
+                    f"{found.redis_url}, whose password is not kept on disk: pass "
+                    "-s REDIS_URL=redis://:PASSWORD@... (or set REDIS_URL)"
+                )
             self.source = f"of the crawl running as pid {found.pid}"
             return found.redis_url
         self.source = f"private, data in {directory}"

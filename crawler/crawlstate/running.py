@@ -1,8 +1,9 @@
 """Running crawls, registered in their directory so commands find them.
 
 A crawl that opens writes ``<FRONTIER_RUNNING_DIR>/<prefix>.<pid>.json`` (mode
-0600: it holds the Redis URL, password included, as the crawl uses it): its
-prefix, Redis URL, pid and when it started; it removes the file when it closes.
+0600): its prefix, Redis URL, pid and when it started; it removes the file when it
+closes. A password in the URL is never written (``***`` stands for it): a command
+then needs the URL with its password (``PASSWORD_WITHHELD``).
 ``scrapy frontier`` and ``scrapy pages``, run in the same directory with no Redis
 named, read the crawl there, not the directory's private Redis. A file whose
 process is gone (a crawl killed with -9) is ignored, and removed by the next crawl
@@ -14,11 +15,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
+
+from crawler.crawlstate.clients import masked
 
 _SUFFIX = ".json"
+# What stands for a password in a registered URL (``clients.masked``).
+PASSWORD_WITHHELD = "***"  # noqa: S105 (a placeholder, no password)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +46,14 @@ def register(directory: Path, crawl: RunningCrawl) -> Path:
     partial = path.with_suffix(".partial")
     descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        json.dump(asdict(crawl), handle)
+        json.dump(asdict(replace(crawl, redis_url=masked(crawl.redis_url))), handle)
     partial.replace(path)
     return path
+
+
+def password_withheld(url: str) -> bool:
+    """Whether *url*, read from an entry, had a password that was not written."""
+    return urlsplit(url).password == PASSWORD_WITHHELD
 
 
 def unregister(path: Path) -> None:
