@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
+from crawler.context.directories import UnwritableDirectoryError, writable_directory
 from crawler.context.logonce import OnceLogger
+from crawler.context.startup import StartupFailure, failed_at_startup
 from crawler.items import PageRecord
 from crawler.pagestore.files import PageStoreConfig, write_page
 from crawler.policy.storepath import store_path
@@ -36,10 +38,18 @@ class PageStorePipeline:
         self._once = OnceLogger(logger, crawler)
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
+    def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
+        """The pipeline; with a directory it cannot write, a stand-in that stops
+        the crawl with one line before anything opens."""
         config = PageStoreConfig.from_settings(crawler.settings)
         if config.root is None:
             raise NotConfigured("PAGESTORE_DIR is empty")
+        if failed_at_startup(crawler):  # the crawl will not run: make nothing
+            return cls(crawler, config.root)
+        try:
+            writable_directory(config.root, "PAGESTORE_DIR")
+        except UnwritableDirectoryError as exc:
+            return StartupFailure(crawler, str(exc))
         return cls(crawler, config.root)
 
     def open_spider(self) -> None:

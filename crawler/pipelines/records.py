@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from scrapy.exceptions import NotConfigured
 
-from crawler.context.startup import StartupFailure
+from crawler.context.startup import StartupFailure, failed_at_startup
 from crawler.items import PageRecord
 from crawler.policy.revisitconfig import RevisitConfig, revisits_on
 from crawler.policy.typedsettings import get_int
@@ -112,6 +112,8 @@ class RecordsPipeline:
     async def open_spider(self) -> None:
         """Connect and create the table; if that fails, the crawl stops with one
         line (see ``crawler.context.startup``)."""
+        if failed_at_startup(self._crawler):  # another component's: create nothing
+            return
         database = RecordsDatabase(self._url)
         try:
             self._database = await asyncio.to_thread(database.open)
