@@ -95,7 +95,7 @@ class RedisSettings:
             str(server["REDIS_HOST"] or ""),
             _port(server["REDIS_PORT"]),
         )
-        check_redis_url(url)
+        check_redis_url(url, "REDIS_URL" if server["REDIS_URL"] else "REDIS_HOST")
         if get_bool(settings, "REDIS_CLUSTER"):
             cluster: bool | None = True
         else:
