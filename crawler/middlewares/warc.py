@@ -25,9 +25,12 @@ import scrapy
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from crawler.context.directories import UnwritableDirectoryError, writable_directory
+from crawler.context.directories import (
+    UnwritableDirectoryError,
+    check_writable_directory,
+)
 from crawler.context.logonce import OnceLogger
-from crawler.context.startup import StartupFailure, failed_at_startup
+from crawler.context.startup import StartupFailure
 from crawler.middlewares.warcfiles import WarcConfig, WarcFiles
 from crawler.middlewares.warcrecords import WARC_VERSION, download_records
 
@@ -73,10 +76,8 @@ class WarcMiddleware:
             config = WarcConfig.from_settings(crawler.settings, crawler.spidercls.name)
         except ValueError as exc:
             return StartupFailure(crawler, f"Bad setting: {exc}")
-        if failed_at_startup(crawler):  # the crawl will not run: make nothing
-            raise NotConfigured("the crawl stopped at start")
         try:
-            writable_directory(config.directory, "WARC_DIR")
+            check_writable_directory(config.directory, "WARC_DIR")
         except UnwritableDirectoryError as exc:
             return StartupFailure(crawler, str(exc))
         return cls(crawler, WarcFiles(config, info=_warcinfo(crawler, config)))

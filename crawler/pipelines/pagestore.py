@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
-from crawler.context.directories import UnwritableDirectoryError, writable_directory
+from crawler.context.directories import (
+    UnwritableDirectoryError,
+    check_writable_directory,
+)
 from crawler.context.logonce import OnceLogger
 from crawler.context.startup import StartupFailure, failed_at_startup
 from crawler.items import PageRecord
@@ -44,15 +47,15 @@ class PageStorePipeline:
         config = PageStoreConfig.from_settings(crawler.settings)
         if config.root is None:
             raise NotConfigured("PAGESTORE_DIR is empty")
-        if failed_at_startup(crawler):  # the crawl will not run: make nothing
-            return cls(crawler, config.root)
         try:
-            writable_directory(config.root, "PAGESTORE_DIR")
+            check_writable_directory(config.root, "PAGESTORE_DIR")
         except UnwritableDirectoryError as exc:
             return StartupFailure(crawler, str(exc))
         return cls(crawler, config.root)
 
     def open_spider(self) -> None:
+        if failed_at_startup(self._crawler):  # the crawl will not run: make nothing
+            return
         self._root.mkdir(parents=True, exist_ok=True)
         self._root = self._root.resolve()  # a later chdir moves nothing
 

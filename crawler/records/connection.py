@@ -15,7 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crawler.context.directories import UnwritableDirectoryError, writable_directory
+from crawler.context.directories import (
+    UnwritableDirectoryError,
+    check_writable_directory,
+)
 from crawler.crawlstate.connection import masked
 
 # Seconds to wait for a PostgreSQL server (unless the URL sets connect_timeout), and
@@ -151,6 +154,7 @@ def _writable_parent(path: Path) -> None:
     """Make the directory of the SQLite file *path*; ``RecordsDatabaseError``
     (one line) if the crawl cannot write there."""
     try:
-        writable_directory(path.parent, "RECORDS_DATABASE_URL's directory")
+        check_writable_directory(path.parent, "RECORDS_DATABASE_URL's directory")
     except UnwritableDirectoryError as exc:
         raise RecordsDatabaseError(str(exc)) from None
+    path.parent.mkdir(parents=True, exist_ok=True)

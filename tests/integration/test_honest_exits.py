@@ -95,6 +95,10 @@ def assert_one_line_stop(result: subprocess.CompletedProcess[str], *words: str) 
             ["-a", "seeds=http://127.0.0.2:9/", "-s", "RENDER_BLOCK=images"],
             ["RENDER_BLOCK", "images"],
         ),
+        (
+            ["-a", "seeds=http://127.0.0.2:9/", "-s", "FRONTIER_SHARDS=3"],
+            ["FRONTIER_SHARDS", "power of two"],
+        ),
     ],
 )
 def test_a_bad_start_is_one_line_and_status_1_and_touches_nothing(

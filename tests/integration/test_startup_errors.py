@@ -49,6 +49,7 @@ NO_RETRIES = {"RETRY_LATER_DELAYS": "", "RETRY_TIMES": "0"}
 def test_a_malformed_redis_url_is_one_line_with_the_fix(tmp_path, url, words):
     result = scrapy_crawl(tmp_path, "-a", "seeds=http://127.0.0.2:9/", redis_url=url)
     assert_one_line_stop(result, f"REDIS_URL {url!r}", *words)
+    assert list(tmp_path.iterdir()) == []  # no records database, no page store
 
 
 def directory_settings(tmp_path: Path, name: str) -> dict[str, str]:

@@ -172,7 +172,6 @@ async def test_a_warc_dir_unwritable_mid_crawl_is_counted_and_the_crawl_goes_on(
     crawler = get_crawler(BfsSpider, warc_settings(settings, directory, DEPTH_LIMIT=1))
 
     def block() -> None:  # once the crawl has started: a file where it writes
-        directory.rmdir()
         directory.write_text("a file where the WARC directory should be\n")
 
     crawler.signals.connect(block, signal=signals.spider_opened, weak=False)
