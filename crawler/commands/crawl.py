@@ -31,7 +31,15 @@ class Command(ScrapyCrawlCommand):
     _running: Crawler | None = None
 
     def short_desc(self) -> str:
-        return "Run a spider of the current project, by name (exit status: see docs)"
+        return "Run a spider of the current project, by name (its exit status says how it ended)"
+
+    def long_desc(self) -> str:
+        return (
+            "Run a spider of the current project, by name. Exit status: 0 the "
+            "crawl finished or was stopped cleanly (one Ctrl-C), 1 it could not "
+            "start (one ERROR line, the last, says why), 2 usage error, 3 nothing "
+            "could be fetched, 130 forced shutdown (a second Ctrl-C)."
+        )
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         try:
