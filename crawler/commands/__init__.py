@@ -1,4 +1,5 @@
-"""Our ``scrapy`` commands: ``frontier``, ``pages`` and ``analyze``.
+"""Our ``scrapy`` commands: ``frontier``, ``pages``, ``analyze`` and ``crawl`` (Scrapy's,
+with exit statuses that say what happened).
 
 Scrapy finds them through the package's ``scrapy.commands`` entry points in any
 project, and through ``COMMANDS_MODULE`` in this repository (every module here with a

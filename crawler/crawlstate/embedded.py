@@ -70,8 +70,15 @@ class EmbeddedRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> Self:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        self._lock = _lock_directory(self.directory)
+        """Start the server; ``EmbeddedRedisError`` (one line) if it cannot."""
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._lock = _lock_directory(self.directory)
+        except OSError as exc:
+            raise EmbeddedRedisError(
+                f"FRONTIER_EMBEDDED_REDIS_DIR {self.directory} is not writable: "
+                f"{exc.strerror or exc}"
+            ) from None
         for _attempt in range(3):
             self.port = _free_port()
             self._process = subprocess.Popen(  # noqa: S603 (a fixed binary, no shell)

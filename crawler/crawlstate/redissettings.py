@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from crawler.policy.redisurl import check_redis_url
 from crawler.policy.typedsettings import as_int, get_bool
 
 if TYPE_CHECKING:
@@ -94,6 +95,7 @@ class RedisSettings:
             str(server["REDIS_HOST"] or ""),
             _port(server["REDIS_PORT"]),
         )
+        check_redis_url(url, "REDIS_URL" if server["REDIS_URL"] else "REDIS_HOST")
         if get_bool(settings, "REDIS_CLUSTER"):
             cluster: bool | None = True
         else:

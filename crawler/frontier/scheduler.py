@@ -28,7 +28,11 @@ from scrapy.exceptions import DontCloseSpider
 
 from crawler.context.crawl import CrawlContext
 from crawler.context.outage import REDIS_ERRORS, is_outage
-from crawler.context.startup import FailedScheduler, StartupFailure
+from crawler.context.startup import (
+    FailedScheduler,
+    StartupFailure,
+    failed_at_startup,
+)
 from crawler.crawlstate.connection import RedisUnreachableError
 from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.frontier.acks import missing_essentials
@@ -73,6 +77,8 @@ class FrontierScheduler(BaseScheduler):
     # --- lifecycle ---------------------------------------------------------------
 
     def open(self, spider: Spider) -> None:
+        if failed_at_startup(self._crawler):  # another component's: open nothing
+            return
         if problem := missing_essentials(self._crawler):
             self._failure = StartupFailure(self._crawler, problem)
             return

@@ -25,6 +25,10 @@ import scrapy
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from crawler.context.directories import (
+    UnwritableDirectoryError,
+    check_writable_directory,
+)
 from crawler.context.logonce import OnceLogger
 from crawler.context.startup import StartupFailure
 from crawler.middlewares.warcfiles import WarcConfig, WarcFiles
@@ -72,6 +76,10 @@ class WarcMiddleware:
             config = WarcConfig.from_settings(crawler.settings, crawler.spidercls.name)
         except ValueError as exc:
             return StartupFailure(crawler, f"Bad setting: {exc}")
+        try:
+            check_writable_directory(config.directory, "WARC_DIR")
+        except UnwritableDirectoryError as exc:
+            return StartupFailure(crawler, str(exc))
         return cls(crawler, WarcFiles(config, info=_warcinfo(crawler, config)))
 
     def process_request(self, request: Request) -> None:

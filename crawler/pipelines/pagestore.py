@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
+from crawler.context.directories import (
+    UnwritableDirectoryError,
+    check_writable_directory,
+)
 from crawler.context.logonce import OnceLogger
+from crawler.context.startup import StartupFailure, failed_at_startup
 from crawler.items import PageRecord
 from crawler.pagestore.files import PageStoreConfig, write_page
 from crawler.policy.storepath import store_path
@@ -40,13 +45,21 @@ class PageStorePipeline:
         self._once = OnceLogger(logger, crawler)
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
+    def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
+        """The pipeline; with a directory it cannot write, a stand-in that stops
+        the crawl with one line before anything opens."""
         config = PageStoreConfig.from_settings(crawler.settings)
         if config.root is None:
             raise NotConfigured  # switched off: no message (a message warns)
+        try:
+            check_writable_directory(config.root, "PAGESTORE_DIR")
+        except UnwritableDirectoryError as exc:
+            return StartupFailure(crawler, str(exc))
         return cls(crawler, config.root)
 
     def open_spider(self) -> None:
+        if failed_at_startup(self._crawler):  # the crawl will not run: make nothing
+            return
         self._root.mkdir(parents=True, exist_ok=True)
         self._root = self._root.resolve()  # a later chdir moves nothing
 

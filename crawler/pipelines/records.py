@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from scrapy.exceptions import NotConfigured
 
-from crawler.context.startup import StartupFailure
+from crawler.context.startup import StartupFailure, failed_at_startup
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.items import DepthRepair, PageRecord
 from crawler.policy.revisitconfig import RevisitConfig, revisits_on
@@ -125,6 +125,8 @@ class RecordsPipeline:
     async def open_spider(self) -> None:
         """Connect and create the table; if that fails, the crawl stops with one
         line (see ``crawler.context.startup``)."""
+        if failed_at_startup(self._crawler):  # another component's: create nothing
+            return
         spider = self._crawler.spider
         if spider is not None:
             self._crawl = CrawlKeys.of(self._crawler.settings, spider.name).prefix

@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crawler.context.directories import (
+    UnwritableDirectoryError,
+    check_writable_directory,
+)
 from crawler.crawlstate.connection import masked
 
 # Seconds to wait for a PostgreSQL server (unless the URL sets connect_timeout), and
@@ -93,7 +97,7 @@ class DatabaseURL:
     def _connect_sqlite(self, *, create: bool) -> sqlite3.Connection:
         path = Path(self.target)
         if create:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _writable_parent(path)
             target, uri = self.target, False
         else:
             if not path.is_file():
@@ -144,3 +148,13 @@ def first_line(exc: BaseException) -> str:
     """The first line of *exc*'s text (its class name if it has none)."""
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+def _writable_parent(path: Path) -> None:
+    """Make the directory of the SQLite file *path*; ``RecordsDatabaseError``
+    (one line) if the crawl cannot write there."""
+    try:
+        check_writable_directory(path.parent, "RECORDS_DATABASE_URL's directory")
+    except UnwritableDirectoryError as exc:
+        raise RecordsDatabaseError(str(exc)) from None
+    path.parent.mkdir(parents=True, exist_ok=True)

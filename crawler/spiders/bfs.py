@@ -88,6 +88,7 @@ class BfsSpider(Spider):
         # crawl its keys hold is refused (crawler.frontier.node.identity).
         self.crawl_seeds: tuple[str, ...] = ()
         self.crawl_scope = ""
+        self._bad_seeds = 0
         self._failure: StartupFailure | None = None
         self._recording: set[asyncio.Future[None]] = set()
         self._yielded = SeenCache(0)
@@ -133,6 +134,8 @@ class BfsSpider(Spider):
     async def start(self) -> AsyncIterator[Any]:
         if self._failure is not None:
             return
+        if self._bad_seeds:
+            self.crawler.stats.inc_value("bfs/bad_seeds", self._bad_seeds)
         if not self._seeds:
             self.logger.info("No seeds given: crawling what the frontier holds")
         if not self._follower.resources:
@@ -289,11 +292,13 @@ class BfsSpider(Spider):
         )
 
     def _read_seeds(self) -> list[str]:
-        """The valid seeds (``read_seeds``); each bad one is logged and counted."""
+        """The valid seeds (``read_seeds``); each bad one is logged now, and counted
+        in ``bfs/bad_seeds`` once the crawl starts (read before Scrapy makes the
+        crawler's stats)."""
         seeds, errors = read_seeds(self._seed_arg, self._seeds_file)
         for error in errors:
             self.logger.error("%(error)s; skipped", {"error": error})
-            self.crawler.stats.inc_value("bfs/bad_seeds")
+        self._bad_seeds = len(errors)
         return seeds
 
 

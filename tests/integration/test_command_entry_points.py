@@ -84,8 +84,10 @@ def scrapy(
 def test_the_commands_are_entry_points_of_the_package(tmp_path, redis, redis_url):
     project = make_project(tmp_path, commands_module=False)
     listed = scrapy(project, redis_url)
-    for command in ("frontier", "pages", "analyze"):
+    for command in ("frontier", "pages", "analyze", "crawl"):
         assert f"\n  {command} " in listed.stdout, listed.stdout
+    # Ours, not Scrapy's: its exit statuses say what happened.
+    assert "(its exit status says how it ended)" in listed.stdout
     pushed = scrapy(
         project, redis_url, "frontier", "seed", "beta", "https://b.example/"
     )

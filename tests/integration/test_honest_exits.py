@@ -20,10 +20,11 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 
 
-def scrapy_crawl(
-    tmp_path: Path, *args: str, redis_url: str = ""
-) -> subprocess.CompletedProcess[str]:
-    """`scrapy crawl bfs ARGS`, its storage under *tmp_path*."""
+def crawl_command(
+    tmp_path: Path, *args: str, redis_url: str = "", **settings: str
+) -> list[str]:
+    """`scrapy crawl bfs ARGS`, its storage under *tmp_path*; *settings* (``-s``)
+    win over these."""
     options = {
         "REDIS_URL": redis_url,
         "FRONTIER_EMBEDDED_REDIS_DIR": str(tmp_path / "redis"),
@@ -33,10 +34,17 @@ def scrapy_crawl(
         "POLITENESS_DAY_DELAY": "0",
         "POLITENESS_NIGHT_DELAY": "0",
         "TELNETCONSOLE_ENABLED": "False",
-    }
-    settings = [word for k, v in options.items() for word in ("-s", f"{k}={v}")]
+    } | settings
+    words = [word for k, v in options.items() for word in ("-s", f"{k}={v}")]
+    return [sys.executable, "-m", "scrapy", "crawl", "bfs", *args, *words]
+
+
+def scrapy_crawl(
+    tmp_path: Path, *args: str, redis_url: str = "", **settings: str
+) -> subprocess.CompletedProcess[str]:
+    """`scrapy crawl bfs ARGS` run to its end (bounded)."""
     return subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "bfs", *args, *settings],
+        crawl_command(tmp_path, *args, redis_url=redis_url, **settings),
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -46,12 +54,16 @@ def scrapy_crawl(
 
 
 def assert_one_line_stop(result: subprocess.CompletedProcess[str], *words: str) -> None:
+    """Status 1, no traceback, one ERROR line with *words*: the output's last line."""
     assert result.returncode == 1, result.stderr
-    assert "Traceback" not in result.stderr
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output
     errors = [line for line in result.stderr.splitlines() if " ERROR: " in line]
     assert len(errors) == 1, errors
     for word in words:
         assert word in errors[0]
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert lines[-1] == errors[0], lines[-5:]
 
 
 @pytest.mark.parametrize(
@@ -82,6 +94,10 @@ def assert_one_line_stop(result: subprocess.CompletedProcess[str], *words: str) 
         (
             ["-a", "seeds=http://127.0.0.2:9/", "-s", "RENDER_BLOCK=images"],
             ["RENDER_BLOCK", "images"],
+        ),
+        (
+            ["-a", "seeds=http://127.0.0.2:9/", "-s", "FRONTIER_SHARDS=3"],
+            ["FRONTIER_SHARDS", "power of two"],
         ),
     ],
 )

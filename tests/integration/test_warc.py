@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Request, Response
 from scrapy.utils.defer import deferred_f_from_coro_f
@@ -164,14 +165,16 @@ def warcio(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @deferred_f_from_coro_f
-async def test_an_unwritable_warc_dir_is_counted_and_the_crawl_goes_on(
+async def test_a_warc_dir_unwritable_mid_crawl_is_counted_and_the_crawl_goes_on(
     site, settings, tmp_path, caplog
 ):
-    blocker = tmp_path / "not-a-dir"
-    blocker.write_text("a file where the WARC directory should be\n")
-    crawler = get_crawler(
-        BfsSpider, warc_settings(settings, blocker / "warc", DEPTH_LIMIT=1)
-    )
+    directory = tmp_path / "warc"
+    crawler = get_crawler(BfsSpider, warc_settings(settings, directory, DEPTH_LIMIT=1))
+
+    def block() -> None:  # once the crawl has started: a file where it writes
+        directory.write_text("a file where the WARC directory should be\n")
+
+    crawler.signals.connect(block, signal=signals.spider_opened, weak=False)
     await crawler.crawl_async(seeds=site.seeds[0])
     stats = crawler.stats.get_stats()
     assert stats["finish_reason"] == "finished"
@@ -184,6 +187,17 @@ def test_no_warc_dir_means_no_middleware(settings):
     crawler = get_crawler(BfsSpider, settings(WARC_DIR=""))
     with pytest.raises(NotConfigured):
         build_from_crawler(WarcMiddleware, crawler)
+
+
+def test_an_unwritable_warc_dir_fails_at_start_naming_the_setting(
+    settings, tmp_path, caplog
+):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the WARC directory should be\n")
+    crawler = get_crawler(BfsSpider, warc_settings(settings, blocker / "warc"))
+    assert isinstance(build_from_crawler(WarcMiddleware, crawler), StartupFailure)
+    assert "WARC_DIR" in caplog.text
+    assert "is not writable" in caplog.text
 
 
 def test_a_bad_max_size_fails_at_start_naming_the_setting(settings, tmp_path, caplog):

@@ -132,3 +132,15 @@ def test_a_crawl_with_no_server_and_no_private_directory_says_so():
         RedisSettingsError, match="FRONTIER_EMBEDDED_REDIS_DIR is empty"
     ):
         _ = server.url
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"REDIS_URL": "localhost:6379"}, "REDIS_URL 'localhost:6379' has no scheme"),
+        ({"REDIS_HOST": "local host"}, "REDIS_HOST 'redis://local host:6379' has a"),
+    ],
+)
+def test_a_malformed_server_is_refused_naming_the_setting_it_came_from(values, message):
+    with pytest.raises(ValueError, match=message):
+        resolved(**values)
