@@ -2,18 +2,27 @@
 a start-up failure's line as the last line of the output.
 
 Every option and behaviour is Scrapy's (``-a``, ``-s``, ``-o``/``-O`` feeds...).
-Two things differ: the exit status (``crawler.policy.exitcodes``: 0 finished or
+Three things differ: the exit status (``crawler.policy.exitcodes``: 0 finished or
 stopped cleanly, 1 could not start, 2 usage error, 3 nothing could be fetched, 130
-forced shutdown), and a start-up failure (``crawler.context.startup``) is logged
-after Scrapy's closing lines rather than among them.
+forced shutdown); a start-up failure (``crawler.context.startup``) is logged after
+Scrapy's closing lines rather than among them; and what Scrapy would only find with a
+traceback (an unknown spider or ``LOG_LEVEL``, a feed file it cannot write, at its
+first item) stops the command before any crawl, in one line, with status 1.
 """
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 
+from crawler.context.directories import (
+    UnwritableDirectoryError,
+    check_writable_directory,
+)
 from crawler.context.startup import failed_at_startup, log_kept_failure, report_last
 from crawler.policy.exitcodes import crawl_exit_code
 
@@ -41,7 +50,25 @@ class Command(ScrapyCrawlCommand):
             "could be fetched, 130 forced shutdown (a second Ctrl-C)."
         )
 
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        """Scrapy's options (``-o``/``-O`` become ``FEEDS``), then the settings a
+        crawl would only trip over later: one line and status 1 (``SystemExit``)."""
+        super().process_options(args, opts)
+        assert self.settings is not None  # Scrapy sets them before the options
+        if problem := _log_level_problem(self.settings.get("LOG_LEVEL")):
+            raise SystemExit(f"scrapy crawl: {problem}")
+        for uri in self.settings.getdict("FEEDS"):
+            if problem := _feed_problem(str(uri)):
+                raise SystemExit(f"scrapy crawl: {problem}")
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.crawler_process is not None
+        known = self.crawler_process.spider_loader.list()
+        if args and args[0] not in known:
+            raise SystemExit(
+                f"scrapy crawl: unknown spider {args[0]!r} (this project's "
+                f"spiders: {', '.join(sorted(known)) or 'none'})"
+            )
         try:
             super().run(args, opts)
         finally:
@@ -66,3 +93,28 @@ class Command(ScrapyCrawlCommand):
         except RuntimeError:  # stopped before Scrapy made the stats: nothing ran
             stats = {}
         return crawl_exit_code(stats, failed_to_start=False)
+
+
+def _log_level_problem(level: object) -> str | None:
+    """What is wrong with *level* as ``LOG_LEVEL`` (Scrapy would raise while it
+    sets up logging), or None."""
+    if isinstance(level, int) or str(level).upper() in logging.getLevelNamesMapping():
+        return None
+    return (
+        f"LOG_LEVEL {level!r} is not a level: use DEBUG, INFO, WARNING, ERROR or "
+        "CRITICAL"
+    )
+
+
+def _feed_problem(uri: str) -> str | None:
+    """Why a feed of *uri* (a local file) could not be written, or None (another
+    scheme is its storage's to judge, when it opens)."""
+    parts = urlsplit(uri)
+    if parts.scheme not in ("", "file") and len(parts.scheme) > 1:  # not C:\...
+        return None
+    path = Path(parts.path if parts.scheme == "file" else uri)
+    try:
+        check_writable_directory(path.parent, "the feed's directory")
+    except UnwritableDirectoryError as exc:
+        return f"cannot write the feed {uri}: {exc}"
+    return None

@@ -234,3 +234,44 @@ def test_a_second_ctrl_c_forces_the_stop_with_status_130(tmp_path, redis):
     assert status == FORCED_SHUTDOWN, lines[-20:]
     assert any("forcing unclean shutdown" in line for line in lines)
     assert not any("Spider closed" in line for line in lines)
+
+
+def assert_stopped_before_crawling(
+    result: subprocess.CompletedProcess[str], *words: str
+) -> list[str]:
+    """Status 1, no traceback, and a line with *words*, the output's last: the
+    command stopped before any crawl. The output's lines."""
+    assert result.returncode == 1, result.stderr
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output
+    lines = [line for line in output.splitlines() if line.strip()]
+    for word in words:
+        assert word in lines[-1], lines[-5:]
+    return lines
+
+
+def test_an_unknown_spider_is_one_line(tmp_path):
+    command = crawl_command(tmp_path)
+    command[command.index("bfs")] = "bsf"
+    result = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert_stopped_before_crawling(result, "unknown spider 'bsf'", "bfs")
+
+
+def test_an_unknown_log_level_is_one_line(tmp_path):
+    result = scrapy_crawl(tmp_path, "-a", "seeds=http://127.0.0.2:9/", LOG_LEVEL="LOUD")
+    lines = assert_stopped_before_crawling(
+        result, "LOG_LEVEL 'LOUD' is not a level", "INFO"
+    )
+    assert len(lines) == 1, lines  # before logging is set up
+
+
+def test_a_feed_it_cannot_write_is_one_line(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+    feed = blocker / "pages.jsonl"
+    result = scrapy_crawl(tmp_path, "-a", "seeds=http://127.0.0.2:9/", "-O", str(feed))
+    lines = assert_stopped_before_crawling(result, f"cannot write the feed {feed}")
+    assert len(lines) == 1, lines  # before logging is set up
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # nothing made
