@@ -269,8 +269,10 @@ def test_a_spider_s_own_items_of_every_kind_get_their_pages_recorded_and_stored(
         for url, page in pages.items()
         if page in depths and page[1] % 5 < len(kinds)
     }
-    # `scrapy pages` on the project's records database (its default place).
-    listed = scrapy_pages(f"sqlite:///{project}/.crawl/pages.db", "--format", "jsonl")
+    # `scrapy pages` on the project's records database (its default place), the
+    # rows of its crawl (the spider's name).
+    database = f"sqlite:///{project}/.crawl/pages.db"
+    listed = scrapy_pages(database, "--prefix", "kinds", "--format", "jsonl")
     assert listed.returncode == 0, listed.stderr[-3000:]
     rows = by_url([json.loads(line) for line in listed.stdout.splitlines()])
     assert {pages[url]: row["depth"] for url, row in rows.items()} == depths
