@@ -33,3 +33,7 @@ WARN_ON_GENERATOR_RETURN_VALUE = False
 # watched with `scrapy frontier status`, and several nodes on one machine would
 # each take a port. TELNETCONSOLE_ENABLED=True turns it on.
 TELNETCONSOLE_ENABLED = False
+# Scrapy's remote-control HTTP server (Scrapy 2.19): off, as the telnet console; a
+# crawl is steered with `scrapy frontier pause|resume|set`, across every node.
+# REMOTE_CONTROL_ENABLED=True turns it on.
+REMOTE_CONTROL_ENABLED = False

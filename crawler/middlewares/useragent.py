@@ -17,6 +17,7 @@ robots.txt fetches keep the bot's own User-Agent, set by RobotsMiddleware.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import logging
 import random
@@ -224,8 +225,12 @@ class UserAgentMiddleware:
         *,
         rng: random.Random | None = None,
         clock: Callable[[], float] = time.monotonic,
+        placeholder_contact: str = "",
     ) -> None:
         self._config = config
+        # The placeholder contact, until it is warned about: at the first request
+        # to a host on the network (a crawl of loopback test sites has no reader).
+        self._placeholder_contact = placeholder_contact
         self._rng = rng or random.Random()  # noqa: S311 (variety, not secrets)
         self._clock = clock
         self._ours = frozenset(ua.encode("utf-8") for ua in config.user_agents)
@@ -240,16 +245,12 @@ class UserAgentMiddleware:
         except ValueError as exc:
             return StartupFailure(crawler, f"Bad setting: {exc}")
         contact = crawler.settings.get("USERAGENT_CONTACT")
-        if contact == project_defaults.USERAGENT_CONTACT:
-            logger.warning(
-                "USERAGENT_CONTACT is the placeholder %(contact)s: set it to a page "
-                "saying who runs this crawler and how to reach them (site owners see "
-                "it in every User-Agent)",
-                {"contact": contact},
-            )
-        return cls(config)
+        placeholder = contact if contact == project_defaults.USERAGENT_CONTACT else ""
+        return cls(config, placeholder_contact=placeholder)
 
     def process_request(self, request: Request) -> None:
+        if self._placeholder_contact:
+            self._warn_of_placeholder(request.url)
         self._set_user_agent(request)
         mode = self._config.referer_mode
         if mode == "rotate":
@@ -274,6 +275,19 @@ class UserAgentMiddleware:
             user_agent = self._draw()
         request.headers[b"User-Agent"] = user_agent
 
+    def _warn_of_placeholder(self, url: str) -> None:
+        """Once, at the first request to a host off this machine: the contact in
+        every User-Agent is the placeholder, which tells site owners nothing."""
+        if _on_this_machine(_host_key(url)):
+            return
+        logger.warning(
+            "USERAGENT_CONTACT is the placeholder %(contact)s: set it to a page "
+            "saying who runs this crawler and how to reach them (site owners see "
+            "it in every User-Agent)",
+            {"contact": self._placeholder_contact},
+        )
+        self._placeholder_contact = ""
+
     def _draw(self) -> str:
         return self._rng.choice(self._config.user_agents)
 
@@ -284,3 +298,13 @@ def _host_key(url: str) -> str:
         return host_of(url)
     except BadURLError:
         return ""
+
+
+def _on_this_machine(host: str) -> bool:
+    """Whether *host* is this machine (``localhost``, a loopback address) or no
+    host at all (``data:``): nobody else reads the User-Agent sent there."""
+    if host in ("", "localhost"):
+        return True
+    with contextlib.suppress(ValueError):
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    return False

@@ -26,13 +26,13 @@ pytestmark = pytest.mark.integration
 CRAWL_TIMEOUT = 120.0
 # The start-up budget (issue 22): fewer lines than this before the crawl ends.
 START_LINES = 30
-# What every crawl here sets: the local site at full speed, one level deep, and a
-# contact page (the placeholder's warning is meant: an operator must set it).
+# What every crawl here sets: the local site at full speed, one level deep. The
+# placeholder USERAGENT_CONTACT stays: it is warned of only at the first host off
+# this machine, which a crawl of loopback sites never reaches.
 SETTINGS = (
     "POLITENESS_DAY_DELAY=0",
     "POLITENESS_NIGHT_DELAY=0",
     "DEPTH_LIMIT=1",
-    "USERAGENT_CONTACT=https://crawler.test/contact",
 )
 
 

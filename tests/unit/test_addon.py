@@ -18,7 +18,7 @@ from crawler.frontier.acks import FrontierDepthMiddleware
 
 ADDON = {"crawler.addon.Frontier": 0}
 # What scrapy.utils.test.get_crawler itself sets at the project priority.
-SET_BY_GET_CRAWLER = frozenset({"TELNETCONSOLE_ENABLED"})
+SET_BY_GET_CRAWLER = frozenset({"REMOTE_CONTROL_ENABLED", "TELNETCONSOLE_ENABLED"})
 OUR_SETTINGS = sorted(
     name for name in dir(defaults) if name.isupper() and name not in SET_BY_GET_CRAWLER
 )

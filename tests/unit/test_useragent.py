@@ -128,17 +128,36 @@ def test_a_bad_contact_url_is_refused(contact):
         config(USERAGENT_CONTACT=contact)
 
 
-def test_start_up_warns_once_while_the_contact_is_the_placeholder(caplog):
+def placeholder_warnings(caplog, settings: dict[str, object], *urls: str) -> list[str]:
+    """The WARNING lines a middleware made with *settings* logs for *urls*."""
     with caplog.at_level(logging.WARNING):
-        UserAgentMiddleware.from_crawler(get_crawler(settings_dict=settings_dict()))
-    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        crawler = get_crawler(settings_dict=settings)
+        middleware = UserAgentMiddleware.from_crawler(crawler)
+        assert isinstance(middleware, UserAgentMiddleware)
+        for url in urls:
+            middleware.process_request(Request(url))
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_the_placeholder_contact_is_warned_of_once_at_the_first_host_off_this_machine(
+    caplog,
+):
+    urls = (
+        "http://127.0.0.2/",
+        "http://[::1]/",
+        "https://a.example/",
+        "https://b.example/",
+    )
+    warnings = placeholder_warnings(caplog, settings_dict(), *urls[:2])
+    assert warnings == []  # loopback: nobody reads it
+    warnings = placeholder_warnings(caplog, settings_dict(), *urls)
     assert len(warnings) == 1
     assert f"USERAGENT_CONTACT is the placeholder {PLACEHOLDER}" in warnings[0]
-    caplog.clear()
-    with caplog.at_level(logging.WARNING):
-        crawler = get_crawler(settings_dict=settings_dict(USERAGENT_CONTACT=CONTACT))
-        UserAgentMiddleware.from_crawler(crawler)
-    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_a_contact_of_ones_own_is_never_warned_of(caplog):
+    settings = settings_dict(USERAGENT_CONTACT=CONTACT)
+    assert placeholder_warnings(caplog, settings, "https://a.example/") == []
 
 
 def test_a_file_is_read_one_entry_a_line_without_blanks_and_comments(tmp_path):
