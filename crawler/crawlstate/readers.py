@@ -80,11 +80,12 @@ def totals(client: redis.Redis, keys: CrawlKeys, shards: int) -> tuple[int, int]
 
 
 def alive(client: redis.Redis, keys: CrawlKeys, ids: Iterable[str]) -> dict[str, bool]:
-    """Whether each node's heartbeat key exists: one round trip."""
+    """Whether each node's heartbeat key exists: one round trip. Ids read from
+    Redis (``decoded``) are asked for as the bytes Redis holds, whatever they are."""
     ordered = sorted(set(ids))
     pipe = client.pipeline(transaction=False)
     for node in ordered:
-        pipe.exists(keys.heartbeat(node))
+        pipe.exists(encoded(keys.heartbeat(node)))
     replies = pipe.execute(raise_on_error=False) if ordered else []
     return {node: reply == 1 for node, reply in zip(ordered, replies, strict=True)}
 
