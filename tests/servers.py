@@ -139,7 +139,7 @@ def running_site(
             stop(process)
 
 
-def stop(process: subprocess.Popen[str]) -> None:
+def stop(process: subprocess.Popen[Any]) -> None:
     """Terminate *process*, killing it if it outlives STOP_TIMEOUT (bounded)."""
     process.terminate()
     try:

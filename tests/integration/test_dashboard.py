@@ -21,7 +21,7 @@ from parsel import Selector
 
 from crawler.crawlstate.keys import CrawlKeys
 from tests.integration.test_redis_cluster import redis_cluster  # noqa: F401 (a fixture)
-from tests.servers import ROOT, running_site, wait_for
+from tests.servers import ROOT, running_site, stop, wait_for
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -76,12 +76,7 @@ def crawling(
         yield crawl
     finally:
         if crawl.poll() is None:
-            crawl.terminate()
-            try:
-                crawl.wait(20)
-            except subprocess.TimeoutExpired:
-                crawl.kill()
-                crawl.wait()
+            stop(crawl)
 
 
 # --- status: what is true ---------------------------------------------------------

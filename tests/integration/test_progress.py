@@ -16,7 +16,7 @@ from crawler.policy.hosts import host_of, shard_key
 from crawler.policy.ownership import shards_of
 from crawler.policy.sharding import shard_of
 from tests.integration.test_dashboard import browser, crawling, dashboard
-from tests.servers import ROOT, running_site, wait_for
+from tests.servers import ROOT, running_site, stop, wait_for
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -63,12 +63,7 @@ def node(
         yield crawl
     finally:
         if crawl.poll() is None:
-            crawl.terminate()
-            try:
-                crawl.wait(20)
-            except subprocess.TimeoutExpired:
-                crawl.kill()
-                crawl.wait()
+            stop(crawl)
 
 
 def progress_lines(log: Path) -> list[dict[str, str]]:
