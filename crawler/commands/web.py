@@ -88,7 +88,7 @@ def dashboard(
     token = None
     if opts.control:
         token = opts.token or secrets.token_urlsafe(TOKEN_BYTES)
-    config = DashboardConfig(shards, opts.top, refresh, token)
+    config = DashboardConfig(shards, opts.top, refresh, token, opts.redis_shown)
     return Dashboard(client, keys, config)
 
 

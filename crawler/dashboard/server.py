@@ -60,13 +60,15 @@ SECURITY_HEADERS = {
 
 @dataclass(frozen=True, slots=True)
 class DashboardConfig:
-    """The crawl's shards, the hosts each table shows, the page's refresh (s), and
-    the token of the controls (None: read-only)."""
+    """The crawl's shards, the hosts each table shows, the page's refresh (s), the
+    token of the controls (None: read-only), and the Redis the page reads, as shown
+    (password masked, and why that server)."""
 
     shards: int
     top: int
     refresh: float
     token: str | None
+    redis: str = ""
 
 
 class Dashboard:
@@ -100,6 +102,7 @@ class Dashboard:
             state |= {
                 "control": self.config.token is not None,
                 "refresh": self.config.refresh,
+                "redis": self.config.redis,
             }
             body = json.dumps(state, ensure_ascii=True).encode("ascii")
             self._cached = (time.monotonic(), body)

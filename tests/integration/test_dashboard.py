@@ -390,10 +390,16 @@ def test_bad_options_are_one_line(redis_url):
     assert words in lines[0]
 
 
-def test_no_such_crawl_on_the_page_and_in_status(redis_url, tmp_path):
+def test_no_such_crawl_and_the_redis_read_on_the_page_and_in_status(
+    redis_url, tmp_path
+):
     with dashboard(redis_url) as url:
         page = browser(url, tmp_path)
     assert page.css("#state::attr(data-state)").get() == "no such crawl"
+    assert page.css("#prefix::text").get() == "bfs"
+    assert page.css("#redis::text").get() == (
+        f"; Redis {redis_url} (named by the settings)"
+    )
     result = frontier(redis_url, "status")
     assert result.returncode == 1
     assert result.stdout.splitlines()[1].startswith("Crawl 'bfs': no such crawl")

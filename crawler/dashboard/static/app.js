@@ -214,6 +214,7 @@ function show(state) {
   const updated = document.getElementById("updated");
   updated.textContent = `updated ${new Date(state.now * 1000).toISOString().replace("T", " ").slice(0, 19)} UTC; ${state.shards} shards`;
   updated.setAttribute("data-now", String(state.now));
+  document.getElementById("redis").textContent = state.redis ? `; Redis ${state.redis}` : "";
   refreshMs = Math.max(500, state.refresh * 1000);
 }
 
