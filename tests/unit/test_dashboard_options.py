@@ -22,6 +22,8 @@ def opts(**values: Any) -> argparse.Namespace:
     settings = Settings(values.pop("settings", {}))
     install_defaults(settings)
     given = {"host": None, "port": None, "control": False, "token": None, "top": 20}
+    # What `scrapy frontier` sets before any subcommand: the Redis it reads, shown.
+    given["redis_shown"] = "redis://127.0.0.1:6379/0 (named by the settings)"
     return argparse.Namespace(settings=settings, **{**given, **values})
 
 
