@@ -131,16 +131,20 @@ def test_a_second_node_that_owns_no_host_says_why_it_is_idle(redis_url, tmp_path
     delays = {"POLITENESS_DAY_DELAY": 0.5, "POLITENESS_NIGHT_DELAY": 0.5}
     with running_site(hosts=2, pages=40, links=2, cross=0.0) as site:
         idle = idle_name("busy", [host_of(seed) for seed in site.seeds])
-        with (
-            node(redis_url, site.seeds, busy_log, FRONTIER_NODE_NAME="busy", **delays),
-            node(redis_url, [], idle_log, FRONTIER_NODE_NAME=idle, **delays),
+        with node(
+            redis_url, site.seeds, busy_log, FRONTIER_NODE_NAME="busy", **delays
         ):
-            reason = "owns 0 of 2 hosts with work: all are in shards of other nodes"
+            # The second node joins a crawl with work: started first, it would find
+            # nothing queued and close at once (a drained crawl ends).
+            assert wait_for(site.pages, 60)
+            with node(redis_url, [], idle_log, FRONTIER_NODE_NAME=idle, **delays):
+                reason = "owns 0 of 2 hosts with work: all are in shards of other nodes"
 
-            def said() -> bool:
-                return any(line["idle"] == reason for line in progress_lines(idle_log))
+                def said() -> bool:
+                    lines = progress_lines(idle_log)
+                    return any(line["idle"] == reason for line in lines)
 
-            assert wait_for(said, 90), idle_log.read_text(errors="replace")[-3000:]
+                assert wait_for(said, 90), idle_log.read_text(errors="replace")[-3000:]
     lines = progress_lines(idle_log)
     assert all(line["node_rate"] == "0" for line in lines)  # it fetched nothing
     assert any(int(line["done"]) > 0 for line in lines)  # while the crawl went on
