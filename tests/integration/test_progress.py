@@ -131,9 +131,7 @@ def test_a_second_node_that_owns_no_host_says_why_it_is_idle(redis_url, tmp_path
     delays = {"POLITENESS_DAY_DELAY": 0.5, "POLITENESS_NIGHT_DELAY": 0.5}
     with running_site(hosts=2, pages=40, links=2, cross=0.0) as site:
         idle = idle_name("busy", [host_of(seed) for seed in site.seeds])
-        with node(
-            redis_url, site.seeds, busy_log, FRONTIER_NODE_NAME="busy", **delays
-        ):
+        with node(redis_url, site.seeds, busy_log, FRONTIER_NODE_NAME="busy", **delays):
             # The second node joins a crawl with work: started first, it would find
             # nothing queued and close at once (a drained crawl ends).
             assert wait_for(site.pages, 60)
