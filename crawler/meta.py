@@ -66,3 +66,11 @@ RENDER_STATIC_BODY = "frontier_render_static_body"
 # browser does with the page after that costs the host nothing but the page's own
 # subrequests.
 RENDER_DOCUMENT_AT = "frontier_render_document_at"
+# The importance I(P) = alpha * IB(P) + beta * IL(P) a request was popped with
+# (FRONTIER_ORDER = importance), and the in-links counted for it by then: set by the
+# frontier on a popped request, kept in its page record.
+IMPORTANCE = "frontier_importance"
+INLINKS = "frontier_inlinks"
+# The credit a link passes to the URL it points to (its share of the linking page's
+# importance), set by FrontierDepthMiddleware on each request a page yields.
+LINK_CREDIT = "frontier_link_credit"
