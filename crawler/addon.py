@@ -41,6 +41,9 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
     "SPIDER_MIDDLEWARES": (
         # Annotates depth and acknowledges each lease once its response is handled.
         ("crawler.frontier.acks.FrontierDepthMiddleware", 900),
+        # FRONTIER_ORDER=importance: each link's share of its page's importance; a
+        # page's links counted once robots.txt's filter (950) has dropped its own.
+        ("crawler.frontier.importance.LinkCreditMiddleware", 920),
         # Links robots.txt forbids (when their origin's rules are known) are not queued.
         ("crawler.robots.linkfilter.RobotsLinkFilter", 950),
         # RENDER_MODE=auto: each sample's rendered page against its static document

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 
 from crawler.context.hostdelays import HostDelays, machine_zone
+from crawler.context.linkcredits import LinkCredits
 from crawler.context.outage import RedisOutage
 from crawler.context.roundtriptimes import RoundTripTimes
 from crawler.context.runsettings import RunSettings, RunSettingsHolder
@@ -39,6 +40,8 @@ class CrawlContext:
         self._redis: CrawlRedis | None = None
         # The frontier's script round trips, timed for the metrics endpoint.
         self.round_trip_times = RoundTripTimes()
+        # In-links the spider did not yield again (importance order).
+        self.link_credits = LinkCredits()
 
     @classmethod
     def of(cls, crawler: Crawler) -> CrawlContext:

@@ -51,7 +51,16 @@ PROVISIONAL = KeyShape("provisional", "prov:{depth}")
 PROVISIONAL_SEQUENCES = KeyShape("provisional_sequences", "provseq:{depth}")
 DAMAGED = KeyShape("damaged", "damaged")
 BLOOM = KeyShape("bloom", "seen:{index}")
-KEY_SHAPES = (QUEUE, LEVELS, PROVISIONAL, PROVISIONAL_SEQUENCES, DAMAGED, BLOOM)
+IMPORTANCE = KeyShape("importance", "im:{host}")
+KEY_SHAPES = (
+    QUEUE,
+    LEVELS,
+    PROVISIONAL,
+    PROVISIONAL_SEQUENCES,
+    DAMAGED,
+    BLOOM,
+    IMPORTANCE,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +295,13 @@ class Keys:
         """ZSET of the queue classes that have requests queued for *host*, scored
         by their rank in FRONTIER_ORDER."""
         return LEVELS.build(self.tag, host=host)
+
+    def importance(self, host: str) -> str:
+        """HASH URL key -> ``<seq> <class> <importance> <in-links>`` of each URL of
+        *host* queued in ``importance`` order: where its live copy is, and what its
+        in-links gave it so far (the URL key: the first 16 hex digits of the SHA-1 of
+        its URL). Deleted field by field as the URLs are popped."""
+        return IMPORTANCE.build(self.tag, host=host)
 
     def bloom(self, index: int) -> str:
         """STRING bitmap of Bloom filter *index* (``seen`` and the index)."""

@@ -13,10 +13,22 @@ FRONTIER_SHARD_BY = "host"
 # a page first found through a longer path keeps that depth. 0 is strict BFS: exact
 # depths and BFS order within every host, but hosts idle at the end of each depth.
 FRONTIER_BFS_LOOKAHEAD = -1
-# Order of requests: "bfs" (depth, then Request.priority, higher first, then FIFO) or
-# "priority" (Scrapy's order: priority, then depth, then FIFO; needs
-# FRONTIER_BFS_LOOKAHEAD=-1). Priorities beyond -512..511 are clamped to the bounds.
+# Order of requests: "bfs" (depth, then Request.priority, higher first, then FIFO),
+# "priority" (Scrapy's order: priority, then depth, then FIFO) or "importance" (the
+# most important URL first, I(P) = IMPORTANCE_ALPHA * IB(P) + IMPORTANCE_BETA * IL(P):
+# in-links and URL features, docs/ordering.md). The last two need
+# FRONTIER_BFS_LOOKAHEAD=-1. Priorities beyond -512..511 are clamped to the bounds.
 FRONTIER_ORDER = "bfs"
+# Weight of IB(P), the backlink importance: the credits of P's in-links so far.
+IMPORTANCE_ALPHA = 1.0
+# Weight of IL(P), the location importance: the score of P's URL (0 to 1).
+IMPORTANCE_BETA = 0.1
+# The URL scorer giving IL(P) (an import path to a callable taking a URL).
+IMPORTANCE_URL_SCORER = "crawler.policy.urlimportance.url_importance"
+# What one in-link passes on: "weighted" (the linking page's importance, split over
+# its links, a link from another host worth more, plus a floor), "count" (1 an
+# in-link: backlink count) or "opic" (the page's importance split evenly: OPIC).
+IMPORTANCE_BACKLINKS = "weighted"
 # With hosts running ahead (FRONTIER_BFS_LOOKAHEAD != 0), a URL found again by a
 # shorter path is queued again at the shorter depth (its deeper copy is dropped; if
 # it was fetched already, its links are followed again from the page store, without

@@ -9,14 +9,15 @@ request the frontier cannot store is refused here, loudly, not lost in the engin
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from crawler.context.logonce import OnceLogger
 from crawler.frontier.dedup import bloom_hashes, most_hashes, shard_layouts
 from crawler.frontier.encoding import codec
+from crawler.frontier.importance import url_key
 from crawler.frontier.seencache import SeenCache
-from crawler.frontier.store.roundtrip import Pending
-from crawler.meta import HOLD_UNTIL, REVIVE, STARTED, TIER
+from crawler.frontier.store.roundtrip import CREDIT, MOVE, Pending
+from crawler.meta import HOLD_UNTIL, LINK_CREDIT, REVIVE, STARTED, TIER
 from crawler.policy.hosts import BadURLError, host_of, shard_key
 from crawler.policy.order import TIERS_PER_DEPTH, depth_allowed, level_of
 from crawler.policy.sharding import shard_of
@@ -54,6 +55,7 @@ class Admission:
         self._run = run  # DEPTH_LIMIT may change while the crawl runs
         self._on_duplicate = on_duplicate
         self._seen = SeenCache(config.local_seen_cache)
+        self._importance = config.importance
         self._duplicates = 0
         # One line per (callback, part, type) of refusal: the rest are counted.
         self._once = OnceLogger(logger, crawler)
@@ -61,7 +63,12 @@ class Admission:
         self._hashes = most_hashes(shard_layouts(config.dedup, config.shards))
 
     def admit(self, request: Request) -> Pending | None:
-        """The request ready to push, or None (counted) if it must not be queued."""
+        """The request ready to push, or None (counted) if it must not be queued.
+
+        In importance order a link this node pushed before is not queued again, yet
+        it is an in-link: it comes back as a CREDIT record (``kind``), which Redis
+        adds to the URL's importance while it waits."""
+        credit = request.meta.pop(LINK_CREDIT, None)
         depth = request.meta.get("depth", 0)
         if not depth_allowed(depth, self._run.current.depth_limit):
             self._stats.inc_value("frontier/depth_limited")
@@ -79,7 +86,7 @@ class Admission:
             elif not self._seen.add(fingerprint, depth):
                 self._duplicates += 1  # most links: counted in bulk, at the next flush
                 self._on_duplicate(request)
-                return None
+                return self._in_link(request, credit)
             dedup = self._dedup_argument(fingerprint)
             if self._config.depth_repair:
                 depth_key = fingerprint[:DEPTH_KEY_BYTES].hex()
@@ -97,6 +104,9 @@ class Admission:
             return None
         level = level_of(depth, tier_of(request))
         hold_until = float(hold) if isinstance(hold, int | float) else None
+        ranked: dict[str, Any] = {}
+        if self._importance is not None:
+            ranked = self._importance.pending_fields(request, credit, is_seed(request))
         return Pending(
             shard,
             host,
@@ -108,7 +118,60 @@ class Admission:
             depth_key,
             priority=request.priority,
             request=request,
+            **ranked,
         )
+
+    def in_link(
+        self, url: str, credit: float, request: Request | None
+    ) -> Pending | None:
+        """A CREDIT record: *url*, pushed before, found linked again with *credit*
+        (importance order); None if it has no usable host. *request*, if known, is
+        its request, encoded only if Redis asks to move it (``move``)."""
+        if self._importance is None:
+            return None
+        try:
+            host = host_of(url)
+        except BadURLError:
+            return None
+        shard = shard_of(shard_key(host, self._config.shard_by), self._config.shards)
+        return Pending(
+            shard,
+            host,
+            0,
+            "",
+            "",
+            url_key=url_key(url),
+            url=url,
+            credit=self._importance.config.more(credit),
+            kind=CREDIT,
+            request=request,
+        )
+
+    def move(self, credited: Pending, request: Request | None) -> Pending | None:
+        """The MOVE record of a URL whose credit lifted it to a better band: the
+        entry of *request* (its request), which Redis queues in that band. None if
+        it cannot be encoded (it then stays where it is)."""
+        if request is None:
+            return None
+        try:
+            entry = codec.encode(request, self._spider)
+        except codec.UnencodableRequestError:
+            return None
+        return Pending(
+            credited.shard,
+            credited.host,
+            0,
+            "",
+            entry,
+            url_key=credited.url_key,
+            kind=MOVE,
+        )
+
+    def _in_link(self, request: Request, credit: float | None) -> Pending | None:
+        """A duplicate's CREDIT record, if it passes a credit (importance order)."""
+        if credit is None or not isinstance(credit, int | float):
+            return None
+        return self.in_link(request.url, float(credit), request)
 
     def _refuse(
         self,

@@ -27,8 +27,9 @@ from crawler.frontier.duplicates import DuplicateLog
 from crawler.frontier.encoding import codec
 from crawler.frontier.leases import OwnLease, OwnLeases
 from crawler.frontier.store.roundtrip import Ack
-from crawler.meta import NODE, REPARSE
+from crawler.meta import IMPORTANCE, INLINKS, NODE, REPARSE, TIER
 from crawler.policy.fates import FAILED_FATES
+from crawler.policy.order import MAX_LEVEL, TIERS_PER_DEPTH, class_level
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from scrapy.utils.asyncio import CallLaterResult
 
     from crawler.context.hostdelays import HostDelays
+    from crawler.context.linkcredits import LinkCredits
     from crawler.frontier.frontierconfig import FrontierConfig
     from crawler.frontier.node.membership import Membership
     from crawler.frontier.node.progress import Progress
@@ -64,6 +66,7 @@ class Exchange:
         membership: Membership,
         link: RedisLink,
         progress: Progress,
+        link_credits: LinkCredits | None = None,
     ) -> None:
         assert crawler.stats is not None  # Scrapy's type: set once the crawler is built
         assert crawler.spider is not None  # the scheduler is built for a spider
@@ -84,6 +87,8 @@ class Exchange:
         self._membership = membership
         self._link = link
         self._progress = progress
+        self._link_credits = link_credits
+        self._importance = config.importance is not None
         self._leases = OwnLeases()
         self._acks = AckGate(crawler, self._lease_done)
         self._requests: list[Pending] = []
@@ -175,6 +180,7 @@ class Exchange:
         Returns the popped lease and entry, if a pop was asked for and found one.
         """
         done = [*self._done, *done]
+        self._take_in_links()
         if not self._requests and not done and pop is None:
             return None
         batch, self._requests, self._done = self._requests, [], []
@@ -184,8 +190,9 @@ class Exchange:
         except Exception:
             self._requests, self._done = batch + self._requests, done + self._done
             raise
-        self._count(flushed)
+        self._count(batch, flushed)
         self._drop_duplicates(batch, flushed.new)
+        self._requests += self._moves(batch, flushed.to_move)
         if flushed.fenced and pop is not None:
             self._membership.lost(pop.shard)  # another node took it: stop asking
         return flushed.popped
@@ -212,7 +219,7 @@ class Exchange:
     def _drop_duplicates(self, batch: Sequence[Pending], new: Sequence[bool]) -> None:
         """Requests Redis found already seen: dropped loudly (see ``duplicates``)."""
         for pending, is_new in zip(batch, new, strict=True):
-            if is_new or pending.request is None:
+            if is_new or pending.request is None or pending.kind:
                 continue
             if pending.request is self._asking:
                 self._asking_refused = True
@@ -247,7 +254,33 @@ class Exchange:
         delay = self._delays.delay_for(own.host, now=now)
         return Ack(own.lease, delay, own.fate, fingerprint, own.untouched)
 
-    def _count(self, flushed: Flushed) -> None:
+    def _take_in_links(self) -> None:
+        """Importance order: the in-links the spider did not yield again, as CREDIT
+        records with this trip."""
+        if not self._importance or not self._link_credits:
+            return
+        for url, credit in self._link_credits.take():
+            if (pending := self._admission.in_link(url, credit, None)) is not None:
+                self._requests.append(pending)
+
+    def _moves(self, batch: Sequence[Pending], to_move: Sequence[int]) -> list[Pending]:
+        """The MOVE records of the URLs a credit lifted to a better band, for the
+        next trip: their entries, from their requests (the spider makes those it
+        did not yield again)."""
+        moves = []
+        make = self._link_credits.request_for if self._link_credits else None
+        for index in to_move:
+            credited = batch[index]
+            request = credited.request
+            if request is None and make is not None and credited.url:
+                request = make(credited.url)
+            if (move := self._admission.move(credited, request)) is not None:
+                moves.append(move)
+        if moves:
+            self._stats.inc_value("frontier/importance_moves", len(moves))
+        return moves
+
+    def _count(self, batch: Sequence[Pending], flushed: Flushed) -> None:
         accepted = sum(flushed.new)
         for key in (
             "scheduler/enqueued",
@@ -255,7 +288,10 @@ class Exchange:
             "frontier/enqueued",
         ):
             self._stats.inc_value(key, accepted)
-        self._admission.count_duplicates(len(flushed.new) - accepted)
+        pushed = sum(1 for pending in batch if not pending.kind)
+        if credits := len(batch) - pushed:
+            self._stats.inc_value("frontier/in_links", credits)
+        self._admission.count_duplicates(pushed - accepted)
         if flushed.shortened:
             self._stats.inc_value("frontier/depth_shortened", flushed.shortened)
         self._stats.inc_value("frontier/acked", flushed.acked)
@@ -274,6 +310,8 @@ class Exchange:
         self._acks.track(request)
         if lease.reparse:
             request.meta[REPARSE] = True
+        if self._importance:
+            _ranked(request, lease)
         request.meta[NODE] = self._membership.node_id
         for key in (
             "scheduler/dequeued",
@@ -294,3 +332,19 @@ class Exchange:
             {"error": error, "entry": entry[:200]},
         )
         self._flush(now, [OwnLease(lease, "")])
+
+
+def _ranked(request: Request, lease: Lease) -> None:
+    """A request popped in importance order: its importance and in-links, and the
+    depth and tier of the queue it came from. A URL moved up by an in-link was
+    queued again with that link's request, which may have been found deeper: the
+    queue keeps the depth it had."""
+    if lease.importance is not None:
+        request.meta[IMPORTANCE] = lease.importance
+        request.meta[INLINKS] = lease.inlinks
+    if lease.queue_class is not None:
+        level = class_level(lease.queue_class)
+        if level < MAX_LEVEL:
+            request.meta["depth"], tier = divmod(level, TIERS_PER_DEPTH)
+            if tier or TIER in request.meta:
+                request.meta[TIER] = tier

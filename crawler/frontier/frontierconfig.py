@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from crawler.context.components import page_store_on
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.dedup import DedupConfig
+from crawler.frontier.importance import Importance
 from crawler.policy.hosts import SHARD_BY_CHOICES, ShardBy
 from crawler.policy.order import check_order
 from crawler.policy.sharding import check_shards
@@ -46,11 +47,17 @@ class FrontierConfig:
     reparse_from_store: bool
     node_name: str = ""
     order: str = "bfs"
+    # FRONTIER_ORDER = importance: its formula and URL scorer (None otherwise).
+    importance: Importance | None = None
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> FrontierConfig:
         """The config; raises ``ValueError`` with one line naming the bad setting."""
         shard_by = get_choice(settings, "FRONTIER_SHARD_BY", SHARD_BY_CHOICES)
+        order = check_order(
+            settings.get("FRONTIER_ORDER", "bfs"),
+            get_int(settings, "FRONTIER_BFS_LOOKAHEAD"),
+        )
         config = cls(
             prefix=CrawlKeys.of(settings, spider_name).prefix,
             shards=check_shards(get_int(settings, "FRONTIER_SHARDS")),
@@ -75,9 +82,9 @@ class FrontierConfig:
             ),
             reparse_from_store=page_store_on(settings),
             node_name=check_node_name(settings.get("FRONTIER_NODE_NAME") or ""),
-            order=check_order(
-                settings.get("FRONTIER_ORDER", "bfs"),
-                get_int(settings, "FRONTIER_BFS_LOOKAHEAD"),
+            order=order,
+            importance=(
+                Importance.from_settings(settings) if order == "importance" else None
             ),
         )
         config._check(settings)

@@ -77,6 +77,7 @@ class OpenFrontier:
             membership=self._membership,
             link=self._link,
             progress=progress,
+            link_credits=CrawlContext.of(crawler).link_credits,
         )
         self._runtime = NodeRuntime(
             crawler,

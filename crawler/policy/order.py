@@ -10,7 +10,10 @@ barrier's counts, the depth limit and depth repair read it the same way in both.
 
 ``FRONTIER_ORDER`` says how classes rank: ``bfs`` ranks by level, then priority
 (priority orders requests within a level); ``priority`` ranks by priority, then
-level (Scrapy's own order: higher priority first regardless of depth). A host's
+level (Scrapy's own order: higher priority first regardless of depth);
+``importance`` ranks by the band of the URL's importance
+(``crawler.policy.importance``: the push script sets it in place of the priority
+band, and moves a queued URL to a better band as in-links arrive), then level. A host's
 score in the shard's ``ready`` set is ``rank * SEQUENCE_LIMIT + seq`` of its head
 request, so across hosts the best head goes first, FIFO among equal ranks.
 
@@ -46,7 +49,10 @@ MIN_PRIORITY = MAX_PRIORITY - PRIORITY_BANDS + 1
 # Room for a shard's sequence number in a score: rank * SEQUENCE_LIMIT + seq.
 SEQUENCE_LIMIT = 2**32
 # The values of FRONTIER_ORDER.
-ORDERS = ("bfs", "priority")
+ORDERS = ("bfs", "priority", "importance")
+# The orders that rank a class by its band first (Request.priority's, or the
+# importance band of crawler.policy.importance), then by its level.
+BAND_FIRST = ("priority", "importance")
 
 
 def level_of(depth: int, tier: int = 0) -> int:
@@ -75,7 +81,7 @@ def class_level(queue_class: int) -> int:
 
 def rank_of(queue_class: int, order: str) -> int:
     """Where a class ranks: lower goes first. Below ``LEVELS * PRIORITY_BANDS``."""
-    if order == "priority":
+    if order in BAND_FIRST:
         band = queue_class % PRIORITY_BANDS
         return band * LEVELS + class_level(queue_class)
     return queue_class
@@ -89,7 +95,7 @@ def score_of(rank: int, sequence: int) -> int:
 def level_of_score(score: float, order: str) -> int:
     """The level of the head request a ``ready`` score was computed from."""
     rank = int(score) // SEQUENCE_LIMIT
-    if order == "priority":
+    if order in BAND_FIRST:
         return rank % LEVELS
     return rank // PRIORITY_BANDS
 
@@ -106,8 +112,8 @@ def may_be_stranded(best: float | None, lowest_level: int, order: str) -> bool:
     """Whether a shard with no host waiting, requests outstanding down to
     *lowest_level* and *best* as its best ready score may hold a stranded host (one
     with requests queued, yet neither ready nor waiting): nothing is ready, or, in
-    ``bfs``, its best ready host is deeper than its lowest level. In ``priority`` a
-    deeper best is the order at work, not a sign of one.
+    ``bfs``, its best ready host is deeper than its lowest level. In ``priority``
+    and ``importance`` a deeper best is the order at work, not a sign of one.
     """
     if best is None:
         return True
@@ -117,17 +123,18 @@ def may_be_stranded(best: float | None, lowest_level: int, order: str) -> bool:
 def check_order(order: object, lookahead: int) -> str:
     """*order* if it is a valid FRONTIER_ORDER with this lookahead; raises
     ``ValueError`` with one line otherwise. A depth barrier cannot go with
-    ``priority``: it would hold back the deep requests that order puts first, and
-    a host's head could wait behind the barrier while its shallow requests block it.
+    ``priority`` or ``importance``: it would hold back the deep requests those
+    orders put first, and a host's head could wait behind the barrier while its
+    shallow requests block it.
     """
     if order not in ORDERS:
         raise ValueError(
             f"FRONTIER_ORDER must be one of {', '.join(ORDERS)}, got {order!r}"
         )
-    if order == "priority" and lookahead >= 0:
+    if order in BAND_FIRST and lookahead >= 0:
         raise ValueError(
-            "FRONTIER_ORDER=priority needs FRONTIER_BFS_LOOKAHEAD=-1 (no depth "
-            f"barrier: priority leads across depths), got {lookahead}"
+            f"FRONTIER_ORDER={order} needs FRONTIER_BFS_LOOKAHEAD=-1 (no depth "
+            f"barrier: {order} leads across depths), got {lookahead}"
         )
     return str(order)
 

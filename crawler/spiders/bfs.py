@@ -21,6 +21,7 @@ from crawler.spiders.arguments import (
     stand_down,
     unknown_arguments_message,
 )
+from crawler.spiders.credits import SpiderCredits
 from crawler.spiders.follow import Follower, new_links
 from crawler.spiders.pagerecords import (
     ERROR_WIDTH,
@@ -92,12 +93,15 @@ class BfsSpider(Spider):
         self._failure: StartupFailure | None = None
         self._recording: set[asyncio.Future[None]] = set()
         self._yielded = SeenCache(0)
+        # FRONTIER_ORDER=importance: the credits of this spider's links.
+        self._credits: SpiderCredits | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         try:
             spider._yielded = SeenCache(_seen_cache_size(crawler.settings))
+            spider._credits = SpiderCredits.of(crawler, spider._request)
             spider._follower = Follower(
                 crawler.settings.get("BFS_FOLLOW", defaults.BFS_FOLLOW)
             )
@@ -182,10 +186,16 @@ class BfsSpider(Spider):
         if found.skipped:
             self.crawler.stats.inc_value("bfs/resources_not_followed", found.skipped)
         depth = response.meta.get("depth", 0) + 1
-        in_scope, new = new_links(found.links, depth, self._yielded, self._scope)
+        known: list[str] | None = None if self._credits is None else []
+        in_scope, new = new_links(found.links, depth, self._yielded, self._scope, known)
         yield self._page(response, page_record(response, in_scope, title=found.title))
-        for url in new:
-            yield Request(url, callback=self.parse, errback=self.failed)
+        requests = [self._request(url) for url in new]
+        if self._credits is not None and known is not None:
+            self._credits.give(response, requests, known)
+        yield from requests
+
+    def _request(self, url: str) -> Request:
+        return Request(url, callback=self.parse, errback=self.failed)
 
     def failed(self, failure: Failure) -> Iterator[PageRecord]:
         """A request that failed for good (an HTTP error, a network error, a

@@ -131,10 +131,16 @@ def _unique(urls: Iterable[str]) -> list[str]:
 
 
 def new_links(
-    urls: Sequence[str], depth: int, yielded: SeenCache, scope: Scope
+    urls: Sequence[str],
+    depth: int,
+    yielded: SeenCache,
+    scope: Scope,
+    known: list[str] | None = None,
 ) -> tuple[int, list[str]]:
     """How many of *urls* are in scope, and those not yielded before at
-    *depth* or shallower (the frontier still decides for each one yielded).
+    *depth* or shallower (the frontier still decides for each one yielded);
+    the others in scope are added to *known*, if given (importance order
+    counts them as in-links).
 
     A page links to ~100 URLs, nearly all yielded before: a dict lookup
     instead of a request through the middlewares to the frontier's seen
@@ -143,11 +149,13 @@ def new_links(
     """
     in_scope, new = 0, []
     for url in urls:
-        known = yielded.depth_of(url)
-        if known is None and not scope.allows(url):
+        seen_at = yielded.depth_of(url)
+        if seen_at is None and not scope.allows(url):
             continue
         in_scope += 1
-        if known is None or known > depth:
+        if seen_at is None or seen_at > depth:
             yielded.add(url, depth)
             new.append(url)
+        elif known is not None:
+            known.append(url)
     return in_scope, new

@@ -31,6 +31,7 @@ PREFIXES = (
     "METRICS_",
     "DASHBOARD_",
     "QUIET_",
+    "IMPORTANCE_",
 )
 UNPREFIXED = frozenset(
     {"REDIS_URL", "REDIS_CLUSTER", "REDIS_HOST", "REDIS_PORT", "REDIS_PARAMS"}

@@ -22,6 +22,10 @@ TRANSIENT_META = frozenset(
         meta_keys.FATE,
         meta_keys.REPARSE,
         meta_keys.REPARSED,
+        # Importance order: given afresh at every pop, passed on in the push record.
+        meta_keys.IMPORTANCE,
+        meta_keys.INLINKS,
+        meta_keys.LINK_CREDIT,
         "_frontier_host",
         # The render middleware and handler's (scrapy-playwright): decided again
         # for each attempt, and some hold callables.

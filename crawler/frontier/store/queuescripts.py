@@ -31,7 +31,11 @@ PUSH = (
 --       fingerprint; bloom: 32-bit big-endian hashes, bit j of a filter is hash
 --       j % bits, see crawler/frontier/dedup.py), entry (json), hold (until, ms;
 --       '' = queue now), revive ('' or the fingerprint (hex) of a seed whose failure
---       is forgotten), depth_key ('' or a short fingerprint (hex): depth repair)
+--       is forgotten), depth_key ('' or a short fingerprint (hex): depth repair);
+--       in importance order: url_key (16 hex digits of the SHA-1 of the URL),
+--       importance (the URL's if it is new), credit (what one more in-link adds),
+--       kind ('' a request; 'c' an in-link of a URL the node pushed before: no
+--       entry; 'm' the entry of a URL whose credit asked it to move)
 -- Depth repair: a request pushed deeper than one past the lowest depth still in
 -- work may later be found by a shorter path; its depth key is kept in
 -- provisional_key(depth) (key -> its entry's seq, or 'f' once fetched) until that
@@ -45,7 +49,8 @@ PUSH = (
 -- under its own host, politely). Without a page store a page is never fetched
 -- twice for this: its links keep their depths.
 -- returns: {flags as a string: '1' new, '2' new at a shorter depth, '0' seen,
---           best score, wake time}
+--           '3' seen, and to move up once its entry comes ('c' records), best
+--           score, wake time}
 local concurrency, mode = tonumber(args.concurrency), args.dedup_mode
 local floor, deepest = tonumber(args.floor), tonumber(args.deepest)
 local per_depth, reparse = tonumber(args.per_depth), args.reparse == '1'
@@ -74,40 +79,96 @@ local function shorten(key, depth)
   return false
 end
 
+-- Importance order: a URL found again while queued gains item.credit (one more
+-- in-link); once that lifts it to a better band it moves there: a copy queued in
+-- that band (at the same level), the old copy superseded, its depth repair maps
+-- following the copy.
+local function move(host, seq0, class0, value, links, json)
+  local seq = redis.call('INCR', SEQUENCE)
+  push_entry(host, class0, seq .. '|' .. json, value, links)
+  redis.call('HINCRBY', COUNTERS, 'queued', 1)
+  redis.call('HINCRBY', COUNTERS, 'moved', 1)
+  redis.call('SADD', SUPERSEDED, seq0)
+  local depth = math.floor(level_of(class0) / per_depth)
+  local key = redis.call('HGET', provisional_sequences_key(depth), seq0)
+  if key then
+    redis.call('HDEL', provisional_sequences_key(depth), seq0)
+    redis.call('HSET', provisional_sequences_key(depth), seq, key)
+    redis.call('HSET', provisional_key(depth), key, seq)
+  end
+  touch(host, concurrency)
+end
+
+-- Credit a queued URL (an in-link if *counted*); move it if its band got better and
+-- its entry is at hand (*json*). '3' if it should move but its entry is not here
+-- (the node sends it), else '0'.
+local function add_credit(host, key, credit, counted, json)
+  local seq0, class0, value, links = index_read(host, key)
+  if not seq0 then return '0' end  -- fetched, in flight, held or failed: no order to change
+  value = value + (tonumber(credit) or 0)
+  if counted then links = links + 1 end
+  if importance_band(value) < tonumber(class0) % BANDS then
+    if json then
+      move(host, seq0, class0, value, links, json)
+      return '0'
+    end
+    index_write(host, key, seq0, class0, value, links)
+    return '3'
+  end
+  index_write(host, key, seq0, class0, value, links)
+  return '0'
+end
+
 local flags = {}
 for item in records() do
-  local host, class, key = item.host, item.class, item.depth_key
-  local hold = tonumber(item.hold)
-  local depth = math.floor(level_of(class) / per_depth)
-  local new = is_new(item.dedup)
-  if type(new) == 'table' then return new end
-  if not new and item.revive ~= '' then new = revive(item.revive) end
-  local shorter = not new and key ~= '' and shorten(key, depth)
-  if new or shorter == 'queued' or (shorter == 'fetched' and reparse) then
-    local seq = redis.call('INCR', SEQUENCE)
-    local entry = seq .. '|' .. item.entry
-    if key ~= '' and depth > floor + 1 then
-      redis.call('HSET', provisional_key(depth), key, seq)
-      redis.call('HSET', provisional_sequences_key(depth), seq, key)
-      if depth > deepest_known then
-        deepest_known = depth
-        redis.call('HSET', COUNTERS, 'prov_deepest', depth)
+  local host, kind = item.host, item.kind
+  if kind == 'c' then  -- an in-link of a URL this node pushed before
+    flags[#flags + 1] = add_credit(host, item.url_key, item.credit, true, nil)
+  elseif kind == 'm' then  -- the entry of a URL asked to move ('3')
+    flags[#flags + 1] = add_credit(host, item.url_key, 0, false, item.entry)
+  else
+    local class, key = item.class, item.depth_key
+    local hold = tonumber(item.hold)
+    local depth = math.floor(level_of(class) / per_depth)
+    local new = is_new(item.dedup)
+    if type(new) == 'table' then return new end
+    if not new and item.revive ~= '' then new = revive(item.revive) end
+    local shorter = not new and key ~= '' and shorten(key, depth)
+    local flag = (new and '1') or (shorter and '2') or '0'
+    if new or shorter == 'queued' or (shorter == 'fetched' and reparse) then
+      local value, links = item.importance, 1
+      if importance and shorter == 'queued' then  -- what the deeper copy had gathered
+        local _, _, gathered, counted = index_read(host, item.url_key)
+        if gathered then value, links = gathered + (tonumber(item.credit) or 0), counted + 1 end
       end
+      local seq = redis.call('INCR', SEQUENCE)
+      local entry = seq .. '|' .. item.entry
+      if key ~= '' and depth > floor + 1 then
+        redis.call('HSET', provisional_key(depth), key, seq)
+        redis.call('HSET', provisional_sequences_key(depth), seq, key)
+        if depth > deepest_known then
+          deepest_known = depth
+          redis.call('HSET', COUNTERS, 'prov_deepest', depth)
+        end
+      end
+      if shorter == 'fetched' then  -- reparsed from the page store: no host to wait for
+        redis.call('SADD', REPARSE, seq)
+        host = REPARSE_HOST
+      end
+      if hold and hold > now then
+        if importance then class = with_band(class, importance_band(value)) end
+        redis.call('ZADD', HELD, hold, class .. ' ' .. #host .. ' ' .. host .. entry)
+        redis.call('HINCRBY', COUNTERS, 'held', 1)
+      else
+        push_entry(host, class, entry, value, links)
+        redis.call('HINCRBY', COUNTERS, 'queued', 1)
+        touch(host, concurrency)
+      end
+    elseif importance and not new and not shorter and item.url_key ~= '' then
+      add_credit(host, item.url_key, item.credit, true, item.entry)
     end
-    if shorter == 'fetched' then  -- reparsed from the page store: no host to wait for
-      redis.call('SADD', REPARSE, seq)
-      host = REPARSE_HOST
-    end
-    if hold and hold > now then
-      redis.call('ZADD', HELD, hold, class .. ' ' .. #host .. ' ' .. host .. entry)
-      redis.call('HINCRBY', COUNTERS, 'held', 1)
-    else
-      push_entry(host, class, entry)
-      redis.call('HINCRBY', COUNTERS, 'queued', 1)
-      touch(host, concurrency)
-    end
+    flags[#flags + 1] = flag
   end
-  flags[#flags + 1] = (new and '1') or (shorter and '2') or '0'
 end
 return {table.concat(flags), unpack(summary())}
 """
@@ -120,13 +181,14 @@ POP = """
 --       allowed: the BFS barrier), node_id (the popping node: it must own the
 --       shard, fencing), per_depth (levels per depth)
 -- returns: {lease id, entry json, 1 if its links are to be reparsed (depth
---          repair) else 0, summary...}; id and entry false if no host is ready
---          below the barrier; id false and entry 'fenced' if the node does not
---          own the shard
+--          repair) else 0, its class, its importance and in-links (importance
+--          order; false otherwise), summary...}; id and entry false if no host is
+--          ready below the barrier; id false and entry 'fenced' if the node does
+--          not own the shard
 local concurrency = tonumber(args.concurrency)
 local expiry, default_delay = args.expiry, args.default_delay
 if redis.call('GET', OWNER) ~= args.node_id then
-  return {false, 'fenced', 0, unpack(summary())}
+  return {false, 'fenced', 0, 0, false, 0, unpack(summary())}
 end
 promote(tonumber(args.promote_limit))
 release_held(tonumber(args.promote_limit), concurrency)
@@ -137,7 +199,7 @@ local host, class, entry, reparse
 local per_depth = tonumber(args.per_depth)
 for _ = 1, 1000 do
   local hosts = redis.call('ZRANGEBYSCORE', READY, '-inf', args.score_limit, 'LIMIT', 0, 1)
-  if #hosts == 0 then return {false, false, 0, unpack(summary())} end
+  if #hosts == 0 then return {false, false, 0, 0, false, 0, unpack(summary())} end
   host = hosts[1]
   if not head_score(host) then  -- nothing usable queued
     redis.call('ZREM', READY, host)
@@ -168,7 +230,19 @@ for _ = 1, 1000 do
     entry = nil
   end
 end
-if not entry then return {false, false, 0, unpack(summary())} end
+if not entry then return {false, false, 0, 0, false, 0, unpack(summary())} end
+-- Importance order: the URL leaves the index, and the node learns what it gathered.
+local value, links = false, 0
+if importance then
+  local key = url_key_of(entry)
+  local seq0, _, gathered, counted = index_read(host, key or '')
+  if seq0 then
+    redis.call('HDEL', importance_key(host), key)
+    value, links = string.format('%.6g', gathered), counted
+  else
+    value = string.format('%.6g', band_floor(class))
+  end
+end
 local id = redis.call('INCR', SEQUENCE)
 local prior = redis.call('HGET', READY_AT, host) or '0'
 redis.call('HSET', LEASED, id, class .. ' ' .. prior .. ' ' .. #host .. ' ' .. host .. entry)
@@ -179,7 +253,8 @@ local delay = hnum(DELAYS, host, tonumber(default_delay))
 redis.call('HSET', READY_AT, host, now + delay)
 redis.call('ZREM', READY, host)
 touch(host, concurrency)
-return {id, string.match(entry, '^%d+|(.*)$'), reparse and 1 or 0, unpack(summary())}
+return {id, string.match(entry, '^%d+|(.*)$'), reparse and 1 or 0, tonumber(class), value, links,
+        unpack(summary())}
 """
 
 ACK = """
@@ -235,6 +310,7 @@ local count = 0
 for _, id in ipairs(ids) do
   local class, host, entry = release(id)
   if class then
+    class = index_entry(host, class, entry)  -- importance order: indexed again
     local queue = queue_key(host, class)
     redis.call('LPUSH', queue, entry)
     redis.call('ZADD', levels_key(host), rank_of(class), class)

@@ -85,7 +85,19 @@ SIGNATURES = {
             "per_depth",
             "reparse",
         ),
-        ("host", "class", "dedup", "entry", "hold", "revive", "depth_key"),
+        (
+            "host",
+            "class",
+            "dedup",
+            "entry",
+            "hold",
+            "revive",
+            "depth_key",
+            "url_key",
+            "importance",
+            "credit",
+            "kind",
+        ),
     ),
     "pop": Signature(
         (

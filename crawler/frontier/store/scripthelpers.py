@@ -17,11 +17,14 @@ from __future__ import annotations
 
 from crawler.frontier.store.scriptargs import LUA_ARGUMENTS
 from crawler.frontier.store.scriptkeys import lua_keys
+from crawler.policy.importance import BAND_OF_ONE, BANDS_PER_OCTAVE
 from crawler.policy.order import LEVELS, PRIORITY_BANDS, SEQUENCE_LIMIT
 
-# The order's constants, from crawler.policy.order (one source for Python and Lua).
+# The order's constants, from crawler.policy.order and crawler.policy.importance
+# (one source for Python and Lua).
 CONSTANTS = f"""
 local SEQUENCE_LIMIT, BANDS, LEVELS = {SEQUENCE_LIMIT}, {PRIORITY_BANDS}, {LEVELS}
+local BAND_OF_ONE, BANDS_PER_OCTAVE = {BAND_OF_ONE}, {BANDS_PER_OCTAVE}
 """
 
 HELPERS = (
@@ -42,7 +45,9 @@ local function level_of(class)
 end
 local function rank_of(class)
   class = tonumber(class)
-  if order == 'priority' then return (class % BANDS) * LEVELS + level_of(class) end
+  if order == 'priority' or order == 'importance' then
+    return (class % BANDS) * LEVELS + level_of(class)
+  end
   return class
 end
 
@@ -171,14 +176,64 @@ end
 -- The queue of pages reparsed from the page store (never a real host name).
 local REPARSE_HOST = '~'
 
+-- Importance order (crawler.policy.importance): a class's band is its URL's
+-- importance band, and each queued URL of a host is indexed in importance_key(host)
+-- by its URL key: '<seq> <class> <importance> <in-links>' of its live copy.
+local importance = order == 'importance'
+local function importance_band(value)
+  value = tonumber(value)
+  if not value or not (value > 0) then return BANDS - 1 end
+  local band = BAND_OF_ONE - math.floor(BANDS_PER_OCTAVE * math.log(value) / math.log(2))
+  return math.min(math.max(band, 0), BANDS - 1)
+end
+local function band_floor(class)
+  return 2 ^ ((BAND_OF_ONE - tonumber(class) % BANDS) / BANDS_PER_OCTAVE)
+end
+local function with_band(class, band)
+  return level_of(class) * BANDS + band
+end
+-- The URL key of a queue entry ('<seq>|<json>'): as the node computes it
+-- (crawler.frontier.importance.url_key); nil if the entry is not one we wrote.
+local function url_key_of(entry)
+  local json = string.match(entry, '^%d+|(.*)$')
+  local ok, decoded = pcall(cjson.decode, json or '')
+  if not ok or type(decoded) ~= 'table' or type(decoded.u) ~= 'string' then return nil end
+  return string.sub(redis.sha1hex(decoded.u), 1, 16)
+end
+-- The live copy of a queued URL: seq, class, importance, in-links (nil if none).
+local function index_read(host, key)
+  local value = redis.call('HGET', importance_key(host), key)
+  local seq, class, value_, links = string.match(value or '', '^(%d+) (%d+) (%S+) (%d+)$')
+  if not seq or not class_of(class) or not tonumber(value_) then return nil end
+  return seq, class, tonumber(value_), tonumber(links)
+end
+local function index_write(host, key, seq, class, value, links)
+  redis.call('HSET', importance_key(host), key,
+    seq .. ' ' .. class .. ' ' .. string.format('%.6g', value) .. ' ' .. links)
+end
+-- The class *entry* is to be queued in: in importance order, with the band of
+-- *value* (its importance; the floor of its class's band when not known: a lease
+-- put back, a held request released), the URL indexed with *links* (in-links).
+local function index_entry(host, class, entry, value, links)
+  if not importance then return class end
+  value = tonumber(value) or band_floor(class)
+  class = with_band(class, importance_band(value))
+  local key, seq = url_key_of(entry), string.match(entry, '^(%d+)|')
+  if key and seq then index_write(host, key, seq, class, value, links or 0) end
+  return class
+end
+
 -- Queue *entry* at the tail of its class's list; the class ranks in the host's
--- levels key, and the BFS barrier counts it at its level.
-local function push_entry(host, class, entry)
+-- levels key, and the BFS barrier counts it at its level. In importance order the
+-- class takes the band of *value* (see index_entry). The class it was queued in.
+local function push_entry(host, class, entry, value, links)
+  class = index_entry(host, class, entry, value, links)
   local queue = queue_key(host, class)
   if redis.call('RPUSH', queue, entry) == 1 then
     redis.call('ZADD', levels_key(host), rank_of(class), class)
   end
   redis.call('HINCRBY', OUTSTANDING, level_of(class), 1)
+  return class
 end
 
 -- '<class> <len(host)> <host><rest>' -> class, host, rest (nil if malformed)

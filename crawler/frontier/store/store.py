@@ -48,6 +48,8 @@ __all__ = [
 
 # Waiting hosts one script call moves to ready at most (bounds a call's work).
 PROMOTE_LIMIT = 100
+# The push script's marks of a request queued: new, or new at a shorter depth.
+NEW_MARKS = (ord("1"), ord("2"))
 REQUEUE_LIMIT = 500
 # Deepest provisional depth looked at when DEPTH_LIMIT is 0 (no limit).
 MAX_DEPTH = 64
@@ -142,10 +144,14 @@ class FrontierStore:
             for call, reply in zip(calls[:pushes], replies[:pushes], strict=True)
         }
         marks = [next(flags[pending.shard]) for pending in batch]
-        new = [mark != ord("0") for mark in marks]
+        new = [
+            mark in NEW_MARKS and not p.kind
+            for mark, p in zip(marks, batch, strict=True)
+        ]
         acked = sum(reply[0] for reply in replies[pushes:])
         shortened = marks.count(ord("2"))
-        return Flushed(new, acked, popped, fenced, shortened)
+        to_move = [i for i, mark in enumerate(marks) if mark == ord("3")]
+        return Flushed(new, acked, popped, fenced, shortened, to_move)
 
     def pop(self, order: PopOrder, now: float) -> tuple[Lease, bytes] | None:
         """Lease the best ready request of a shard: its lease and entry, or None."""
@@ -171,6 +177,10 @@ class FrontierStore:
                 "hold": "" if item.hold_until is None else ms(item.hold_until),
                 "revive": item.revive,
                 "depth_key": item.depth_key,
+                "url_key": item.url_key,
+                "importance": repr(item.importance),
+                "credit": repr(item.credit),
+                "kind": item.kind,
             }
             for item in items
         ]
@@ -209,13 +219,18 @@ class FrontierStore:
         self, order: PopOrder, reply: list[Any]
     ) -> tuple[tuple[Lease, bytes] | None, bool]:
         """The lease and entry popped, if any, and whether the pop was fenced."""
-        self._shards.remember(order.shard, reply[3:])
+        self._shards.remember(order.shard, reply[6:])
         if reply[0] is None:
             return None, reply[1] == b"fenced"
-        return (
-            Lease(order.shard, str(reply[0]), reparse=reply[2] == 1),
-            reply[1],
-        ), False
+        lease = Lease(
+            order.shard,
+            str(reply[0]),
+            reparse=reply[2] == 1,
+            queue_class=int(reply[3]),
+            importance=None if reply[4] is None else float(reply[4]),
+            inlinks=int(reply[5]),
+        )
+        return (lease, reply[1]), False
 
     def requeue(self, now: float, leases: Iterable[Lease] = ()) -> int:
         """Put back *leases*, or every expired lease of every shard; how many."""
