@@ -26,7 +26,7 @@ from crawler.frontier.admission import Admission
 from crawler.frontier.duplicates import DuplicateLog
 from crawler.frontier.encoding import codec
 from crawler.frontier.leases import OwnLease, OwnLeases
-from crawler.frontier.store.roundtrip import Ack
+from crawler.frontier.store.roundtrip import CREDIT, Ack
 from crawler.meta import IMPORTANCE, INLINKS, NODE, REPARSE, TIER
 from crawler.policy.fates import FAILED_FATES
 from crawler.policy.order import MAX_LEVEL, TIERS_PER_DEPTH, class_level
@@ -115,8 +115,9 @@ class Exchange:
     def enqueue(self, request: Request) -> bool:
         """Admit *request*; write the buffer now if it holds a push batch or
         *request* replaces a lease (a retry or redirect: its lease goes with it).
-        Whether *request* was queued: not if refused here, or found a duplicate by
-        a write within this call."""
+        Whether *request* was queued: not if refused here (an in-link of a URL
+        pushed before, in importance order, is still written: a CREDIT record), or
+        found a duplicate by a write within this call."""
         replaced = self._leases.replaced(request)
         pending = self._admission.admit(request)
         if pending is not None:
@@ -126,7 +127,7 @@ class Exchange:
             refused = self._write(time.time(), [replaced], asking=request)
         elif len(self._requests) >= self._push_batch:
             refused = self._write(time.time(), asking=request)
-        return pending is not None and not refused
+        return pending is not None and not pending.kind and not refused
 
     def pop(self, now: float, order: PopOrder | None) -> Request | None:
         """Write what is pending, then pop as *order* says (if any): the request
@@ -289,8 +290,8 @@ class Exchange:
         ):
             self._stats.inc_value(key, accepted)
         pushed = sum(1 for pending in batch if not pending.kind)
-        if credits := len(batch) - pushed:
-            self._stats.inc_value("frontier/in_links", credits)
+        if in_links := sum(1 for pending in batch if pending.kind == CREDIT):
+            self._stats.inc_value("frontier/in_links", in_links)
         self._admission.count_duplicates(pushed - accepted)
         if flushed.shortened:
             self._stats.inc_value("frontier/depth_shortened", flushed.shortened)

@@ -1,0 +1,165 @@
+"""FRONTIER_ORDER = importance at the scheduler, against a real Redis: the most
+important URL goes first, within a host and across hosts, and a queued URL moves up
+when in-links raise its importance; the request handed out carries its importance
+and in-links, and the depth it was first queued at.
+
+Requests carry the credit their link passes (``meta[LINK_CREDIT]``), as
+``LinkCreditMiddleware`` or the ``bfs`` spider give it; hosts are loopback addresses
+nothing listens on (nothing is downloaded). IMPORTANCE_BETA=0 unless a test says:
+the order is then the credits' alone.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from crawler.meta import IMPORTANCE, INLINKS, LINK_CREDIT
+from tests.integration.openscheduler import opened
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from crawler.frontier.scheduler import FrontierScheduler
+
+pytestmark = pytest.mark.integration
+
+MOST_CALLS = 50
+
+
+class ImportanceSpider(Spider):
+    name = "importance"
+
+
+@pytest.fixture
+def importance_settings(settings) -> Callable[..., dict[str, Any]]:
+    def make(**overrides: Any) -> dict[str, Any]:
+        values: dict[str, Any] = {
+            "FRONTIER_NODE_NAME": "importance-queue",
+            "FRONTIER_ORDER": "importance",
+            "IMPORTANCE_BETA": 0.0,
+            # One host hands out every request at once: the order is the queue's.
+            "FRONTIER_HOST_CONCURRENCY": 10,
+            "CONCURRENT_REQUESTS_PER_DOMAIN": 10,
+            "FRONTIER_PUSH_BATCH": 1,
+        }
+        return settings(**(values | overrides))
+
+    return make
+
+
+def link(url: str, credit: float, depth: int = 1) -> Request:
+    return Request(url, meta={LINK_CREDIT: credit, "depth": depth})
+
+
+def one_host(name: str) -> str:
+    return f"http://127.0.0.2:9/{name}"
+
+
+def host_each(name: str) -> str:
+    return f"http://127.0.0.{2 + 'abcdefgh'.index(name)}:9/{name}"
+
+
+def take_all(scheduler: FrontierScheduler, count: int) -> list[Request]:
+    taken: list[Request] = []
+    for _ in range(MOST_CALLS):
+        if len(taken) == count:
+            break
+        if (request := scheduler.next_request()) is not None:
+            taken.append(request)
+    assert len(taken) == count, f"handed out {taken} of {count}"
+    assert scheduler.next_request() is None
+    return taken
+
+
+def names(requests: list[Request]) -> list[str]:
+    return [request.url.rsplit("/", 1)[1] for request in requests]
+
+
+@deferred_f_from_coro_f
+@pytest.mark.parametrize("url", [one_host, host_each])
+async def test_the_most_important_url_goes_first(importance_settings, url):
+    credits = {"a": 0.01, "b": 1.0, "c": 0.1, "d": 0.5, "e": 0.02}
+    async with opened(ImportanceSpider, importance_settings()) as scheduler:
+        for name, credit in credits.items():
+            assert scheduler.enqueue_request(link(url(name), credit))
+        taken = take_all(scheduler, len(credits))
+    assert names(taken) == ["b", "d", "c", "e", "a"]
+    assert [r.meta[IMPORTANCE] for r in taken] == pytest.approx(
+        [1.0, 0.5, 0.1, 0.02, 0.01], rel=1e-5
+    )
+
+
+@deferred_f_from_coro_f
+@pytest.mark.parametrize("url", [one_host, host_each])
+async def test_a_queued_url_moves_up_as_in_links_arrive(importance_settings, url):
+    async with opened(ImportanceSpider, importance_settings()) as scheduler:
+        for name, credit in (("a", 0.01), ("b", 0.02), ("c", 0.03)):
+            assert scheduler.enqueue_request(link(url(name), credit))
+        # Two more pages link to a: duplicates, yet in-links.
+        assert not scheduler.enqueue_request(link(url("a"), 0.05))
+        assert not scheduler.enqueue_request(link(url("a"), 0.05))
+        taken = take_all(scheduler, 3)
+        stats = scheduler._crawler.stats.get_stats()  # noqa: SLF001 (the crawl's stats)
+    assert names(taken) == ["a", "c", "b"]
+    assert taken[0].meta[IMPORTANCE] == pytest.approx(0.11, rel=1e-5)
+    assert taken[0].meta[INLINKS] == 3
+    assert stats.get("frontier/in_links") == 2
+    assert stats.get("dupefilter/filtered") == 2
+
+
+@deferred_f_from_coro_f
+async def test_without_enough_in_links_a_url_keeps_its_place(importance_settings):
+    async with opened(ImportanceSpider, importance_settings()) as scheduler:
+        for name, credit in (("a", 0.01), ("b", 0.5), ("c", 0.03)):
+            assert scheduler.enqueue_request(link(one_host(name), credit))
+        assert not scheduler.enqueue_request(link(one_host("a"), 0.01))
+        taken = take_all(scheduler, 3)
+    assert names(taken) == ["b", "c", "a"]
+    assert taken[2].meta[IMPORTANCE] == pytest.approx(0.02, rel=1e-5)
+    assert taken[2].meta[INLINKS] == 2
+
+
+@deferred_f_from_coro_f
+async def test_a_url_moved_up_keeps_the_depth_it_was_queued_at(importance_settings):
+    async with opened(ImportanceSpider, importance_settings()) as scheduler:
+        assert scheduler.enqueue_request(link(one_host("a"), 0.01, depth=1))
+        assert scheduler.enqueue_request(link(one_host("b"), 0.02, depth=1))
+        assert not scheduler.enqueue_request(link(one_host("a"), 1.0, depth=5))
+        taken = take_all(scheduler, 2)
+    assert names(taken) == ["a", "b"]
+    assert taken[0].meta["depth"] == 1
+
+
+@deferred_f_from_coro_f
+async def test_the_url_score_counts_with_its_weight(importance_settings):
+    settings = importance_settings(IMPORTANCE_ALPHA=0.0, IMPORTANCE_BETA=1.0)
+    urls = [
+        "http://127.0.0.2:9/a/b/c/d/e/deep.html?x=1",
+        "http://127.0.0.2:9/",
+        "http://127.0.0.2:9/docs/page.html",
+    ]
+    async with opened(ImportanceSpider, settings) as scheduler:
+        for url in urls:
+            assert scheduler.enqueue_request(link(url, 1.0))
+        taken = take_all(scheduler, 3)
+    assert [r.url for r in taken] == [urls[1], urls[2], urls[0]]
+
+
+@deferred_f_from_coro_f
+async def test_a_lease_put_back_keeps_its_rank(importance_settings):
+    """A node that closes gives its leases back: they are queued again at their
+    importance band, ahead of less important URLs."""
+    settings = importance_settings()
+    async with opened(ImportanceSpider, settings) as scheduler:
+        for name, credit in (("a", 0.01), ("b", 1.0), ("c", 0.1)):
+            assert scheduler.enqueue_request(link(one_host(name), credit))
+        first = scheduler.next_request()
+        assert first is not None
+        assert names([first]) == ["b"]
+    async with opened(ImportanceSpider, settings) as scheduler:
+        taken = take_all(scheduler, 3)
+    assert names(taken) == ["b", "c", "a"]
