@@ -258,7 +258,7 @@ class Exchange:
     def _take_in_links(self) -> None:
         """Importance order: the in-links the spider did not yield again, as CREDIT
         records with this trip."""
-        if not self._importance or not self._link_credits:
+        if not self._importance or self._link_credits is None:
             return
         for url, credit in self._link_credits.take():
             if (pending := self._admission.in_link(url, credit, None)) is not None:
@@ -269,7 +269,8 @@ class Exchange:
         next trip: their entries, from their requests (the spider makes those it
         did not yield again)."""
         moves = []
-        make = self._link_credits.request_for if self._link_credits else None
+        credits = self._link_credits
+        make = None if credits is None else credits.request_for
         for index in to_move:
             credited = batch[index]
             request = credited.request

@@ -31,9 +31,13 @@ if TYPE_CHECKING:
 class SpiderCredits:
     """The credits of one spider's links, in importance order."""
 
-    def __init__(self, link_credits: LinkCredits, mode: str) -> None:
-        self._link_credits = link_credits
+    def __init__(
+        self, crawler: Crawler, make: Callable[[str], Request], mode: str
+    ) -> None:
+        self._crawler = crawler
+        self._make = make
         self._mode = mode
+        self._link_credits: LinkCredits | None = None
 
     @classmethod
     def of(cls, crawler: Crawler, make: Callable[[str], Request]) -> Self | None:
@@ -43,12 +47,18 @@ class SpiderCredits:
         settings = crawler.settings
         if settings.get("FRONTIER_ORDER") != "importance":
             return None
-        try:
-            link_credits = CrawlContext.of(crawler).link_credits
-        except AddonMissingError:
-            return None  # the scheduler says so at start, in one line
-        link_credits.request_for = make
-        return cls(link_credits, settings.get("IMPORTANCE_BACKLINKS", "weighted"))
+        return cls(crawler, make, settings.get("IMPORTANCE_BACKLINKS", "weighted"))
+
+    def _credits(self) -> LinkCredits | None:
+        """The crawl's LinkCredits (its context exists once the add-ons are loaded,
+        after the spider is made)."""
+        if self._link_credits is None:
+            try:
+                self._link_credits = CrawlContext.of(self._crawler).link_credits
+            except AddonMissingError:
+                return None  # the scheduler says so at start, in one line
+            self._link_credits.request_for = self._make
+        return self._link_credits
 
     def give(
         self, response: Response, requests: Sequence[Request], known: Sequence[str]
@@ -67,8 +77,10 @@ class SpiderCredits:
         for request in requests:
             credit = internal if _origin(request.url) == origin else outside
             request.meta[LINK_CREDIT] = credit
+        if (inbox := self._credits()) is None:
+            return
         for url in known:
-            self._link_credits.add(url, internal if _origin(url) == origin else outside)
+            inbox.add(url, internal if _origin(url) == origin else outside)
 
 
 def _origin(url: str) -> str:
