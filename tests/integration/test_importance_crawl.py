@@ -54,7 +54,9 @@ class GraphSpider(Spider):
         self.seen: dict[int, tuple[float, int]] = {}
 
     def parse(self, response: Response) -> Iterator[Request]:
-        page = 0 if response.url.endswith("/") else int(response.url.split("/")[-1][:-5])
+        page = (
+            0 if response.url.endswith("/") else int(response.url.split("/")[-1][:-5])
+        )
         self.seen[page] = (
             response.meta.get(IMPORTANCE, -1.0),
             response.meta.get(INLINKS, -1),

@@ -104,7 +104,7 @@ async def test_a_queued_url_moves_up_as_in_links_arrive(importance_settings, url
         assert not scheduler.enqueue_request(link(url("a"), 0.05))
         assert not scheduler.enqueue_request(link(url("a"), 0.05))
         taken = take_all(scheduler, 3)
-        stats = scheduler._crawler.stats.get_stats()  # noqa: SLF001 (the crawl's stats)
+        stats = scheduler._crawler.stats.get_stats()
     assert names(taken) == ["a", "c", "b"]
     assert taken[0].meta[IMPORTANCE] == pytest.approx(0.11, rel=1e-5)
     assert taken[0].meta[INLINKS] == 3
@@ -176,7 +176,7 @@ async def test_in_links_the_spider_did_not_yield_again_move_a_url_up(
     async with opened(ImportanceSpider, importance_settings()) as scheduler:
         for name, credit in (("a", 0.01), ("b", 0.02), ("c", 0.03)):
             assert scheduler.enqueue_request(link(one_host(name), credit))
-        inbox = CrawlContext.of(scheduler._crawler).link_credits  # noqa: SLF001
+        inbox = CrawlContext.of(scheduler._crawler).link_credits
         made: list[str] = []
 
         def request_for(url: str) -> Request:

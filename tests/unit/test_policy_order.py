@@ -284,10 +284,18 @@ def test_valid_orders(order: str, lookahead: int) -> None:
 @pytest.mark.parametrize(
     ("order", "lookahead", "message"),
     [
-        ("BFS", -1, "FRONTIER_ORDER must be one of bfs, priority, importance, got 'BFS'"),
+        (
+            "BFS",
+            -1,
+            "FRONTIER_ORDER must be one of bfs, priority, importance, got 'BFS'",
+        ),
         ("", -1, "FRONTIER_ORDER must be one of bfs, priority, importance, got ''"),
         (None, -1, "FRONTIER_ORDER must be one of bfs, priority, importance, got None"),
-        ("depth", 0, "FRONTIER_ORDER must be one of bfs, priority, importance, got 'depth'"),
+        (
+            "depth",
+            0,
+            "FRONTIER_ORDER must be one of bfs, priority, importance, got 'depth'",
+        ),
         ("priority", 0, "FRONTIER_ORDER=priority needs FRONTIER_BFS_LOOKAHEAD=-1"),
         ("priority", 2, "FRONTIER_ORDER=priority needs FRONTIER_BFS_LOOKAHEAD=-1"),
     ],
