@@ -29,6 +29,7 @@ from scrapy.utils.test import get_crawler
 
 from bench import redisprobe
 from bench.crawls import COMMON, FRONTIER_PREFIX, SCRAPY_REDIS_SPIDER
+from crawler.meta import LINK_CREDIT
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -46,7 +47,9 @@ def urls(count: int, hosts: int, port: int) -> Iterator[str]:
         yield f"http://127.0.0.{2 + i % hosts}:{port}/p/{1 + i // hosts}.html"
 
 
-def frontier_crawler(redis_url: str, count: int, hosts: int) -> Crawler:
+def frontier_crawler(
+    redis_url: str, count: int, hosts: int, order: str = "bfs"
+) -> Crawler:
     import crawler.settings as project  # noqa: PLC0415 (only this scheduler needs it)
     from crawler import defaults  # noqa: PLC0415
     from crawler.spiders.bfs import BfsSpider  # noqa: PLC0415
@@ -60,6 +63,7 @@ def frontier_crawler(redis_url: str, count: int, hosts: int) -> Crawler:
         "FRONTIER_RESET": True,
         "FRONTIER_PERSIST": True,
         "FRONTIER_DEDUP_CAPACITY": count,
+        "FRONTIER_ORDER": order,
     }
     crawler = get_crawler(BfsSpider, settings)
     # Nothing is fetched: the scheduler only checks, when it opens, that the
@@ -110,14 +114,14 @@ def queued(client: redis.Redis, name: str) -> int:
     return total
 
 
-def measure(
-    name: str, redis_url: str, count: int, hosts: int, port: int
+def measure(  # noqa: PLR0913 (the benchmark's knobs)
+    name: str, redis_url: str, count: int, hosts: int, port: int, order: str = "bfs"
 ) -> dict[str, Any]:
     client = redis.Redis.from_url(redis_url)
     client.flushall()
     client.memory_purge()
     if name == "frontier":
-        crawler = frontier_crawler(redis_url, count, hosts)
+        crawler = frontier_crawler(redis_url, count, hosts, order)
     else:
         crawler = scrapy_redis_crawler(redis_url)
     crawler.spider = crawler._create_spider()
@@ -144,6 +148,7 @@ def measure(
     stored = seen["urls"]
     return {
         "scheduler": name,
+        "order": order,
         "requests": count,
         "hosts": hosts,
         "accepted": accepted,
@@ -167,7 +172,9 @@ def measure(
 
 
 def _request(url: str, spider: Spider) -> Request:
-    return Request(url, callback=spider.parse, meta={"depth": DEPTH})  # type: ignore[attr-defined]
+    # A link's credit (importance order reads it; the others ignore it).
+    meta = {"depth": DEPTH, LINK_CREDIT: 0.01}
+    return Request(url, callback=spider.parse, meta=meta)  # type: ignore[attr-defined]
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -177,6 +184,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--hosts", type=int, default=20)
     parser.add_argument("--port", type=int, default=40123)
+    parser.add_argument(
+        "--order", choices=("bfs", "importance"), default="bfs", help="FRONTIER_ORDER"
+    )
     return parser.parse_args(argv)
 
 
@@ -186,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.exit("refusing to FLUSHALL the shared Redis on 127.0.0.1:6379")
     install_reactor(REACTOR)
     result = measure(
-        args.scheduler, args.redis_url, args.requests, args.hosts, args.port
+        args.scheduler, args.redis_url, args.requests, args.hosts, args.port, args.order
     )
     print(json.dumps(result))
     return 0

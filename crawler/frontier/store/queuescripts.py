@@ -83,9 +83,9 @@ end
 -- in-link); once that lifts it to a better band it moves there: a copy queued in
 -- that band (at the same level), the old copy superseded, its depth repair maps
 -- following the copy.
-local function move(host, seq0, class0, value, links, json)
+local function move(host, key, seq0, class0, value, links, json)
   local seq = redis.call('INCR', SEQUENCE)
-  push_entry(host, class0, seq .. '|' .. json, value, links)
+  push_entry(host, class0, seq .. '|' .. json, value, links, key)
   redis.call('HINCRBY', COUNTERS, 'queued', 1)
   redis.call('HINCRBY', COUNTERS, 'moved', 1)
   redis.call('SADD', SUPERSEDED, seq0)
@@ -109,7 +109,7 @@ local function add_credit(host, key, credit, counted, json)
   if counted then links = links + 1 end
   if importance_band(value) < tonumber(class0) % BANDS then
     if json then
-      move(host, seq0, class0, value, links, json)
+      move(host, key, seq0, class0, value, links, json)
       return '0'
     end
     index_write(host, key, seq0, class0, value, links)
@@ -160,7 +160,7 @@ for item in records() do
         redis.call('ZADD', HELD, hold, class .. ' ' .. #host .. ' ' .. host .. entry)
         redis.call('HINCRBY', COUNTERS, 'held', 1)
       else
-        push_entry(host, class, entry, value, links)
+        push_entry(host, class, entry, value, links, item.url_key)
         redis.call('HINCRBY', COUNTERS, 'queued', 1)
         touch(host, concurrency)
       end

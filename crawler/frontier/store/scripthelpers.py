@@ -209,16 +209,18 @@ local function index_read(host, key)
 end
 local function index_write(host, key, seq, class, value, links)
   redis.call('HSET', importance_key(host), key,
-    seq .. ' ' .. class .. ' ' .. string.format('%.6g', value) .. ' ' .. links)
+    seq .. ' ' .. class .. ' ' .. string.format('%.5g', value) .. ' ' .. links)
 end
 -- The class *entry* is to be queued in: in importance order, with the band of
 -- *value* (its importance; the floor of its class's band when not known: a lease
--- put back, a held request released), the URL indexed with *links* (in-links).
-local function index_entry(host, class, entry, value, links)
+-- put back, a held request released), the URL indexed with *links* (in-links)
+-- under *key* (its URL key; read from the entry if not given).
+local function index_entry(host, class, entry, value, links, key)
   if not importance then return class end
   value = tonumber(value) or band_floor(class)
   class = with_band(class, importance_band(value))
-  local key, seq = url_key_of(entry), string.match(entry, '^(%d+)|')
+  local seq = string.match(entry, '^(%d+)|')
+  if not key or key == '' then key = url_key_of(entry) end
   if key and seq then index_write(host, key, seq, class, value, links or 0) end
   return class
 end
@@ -226,8 +228,8 @@ end
 -- Queue *entry* at the tail of its class's list; the class ranks in the host's
 -- levels key, and the BFS barrier counts it at its level. In importance order the
 -- class takes the band of *value* (see index_entry). The class it was queued in.
-local function push_entry(host, class, entry, value, links)
-  class = index_entry(host, class, entry, value, links)
+local function push_entry(host, class, entry, value, links, key)
+  class = index_entry(host, class, entry, value, links, key)
   local queue = queue_key(host, class)
   if redis.call('RPUSH', queue, entry) == 1 then
     redis.call('ZADD', levels_key(host), rank_of(class), class)
