@@ -56,8 +56,14 @@ REDIS_CRAWLERS = ("frontier", "scrapy-redis")
 # Crawls of this benchmark that run another's scheduler with another spider, or the
 # frontier with its metrics endpoint on, scraped every second (bench/metricsscrape.py).
 METRICS_CRAWL = "frontier+metrics"
-SCHEDULER_OF = {"plain-bfs": "plain", METRICS_CRAWL: "frontier"}
-CRAWLERS = (*CRAWLS, "plain-bfs", METRICS_CRAWL)
+# The frontier's crawl in FRONTIER_ORDER=importance (what counting in-links costs).
+IMPORTANCE_CRAWL = "frontier+importance"
+SCHEDULER_OF = {
+    "plain-bfs": "plain",
+    METRICS_CRAWL: "frontier",
+    IMPORTANCE_CRAWL: "frontier",
+}
+CRAWLERS = (*CRAWLS, "plain-bfs", METRICS_CRAWL, IMPORTANCE_CRAWL)
 
 
 @dataclass(frozen=True)
@@ -262,13 +268,16 @@ def spider_of(
     scheduler, so that frontier / plain-bfs is the scheduler's share alone. No
     crawl runs item pipelines (the frontier's page store and records database
     are off: the others keep nothing either). ``frontier+metrics`` serves its
-    metrics on *metrics_port*."""
+    metrics on *metrics_port*; ``frontier+importance`` crawls in importance
+    order."""
     if name in ("plain", "scrapy-redis"):
         hosts = ",".join(urlsplit(seed).netloc for seed in site.seeds)
         return {"spider_file": PLAIN_SPIDER, "spider_args": {"hosts": hosts}}
     extra: dict[str, Any] = {"ITEM_PIPELINES": {}}
     if metrics_port is not None:
         extra |= {"METRICS_PORT": metrics_port, "METRICS_HOST": metricsscrape.HOST}
+    if name == IMPORTANCE_CRAWL:
+        extra |= {"FRONTIER_ORDER": "importance"}
     return {"extra": extra}
 
 

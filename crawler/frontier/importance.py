@@ -11,6 +11,7 @@ moves it as in-links arrive (the push script). Here: what a request is pushed wi
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -81,7 +82,7 @@ class Importance:
             score = float(self.url_scorer(url))
         except Exception:  # noqa: BLE001 (the user's scorer must not stop a crawl)
             return 0.0
-        return score if score >= 0 else 0.0
+        return score if 0 <= score < math.inf else 0.0
 
     def pending_fields(
         self, request: Request, credit: float | None, seed: bool

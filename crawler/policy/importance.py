@@ -103,6 +103,8 @@ def band_of(importance: float) -> int:
     """The band an importance ranks in: 0 for the most important, higher after."""
     if not importance > 0:  # zero, negative or NaN: last
         return PRIORITY_BANDS - 1
+    if math.isinf(importance):
+        return 0
     band = BAND_OF_ONE - math.floor(BANDS_PER_OCTAVE * math.log2(importance))
     return min(max(band, 0), PRIORITY_BANDS - 1)
 
