@@ -17,7 +17,7 @@ from crawler.frontier.encoding import codec
 from crawler.frontier.importance import url_key
 from crawler.frontier.seencache import SeenCache
 from crawler.frontier.store.roundtrip import CREDIT, MOVE, Pending
-from crawler.meta import HOLD_UNTIL, LINK_CREDIT, REVIVE, STARTED, TIER
+from crawler.meta import HOLD_UNTIL, LINK_CREDIT, REVISIT, REVIVE, STARTED, TIER
 from crawler.policy.hosts import BadURLError, host_of, shard_key
 from crawler.policy.order import TIERS_PER_DEPTH, depth_allowed, level_of
 from crawler.policy.sharding import shard_of
@@ -106,7 +106,9 @@ class Admission:
         hold_until = float(hold) if isinstance(hold, int | float) else None
         ranked: dict[str, Any] = {}
         if self._importance is not None:
-            ranked = self._importance.pending_fields(request, credit, is_seed(request))
+            # A seed, and a revisit of a known page, start as a seed does.
+            known = is_seed(request) or REVISIT in request.meta
+            ranked = self._importance.pending_fields(request, credit, known)
         return Pending(
             shard,
             host,
