@@ -138,8 +138,8 @@ class LinkCreditMiddleware:
 
     def _give_credits(self, response: Response, outputs: list[Any]) -> None:
         requests = [o for o in outputs if isinstance(o, Request)]
-        if not requests:
-            return
+        if all(LINK_CREDIT in request.meta for request in requests):
+            return  # none, or the spider gave each its credit
         try:
             host = host_of(response.url)
         except BadURLError:
