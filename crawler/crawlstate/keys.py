@@ -52,6 +52,7 @@ PROVISIONAL_SEQUENCES = KeyShape("provisional_sequences", "provseq:{depth}")
 DAMAGED = KeyShape("damaged", "damaged")
 BLOOM = KeyShape("bloom", "seen:{index}")
 IMPORTANCE = KeyShape("importance", "im:{host}")
+STRATEGIES = KeyShape("strategies", "strategies")
 KEY_SHAPES = (
     QUEUE,
     LEVELS,
@@ -60,6 +61,7 @@ KEY_SHAPES = (
     DAMAGED,
     BLOOM,
     IMPORTANCE,
+    STRATEGIES,
 )
 
 
@@ -302,6 +304,12 @@ class Keys:
         in-links gave it so far (the URL key: the first 16 hex digits of the SHA-1 of
         its URL). Deleted field by field as the URLs are popped."""
         return IMPORTANCE.build(self.tag, host=host)
+
+    @property
+    def strategies(self) -> str:
+        """HASH host -> ``dfs`` for the shard's hosts crawled deepest first
+        (FRONTIER_SITE_STRATEGY); a host not in it is crawled breadth-first."""
+        return STRATEGIES.build(self.tag)
 
     def bloom(self, index: int) -> str:
         """STRING bitmap of Bloom filter *index* (``seen`` and the index)."""

@@ -14,11 +14,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import redis
 from scrapy import Request, Spider
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from crawler.context.crawl import CrawlContext
+from crawler.crawlstate.keys import CrawlKeys
 from crawler.meta import IMPORTANCE, INLINKS, LINK_CREDIT
+from crawler.policy.sharding import shard_of
 from tests.integration.openscheduler import opened
 
 if TYPE_CHECKING:
@@ -192,3 +195,25 @@ async def test_in_links_the_spider_did_not_yield_again_move_a_url_up(
     assert names(taken) == ["a", "c", "b", "d"]
     assert made == [one_host("a")]
     assert taken[0].meta[INLINKS] == 2
+
+
+@deferred_f_from_coro_f
+async def test_a_damaged_index_is_set_aside_and_nothing_is_lost(importance_settings):
+    """A host's importance index that is not a hash (state the crawler did not
+    write) is set aside and counted; its URLs are queued and handed out."""
+    values = importance_settings()
+    host = "127.0.0.2"
+    shard = shard_of(host, values["FRONTIER_SHARDS"])
+    key = CrawlKeys(ImportanceSpider.name).shard(shard).importance(host)
+    client = redis.Redis.from_url(values["REDIS_URL"])
+    client.delete(*client.keys(f"{ImportanceSpider.name}:*") or ["-"])
+    async with opened(ImportanceSpider, values) as scheduler:
+        client.set(key, "not a hash")
+        for name, credit in (("a", 0.01), ("b", 1.0)):
+            assert scheduler.enqueue_request(link(one_host(name), credit))
+        assert not scheduler.enqueue_request(link(one_host("a"), 0.01))
+        taken = take_all(scheduler, 2)
+        stats = scheduler._crawler.stats.get_stats()
+    assert names(taken) == ["b", "a"]
+    assert stats.get("frontier/bad_entries", 0) >= 1
+    client.close()

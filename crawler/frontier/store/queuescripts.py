@@ -35,7 +35,8 @@ PUSH = (
 --       in importance order: url_key (16 hex digits of the SHA-1 of the URL),
 --       importance (the URL's if it is new), credit (what one more in-link adds),
 --       kind ('' a request; 'c' an in-link of a URL the node pushed before: no
---       entry; 'm' the entry of a URL whose credit asked it to move)
+--       entry; 'm' the entry of a URL whose credit asked it to move);
+--       strategy ('dfs' if its host is crawled deepest first, else '')
 -- Depth repair: a request pushed deeper than one past the lowest depth still in
 -- work may later be found by a shorter path; its depth key is kept in
 -- provisional_key(depth) (key -> its entry's seq, or 'f' once fetched) until that
@@ -119,9 +120,27 @@ local function add_credit(host, key, credit, counted, json)
   return '0'
 end
 
+-- A host's strategy (FRONTIER_SITE_STRATEGY): 'dfs' or '' (breadth-first); when
+-- it changes, its queue classes are ranked again.
+local function set_strategy(host, strategy)
+  local known = redis.call('HGET', strategies_key(), host) or ''
+  if known == strategy then return end
+  if strategy == 'dfs' then
+    redis.call('HSET', strategies_key(), host, 'dfs')
+  else
+    redis.call('HDEL', strategies_key(), host)
+  end
+  local lv = levels_key(host)
+  for _, class in ipairs(redis.call('ZRANGE', lv, 0, -1)) do
+    if class_of(class) then redis.call('ZADD', lv, host_rank(host, class), class) end
+  end
+  touch(host, concurrency)
+end
+
 local flags = {}
 for item in records() do
   local host, kind = item.host, item.kind
+  if kind == '' then set_strategy(host, item.strategy) end
   if kind == 'c' then  -- an in-link of a URL this node pushed before
     flags[#flags + 1] = add_credit(host, item.url_key, item.credit, true, nil)
   elseif kind == 'm' then  -- the entry of a URL asked to move ('3')
@@ -313,7 +332,7 @@ for _, id in ipairs(ids) do
     class = index_entry(host, class, entry)  -- importance order: indexed again
     local queue = queue_key(host, class)
     redis.call('LPUSH', queue, entry)
-    redis.call('ZADD', levels_key(host), rank_of(class), class)
+    redis.call('ZADD', levels_key(host), host_rank(host, class), class)
     redis.call('HINCRBY', COUNTERS, 'queued', 1)
     touch(host, concurrency)
     count = count + 1

@@ -21,7 +21,8 @@ local types = {{READY, 'zset'}, {WAITING, 'zset'}, {READY_AT, 'hash'},
                {INFLIGHT, 'hash'}, {LEASES, 'zset'}, {LEASED, 'hash'},
                {SEQUENCE, 'string'}, {COUNTERS, 'hash'}, {SEEN, args.seen_type},
                {DELAYS, 'hash'}, {OUTSTANDING, 'hash'}, {OWNER, 'string'},
-               {HELD, 'zset'}, {FAILED, 'hash'}, {SUPERSEDED, 'set'}, {REPARSE, 'set'}}
+               {HELD, 'zset'}, {FAILED, 'hash'}, {SUPERSEDED, 'set'}, {REPARSE, 'set'},
+               {strategies_key(), 'hash'}}
 for _, key_type in ipairs(types) do
   local key, expected = key_type[1], key_type[2]
   local found = redis.call('TYPE', key)['ok']

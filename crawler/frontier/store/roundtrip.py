@@ -46,6 +46,8 @@ class Pending:
     # Redis credits it if it is still queued); MOVE: the entry of a URL whose
     # credit lifted it to a better band, to move it there.
     kind: str = ""
+    # Its host is crawled deepest first (FRONTIER_SITE_STRATEGY = dfs).
+    deepest_first: bool = False
 
 
 CREDIT = "c"

@@ -97,6 +97,7 @@ SIGNATURES = {
             "importance",
             "credit",
             "kind",
+            "strategy",
         ),
     ),
     "pop": Signature(

@@ -51,6 +51,18 @@ local function rank_of(class)
   return class
 end
 
+-- Where a class ranks among its host's classes (the host's levels key): as
+-- rank_of, except on a host crawled deepest first (FRONTIER_SITE_STRATEGY = dfs),
+-- where deeper levels go first. Across hosts a host's best request ranks by
+-- rank_of alone (head_score).
+local function host_rank(host, class)
+  if redis.call('HGET', strategies_key(), host) ~= 'dfs' then return rank_of(class) end
+  class = tonumber(class)
+  local band, deep = class % BANDS, (LEVELS - 1) - level_of(class)
+  if order == 'priority' or order == 'importance' then return band * LEVELS + deep end
+  return deep * BANDS + band
+end
+
 -- Values this call found damaged (not written by the crawler) and set aside.
 local damaged = 0
 
@@ -202,14 +214,16 @@ local function url_key_of(entry)
 end
 -- The live copy of a queued URL: seq, class, importance, in-links (nil if none).
 local function index_read(host, key)
-  local value = redis.call('HGET', importance_key(host), key)
+  local value = read('HGET', importance_key(host), key)
   local seq, class, value_, links = string.match(value or '', '^(%d+) (%d+) (%S+) (%d+)$')
   if not seq or not class_of(class) or not tonumber(value_) then return nil end
   return seq, class, tonumber(value_), tonumber(links)
 end
 local function index_write(host, key, seq, class, value, links)
-  redis.call('HSET', importance_key(host), key,
-    seq .. ' ' .. class .. ' ' .. string.format('%.5g', value) .. ' ' .. links)
+  local text = seq .. ' ' .. class .. ' ' .. string.format('%.5g', value) .. ' ' .. links
+  if not read('HSET', importance_key(host), key, text) then  -- not a hash: set aside
+    redis.call('HSET', importance_key(host), key, text)
+  end
 end
 -- The class *entry* is to be queued in: in importance order, with the band of
 -- *value* (its importance; the floor of its class's band when not known: a lease
@@ -232,7 +246,7 @@ local function push_entry(host, class, entry, value, links, key)
   class = index_entry(host, class, entry, value, links, key)
   local queue = queue_key(host, class)
   if redis.call('RPUSH', queue, entry) == 1 then
-    redis.call('ZADD', levels_key(host), rank_of(class), class)
+    redis.call('ZADD', levels_key(host), host_rank(host, class), class)
   end
   redis.call('HINCRBY', OUTSTANDING, level_of(class), 1)
   return class
@@ -348,7 +362,8 @@ end
 # queue or the seen filter loses it.
 GUARD = """
 local checks = {{'INCRBY', SEQUENCE, 0}, {'HLEN', LEASED}, {'ZCARD', HELD},
-                {'HLEN', FAILED}, {'SCARD', SUPERSEDED}, {'SCARD', REPARSE}}
+                {'HLEN', FAILED}, {'SCARD', SUPERSEDED}, {'SCARD', REPARSE},
+                {'HLEN', strategies_key()}}
 for _, check in ipairs(checks) do
   local reply = redis.pcall(unpack(check))
   if type(reply) == 'table' and reply.err then return redis.error_reply(reply.err) end

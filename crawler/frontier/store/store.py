@@ -181,6 +181,7 @@ class FrontierStore:
                 "importance": repr(item.importance),
                 "credit": repr(item.credit),
                 "kind": item.kind,
+                "strategy": "dfs" if item.deepest_first else "",
             }
             for item in items
         ]
