@@ -114,7 +114,7 @@ def queued(client: redis.Redis, name: str) -> int:
     return total
 
 
-def measure(  # noqa: PLR0913 (the benchmark's knobs)
+def measure(  # noqa: PLR0913, PLR0917 (the benchmark's knobs)
     name: str, redis_url: str, count: int, hosts: int, port: int, order: str = "bfs"
 ) -> dict[str, Any]:
     client = redis.Redis.from_url(redis_url)
