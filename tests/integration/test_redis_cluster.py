@@ -320,9 +320,12 @@ def test_the_frontier_scripts_run_on_shards_spread_over_the_nodes(
 
 
 @deferred_f_from_coro_f
-async def test_a_crawl_on_the_cluster_fetches_every_page_once(redis_cluster, settings):
+@pytest.mark.parametrize("order", ["bfs", "importance"])
+async def test_a_crawl_on_the_cluster_fetches_every_page_once(
+    redis_cluster, settings, order
+):
     with running_site() as site:
-        crawler = get_crawler(BfsSpider, settings())
+        crawler = get_crawler(BfsSpider, settings(FRONTIER_ORDER=order))
         await crawler.crawl_async(seeds=site.seeds[0])
         pages = page_fetches(site)
         expected = bfs_depths(site.spec, [(0, 0)])
