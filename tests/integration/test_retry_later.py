@@ -39,11 +39,12 @@ def quick(settings: Any, **overrides: Any) -> dict[str, Any]:
 
 
 @deferred_f_from_coro_f
-async def test_a_host_down_for_a_while_is_crawled_when_it_is_back(settings):
+@pytest.mark.parametrize("order", ["bfs", "importance"])
+async def test_a_host_down_for_a_while_is_crawled_when_it_is_back(settings, order):
     with running_site(
         hosts=2, pages=4, links=1, cross=0.0, behave={DOWN: "down:3"}
     ) as site:
-        crawler = await crawl(quick(settings), site.seeds)
+        crawler = await crawl(quick(settings, FRONTIER_ORDER=order), site.seeds)
         attempts = statuses(site, DOWN)
 
     assert len(attempts) == 4  # every page of the host, found through its links
