@@ -5,18 +5,10 @@ make a request of each one again (crawler/spiders/follow.py), yet in
 ``FRONTIER_ORDER = importance`` each of those links is an in-link that raises the
 URL's importance while it waits. The spider adds them here with the credit each
 passes (``crawler.policy.importance.link_credits``); the frontier takes them with its
-next round trip, as credit-only records. ``request_for`` makes the request of such a
-URL when Redis asks for its entry (a credit lifted it to a better band).
+next round trip, as credit-only records.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from scrapy import Request
 
 
 class LinkCredits:
@@ -24,8 +16,6 @@ class LinkCredits:
 
     def __init__(self) -> None:
         self._links: list[tuple[str, float]] = []
-        # The spider's way to make the request of a URL (set by the spider).
-        self.request_for: Callable[[str], Request] | None = None
 
     def __len__(self) -> int:
         return len(self._links)

@@ -16,7 +16,7 @@ from crawler.frontier.dedup import bloom_hashes, most_hashes, shard_layouts
 from crawler.frontier.encoding import codec
 from crawler.frontier.importance import url_key
 from crawler.frontier.seencache import SeenCache
-from crawler.frontier.store.roundtrip import CREDIT, MOVE, Pending
+from crawler.frontier.store.roundtrip import CREDIT, Pending
 from crawler.meta import HOLD_UNTIL, LINK_CREDIT, REVISIT, REVIVE, STARTED, TIER
 from crawler.policy.hosts import BadURLError, host_of, shard_key
 from crawler.policy.order import TIERS_PER_DEPTH, depth_allowed, level_of
@@ -124,11 +124,11 @@ class Admission:
         )
 
     def in_link(
-        self, url: str, credit: float, request: Request | None
+        self, url: str, credit: float, request: Request | None = None
     ) -> Pending | None:
         """A CREDIT record: *url*, pushed before, found linked again with *credit*
-        (importance order); None if it has no usable host. *request*, if known, is
-        its request, encoded only if Redis asks to move it (``move``)."""
+        (importance order); None if it has no usable host. *request* is the link's
+        request, if there is one (a duplicate the engine dropped)."""
         if self._importance is None:
             return None
         try:
@@ -143,30 +143,9 @@ class Admission:
             "",
             "",
             url_key=url_key(url),
-            url=url,
             credit=self._importance.config.more(credit),
             kind=CREDIT,
             request=request,
-        )
-
-    def move(self, credited: Pending, request: Request | None) -> Pending | None:
-        """The MOVE record of a URL whose credit lifted it to a better band: the
-        entry of *request* (its request), which Redis queues in that band. None if
-        it cannot be encoded (it then stays where it is)."""
-        if request is None:
-            return None
-        try:
-            entry = codec.encode(request, self._spider)
-        except codec.UnencodableRequestError:
-            return None
-        return Pending(
-            credited.shard,
-            credited.host,
-            0,
-            "",
-            entry,
-            url_key=credited.url_key,
-            kind=MOVE,
         )
 
     def _in_link(self, request: Request, credit: float | None) -> Pending | None:

@@ -27,9 +27,8 @@ from crawler.frontier.duplicates import DuplicateLog
 from crawler.frontier.encoding import codec
 from crawler.frontier.leases import OwnLease, OwnLeases
 from crawler.frontier.store.roundtrip import CREDIT, Ack
-from crawler.meta import IMPORTANCE, INLINKS, NODE, REPARSE, TIER
+from crawler.meta import IMPORTANCE, INLINKS, NODE, REPARSE
 from crawler.policy.fates import FAILED_FATES
-from crawler.policy.order import MAX_LEVEL, TIERS_PER_DEPTH, class_level
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -193,7 +192,6 @@ class Exchange:
             raise
         self._count(batch, flushed)
         self._drop_duplicates(batch, flushed.new)
-        self._requests += self._moves(batch, flushed.to_move)
         if flushed.fenced and pop is not None:
             self._membership.lost(pop.shard)  # another node took it: stop asking
         return flushed.popped
@@ -261,26 +259,8 @@ class Exchange:
         if not self._importance or self._link_credits is None:
             return
         for url, credit in self._link_credits.take():
-            if (pending := self._admission.in_link(url, credit, None)) is not None:
+            if (pending := self._admission.in_link(url, credit)) is not None:
                 self._requests.append(pending)
-
-    def _moves(self, batch: Sequence[Pending], to_move: Sequence[int]) -> list[Pending]:
-        """The MOVE records of the URLs a credit lifted to a better band, for the
-        next trip: their entries, from their requests (the spider makes those it
-        did not yield again)."""
-        moves = []
-        credits = self._link_credits
-        make = None if credits is None else credits.request_for
-        for index in to_move:
-            credited = batch[index]
-            request = credited.request
-            if request is None and make is not None and credited.url:
-                request = make(credited.url)
-            if (move := self._admission.move(credited, request)) is not None:
-                moves.append(move)
-        if moves:
-            self._stats.inc_value("frontier/importance_moves", len(moves))
-        return moves
 
     def _count(self, batch: Sequence[Pending], flushed: Flushed) -> None:
         accepted = sum(flushed.new)
@@ -337,16 +317,7 @@ class Exchange:
 
 
 def _ranked(request: Request, lease: Lease) -> None:
-    """A request popped in importance order: its importance and in-links, and the
-    depth and tier of the queue it came from. A URL moved up by an in-link was
-    queued again with that link's request, which may have been found deeper: the
-    queue keeps the depth it had."""
+    """A request popped in importance order: its importance and in-links."""
     if lease.importance is not None:
         request.meta[IMPORTANCE] = lease.importance
         request.meta[INLINKS] = lease.inlinks
-    if lease.queue_class is not None:
-        level = class_level(lease.queue_class)
-        if level < MAX_LEVEL:
-            request.meta["depth"], tier = divmod(level, TIERS_PER_DEPTH)
-            if tier or TIER in request.meta:
-                request.meta[TIER] = tier

@@ -101,7 +101,7 @@ class BfsSpider(Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         try:
             spider._yielded = SeenCache(_seen_cache_size(crawler.settings))
-            spider._credits = SpiderCredits.of(crawler, spider._request)
+            spider._credits = SpiderCredits.of(crawler)
             spider._follower = Follower(
                 crawler.settings.get("BFS_FOLLOW", defaults.BFS_FOLLOW)
             )

@@ -18,7 +18,7 @@ from crawler.meta import IMPORTANCE, LINK_CREDIT
 from crawler.policy.importance import link_credits
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
     from typing import Self
 
     from scrapy import Request
@@ -31,23 +31,18 @@ if TYPE_CHECKING:
 class SpiderCredits:
     """The credits of one spider's links, in importance order."""
 
-    def __init__(
-        self, crawler: Crawler, make: Callable[[str], Request], mode: str
-    ) -> None:
+    def __init__(self, crawler: Crawler, mode: str) -> None:
         self._crawler = crawler
-        self._make = make
         self._mode = mode
         self._link_credits: LinkCredits | None = None
 
     @classmethod
-    def of(cls, crawler: Crawler, make: Callable[[str], Request]) -> Self | None:
-        """The spider's credits if the crawl is in importance order, else None.
-        *make* makes the request of a URL (when the frontier moves one it did not
-        get a request for)."""
+    def of(cls, crawler: Crawler) -> Self | None:
+        """The spider's credits if the crawl is in importance order, else None."""
         settings = crawler.settings
         if settings.get("FRONTIER_ORDER") != "importance":
             return None
-        return cls(crawler, make, settings.get("IMPORTANCE_BACKLINKS", "weighted"))
+        return cls(crawler, settings.get("IMPORTANCE_BACKLINKS", "weighted"))
 
     def _credits(self) -> LinkCredits | None:
         """The crawl's LinkCredits (its context exists once the add-ons are loaded,
@@ -57,7 +52,6 @@ class SpiderCredits:
                 self._link_credits = CrawlContext.of(self._crawler).link_credits
             except AddonMissingError:
                 return None  # the scheduler says so at start, in one line
-            self._link_credits.request_for = self._make
         return self._link_credits
 
     def give(

@@ -123,4 +123,3 @@ async def test_the_bfs_spider_counts_in_links_and_fetches_every_page_once(settin
     assert Counter(pages) == Counter(list(expected))  # each page exactly once
     assert stats.get_value("finish_reason") == "finished"
     assert stats.get_value("frontier/in_links") > 0
-    assert stats.get_value("frontier/importance_moves") > 0

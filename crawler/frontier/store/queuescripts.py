@@ -35,7 +35,7 @@ PUSH = (
 --       in importance order: url_key (16 hex digits of the SHA-1 of the URL),
 --       importance (the URL's if it is new), credit (what one more in-link adds),
 --       kind ('' a request; 'c' an in-link of a URL the node pushed before: no
---       entry; 'm' the entry of a URL whose credit asked it to move);
+--       entry);
 --       strategy ('dfs' if its host is crawled deepest first, else '')
 -- Depth repair: a request pushed deeper than one past the lowest depth still in
 -- work may later be found by a shorter path; its depth key is kept in
@@ -49,9 +49,8 @@ PUSH = (
 -- depths, from the page store (when it lacks the page, the request is queued again
 -- under its own host, politely). Without a page store a page is never fetched
 -- twice for this: its links keep their depths.
--- returns: {flags as a string: '1' new, '2' new at a shorter depth, '0' seen,
---           '3' seen, and to move up once its entry comes ('c' records), best
---           score, wake time}
+-- returns: {flags as a string: '1' new, '2' new at a shorter depth, '0' seen
+--           (or a 'c' record), best score, wake time}
 local concurrency, mode = tonumber(args.concurrency), args.dedup_mode
 local floor, deepest = tonumber(args.floor), tonumber(args.deepest)
 local per_depth, reparse = tonumber(args.per_depth), args.reparse == '1'
@@ -81,43 +80,36 @@ local function shorten(key, depth)
 end
 
 -- Importance order: a URL found again while queued gains item.credit (one more
--- in-link); once that lifts it to a better band it moves there: a copy queued in
--- that band (at the same level), the old copy superseded, its depth repair maps
--- following the copy.
+-- in-link); once that lifts it to a better band it moves there: its reference
+-- leaves its list for the tail of that band's (same level), and its depth repair
+-- maps follow the new sequence number.
 local function move(host, key, seq0, class0, value, links, json)
+  local list0 = queue_key(host, class0)
+  redis.call('LREM', list0, 1, seq0 .. '|' .. key)
+  if redis.call('LLEN', list0) == 0 then redis.call('ZREM', levels_key(host), class0) end
   local seq = redis.call('INCR', SEQUENCE)
-  push_entry(host, class0, seq .. '|' .. json, value, links, key)
-  redis.call('HINCRBY', COUNTERS, 'queued', 1)
+  queue_entry(host, class0, seq .. '|' .. json, value, links, key)
   redis.call('HINCRBY', COUNTERS, 'moved', 1)
-  redis.call('SADD', SUPERSEDED, seq0)
   local depth = math.floor(level_of(class0) / per_depth)
-  local key = redis.call('HGET', provisional_sequences_key(depth), seq0)
-  if key then
+  local pkey = redis.call('HGET', provisional_sequences_key(depth), seq0)
+  if pkey then
     redis.call('HDEL', provisional_sequences_key(depth), seq0)
-    redis.call('HSET', provisional_sequences_key(depth), seq, key)
-    redis.call('HSET', provisional_key(depth), key, seq)
+    redis.call('HSET', provisional_sequences_key(depth), seq, pkey)
+    redis.call('HSET', provisional_key(depth), pkey, seq)
   end
   touch(host, concurrency)
 end
 
--- Credit a queued URL (an in-link if *counted*); move it if its band got better and
--- its entry is at hand (*json*). '3' if it should move but its entry is not here
--- (the node sends it), else '0'.
-local function add_credit(host, key, credit, counted, json)
-  local seq0, class0, value, links = index_read(host, key)
-  if not seq0 then return '0' end  -- fetched, in flight, held or failed: no order to change
-  value = value + (tonumber(credit) or 0)
-  if counted then links = links + 1 end
+-- Credit a queued URL with one more in-link; move it if its band got better.
+local function add_credit(host, key, credit)
+  local seq0, class0, value, links, json = index_read(host, key)
+  if not seq0 then return end  -- fetched, in flight, held or failed: no order to change
+  value, links = value + (tonumber(credit) or 0), links + 1
   if importance_band(value) < tonumber(class0) % BANDS then
-    if json then
-      move(host, key, seq0, class0, value, links, json)
-      return '0'
-    end
-    index_write(host, key, seq0, class0, value, links)
-    return '3'
+    move(host, key, seq0, class0, value, links, json)
+  else
+    index_write(host, key, seq0, class0, value, links, json)
   end
-  index_write(host, key, seq0, class0, value, links)
-  return '0'
 end
 
 -- A host's strategy (FRONTIER_SITE_STRATEGY): 'dfs' or '' (breadth-first); when
@@ -142,9 +134,8 @@ for item in records() do
   local host, kind = item.host, item.kind
   if kind == '' then set_strategy(host, item.strategy) end
   if kind == 'c' then  -- an in-link of a URL this node pushed before
-    flags[#flags + 1] = add_credit(host, item.url_key, item.credit, true, nil)
-  elseif kind == 'm' then  -- the entry of a URL asked to move ('3')
-    flags[#flags + 1] = add_credit(host, item.url_key, 0, false, item.entry)
+    add_credit(host, item.url_key, item.credit)
+    flags[#flags + 1] = '0'
   else
     local class, key = item.class, item.depth_key
     local hold = tonumber(item.hold)
@@ -184,7 +175,7 @@ for item in records() do
         touch(host, concurrency)
       end
     elseif importance and not new and not shorter and item.url_key ~= '' then
-      add_credit(host, item.url_key, item.credit, true, item.entry)
+      add_credit(host, item.url_key, item.credit)
     end
     flags[#flags + 1] = flag
   end
@@ -214,7 +205,7 @@ release_held(tonumber(args.promote_limit), concurrency)
 -- The head request of the best ready host. A host with nothing usable queued is
 -- set aside; a request superseded by a shallower copy of itself (depth repair) is
 -- dropped on the way.
-local host, class, entry, reparse
+local host, class, entry, reparse, gathered, counted
 local per_depth = tonumber(args.per_depth)
 for _ = 1, 1000 do
   local hosts = redis.call('ZRANGEBYSCORE', READY, '-inf', args.score_limit, 'LIMIT', 0, 1)
@@ -230,7 +221,14 @@ for _ = 1, 1000 do
     entry = redis.call('LPOP', queue)
     if redis.call('LLEN', queue) == 0 then redis.call('ZREM', levels_key, class) end
     local seq = string.match(entry, '^(%d+)|')
-    if not (seq and redis.call('SREM', SUPERSEDED, seq) == 1) then
+    local live = not (seq and redis.call('SREM', SUPERSEDED, seq) == 1)
+    if live then  -- importance order: the entry from the host's index
+      local element = entry
+      entry, gathered, counted = take_entry(host, element)
+      live = entry ~= nil
+      if not live then set_aside(element) end  -- a reference to no entry
+    end
+    if live then
       local depth = math.floor(level_of(class) / per_depth)
       local key = seq and redis.call('HGET', provisional_sequences_key(depth), seq)
       if key then  -- fetched now: a shorter path found later reparses it
@@ -250,18 +248,9 @@ for _ = 1, 1000 do
   end
 end
 if not entry then return {false, false, 0, 0, false, 0, unpack(summary())} end
--- Importance order: the URL leaves the index, and the node learns what it gathered.
+-- Importance order: what the URL gathered, for the node.
 local value, links = false, 0
-if importance then
-  local key = url_key_of(entry)
-  local seq0, _, gathered, counted = index_read(host, key or '')
-  if seq0 then
-    redis.call('HDEL', importance_key(host), key)
-    value, links = string.format('%.6g', gathered), counted
-  else
-    value = string.format('%.6g', band_floor(class))
-  end
-end
+if importance then value, links = string.format('%.6g', gathered or band_floor(class)), counted or 0 end
 local id = redis.call('INCR', SEQUENCE)
 local prior = redis.call('HGET', READY_AT, host) or '0'
 redis.call('HSET', LEASED, id, class .. ' ' .. prior .. ' ' .. #host .. ' ' .. host .. entry)
@@ -329,10 +318,7 @@ local count = 0
 for _, id in ipairs(ids) do
   local class, host, entry = release(id)
   if class then
-    class = index_entry(host, class, entry)  -- importance order: indexed again
-    local queue = queue_key(host, class)
-    redis.call('LPUSH', queue, entry)
-    redis.call('ZADD', levels_key(host), host_rank(host, class), class)
+    queue_entry(host, class, entry, nil, 0, nil, true)  -- at the head
     redis.call('HINCRBY', COUNTERS, 'queued', 1)
     touch(host, concurrency)
     count = count + 1

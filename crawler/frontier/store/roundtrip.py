@@ -38,20 +38,16 @@ class Pending:
     # (crawler.frontier.importance.url_key), its importance if it is new, and what
     # one more in-link adds if it is queued already.
     url_key: str = ""
-    # A CREDIT record's URL (not sent: to make its request if it is to move).
-    url: str = ""
     importance: float = 0.0
     credit: float = 0.0
     # "" a request; CREDIT: an in-link of a URL this node pushed before (no entry:
-    # Redis credits it if it is still queued); MOVE: the entry of a URL whose
-    # credit lifted it to a better band, to move it there.
+    # Redis credits it if it is still queued).
     kind: str = ""
     # Its host is crawled deepest first (FRONTIER_SITE_STRATEGY = dfs).
     deepest_first: bool = False
 
 
 CREDIT = "c"
-MOVE = "m"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +61,7 @@ class Lease:
     lease_id: str
     reparse: bool = field(default=False, compare=False)
     done_at: float | None = field(default=None, compare=False)
-    # The queue class it was popped from (its level: its depth and tier), and in
-    # importance order its importance and the in-links counted for it.
-    queue_class: int | None = field(default=None, compare=False)
+    # In importance order, its importance and the in-links counted for it.
     importance: float | None = field(default=None, compare=False)
     inlinks: int = field(default=0, compare=False)
 
@@ -107,16 +101,13 @@ class Flushed:
     still held when acked, the request popped, if one was asked for, and whether
     the pop was refused because another node owns the shard now (fencing), and
     how many pushes were requests found again by a shorter path (depth repair).
-    ``new`` says nothing of CREDIT and MOVE records (always False)."""
+    ``new`` says nothing of CREDIT records (always False)."""
 
     new: list[bool]
     acked: int
     popped: tuple[Lease, bytes] | None = None
     fenced: bool = False
     shortened: int = 0
-    # The pushed requests whose credit lifted them to a better band (importance
-    # order), by their place in the batch: their entries are to be sent (MOVE).
-    to_move: list[int] = field(default_factory=list)
 
 
 def ms(seconds: float) -> int:

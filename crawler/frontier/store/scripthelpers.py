@@ -212,44 +212,66 @@ local function url_key_of(entry)
   if not ok or type(decoded) ~= 'table' or type(decoded.u) ~= 'string' then return nil end
   return string.sub(redis.sha1hex(decoded.u), 1, 16)
 end
--- The live copy of a queued URL: seq, class, importance, in-links (nil if none).
+-- A queued URL in its host's index: '<seq> <class> <importance> <in-links>|<json>'
+-- (its queue list holds '<seq>|<key>'): seq, class, importance, in-links, json; nil
+-- if it is not indexed (or not as this crawler writes it).
 local function index_read(host, key)
-  local value = read('HGET', importance_key(host), key)
-  local seq, class, value_, links = string.match(value or '', '^(%d+) (%d+) (%S+) (%d+)$')
-  if not seq or not class_of(class) or not tonumber(value_) then return nil end
-  return seq, class, tonumber(value_), tonumber(links)
+  local text = read('HGET', importance_key(host), key)
+  local seq, class, value, links, json =
+    string.match(text or '', '^(%d+) (%d+) (%S+) (%d+)|(.*)$')
+  if not seq or not class_of(class) or not tonumber(value) then return nil end
+  return seq, class, tonumber(value), tonumber(links), json
 end
-local function index_write(host, key, seq, class, value, links)
-  local text = seq .. ' ' .. class .. ' ' .. string.format('%.5g', value) .. ' ' .. links
+local function index_write(host, key, seq, class, value, links, json)
+  local text = seq .. ' ' .. class .. ' ' .. string.format('%.5g', value) .. ' ' ..
+    links .. '|' .. json
   if not read('HSET', importance_key(host), key, text) then  -- not a hash: set aside
     redis.call('HSET', importance_key(host), key, text)
   end
 end
--- The class *entry* is to be queued in: in importance order, with the band of
--- *value* (its importance; the floor of its class's band when not known: a lease
--- put back, a held request released), the URL indexed with *links* (in-links)
--- under *key* (its URL key; read from the entry if not given).
-local function index_entry(host, class, entry, value, links, key)
-  if not importance then return class end
-  value = tonumber(value) or band_floor(class)
-  class = with_band(class, importance_band(value))
-  local seq = string.match(entry, '^(%d+)|')
-  if not key or key == '' then key = url_key_of(entry) end
-  if key and seq then index_write(host, key, seq, class, value, links or 0) end
+
+-- Put *entry* ('<seq>|<json>') in its class's list, at the tail (the head if
+-- *at_head*); the class ranks in the host's levels key. In importance order the
+-- class takes the band of *value* (its importance; the floor of its class's band
+-- when not known: a lease put back, a held request released), the entry goes to
+-- the host's index under *key* (its URL key; read from the entry if not given)
+-- with *links* (in-links), and the list holds '<seq>|<key>'. The class it went to.
+local function queue_entry(host, class, entry, value, links, key, at_head)
+  local element = entry
+  if importance then
+    value = tonumber(value) or band_floor(class)
+    class = with_band(class, importance_band(value))
+    local seq, json = string.match(entry, '^(%d+)|(.*)$')
+    if not key or key == '' then key = url_key_of(entry) end
+    if key and seq then
+      index_write(host, key, seq, class, value, links or 0, json)
+      element = seq .. '|' .. key
+    end
+  end
+  if redis.call(at_head and 'LPUSH' or 'RPUSH', queue_key(host, class), element) == 1 then
+    redis.call('ZADD', levels_key(host), host_rank(host, class), class)
+  end
   return class
 end
 
--- Queue *entry* at the tail of its class's list; the class ranks in the host's
--- levels key, and the BFS barrier counts it at its level. In importance order the
--- class takes the band of *value* (see index_entry). The class it was queued in.
+-- Queue *entry* (see queue_entry); the BFS barrier counts it at its level.
 local function push_entry(host, class, entry, value, links, key)
-  class = index_entry(host, class, entry, value, links, key)
-  local queue = queue_key(host, class)
-  if redis.call('RPUSH', queue, entry) == 1 then
-    redis.call('ZADD', levels_key(host), host_rank(host, class), class)
-  end
+  class = queue_entry(host, class, entry, value, links, key)
   redis.call('HINCRBY', OUTSTANDING, level_of(class), 1)
   return class
+end
+
+-- The entry ('<seq>|<json>') of a popped list element, and, in importance order,
+-- its importance and in-links, out of the host's index; nil if the element is not
+-- the URL's live copy (a reference the index does not hold).
+local function take_entry(host, element)
+  if not importance then return element end
+  local seq, key = string.match(element, '^(%d+)|(%x+)$')
+  if not seq then return element end  -- an entry queued whole (not a reference)
+  local live, _, value, links, json = index_read(host, key)
+  if live ~= seq then return nil end
+  redis.call('HDEL', importance_key(host), key)
+  return seq .. '|' .. json, value, links
 end
 
 -- '<class> <len(host)> <host><rest>' -> class, host, rest (nil if malformed)

@@ -150,8 +150,7 @@ class FrontierStore:
         ]
         acked = sum(reply[0] for reply in replies[pushes:])
         shortened = marks.count(ord("2"))
-        to_move = [i for i, mark in enumerate(marks) if mark == ord("3")]
-        return Flushed(new, acked, popped, fenced, shortened, to_move)
+        return Flushed(new, acked, popped, fenced, shortened)
 
     def pop(self, order: PopOrder, now: float) -> tuple[Lease, bytes] | None:
         """Lease the best ready request of a shard: its lease and entry, or None."""
@@ -227,7 +226,6 @@ class FrontierStore:
             order.shard,
             str(reply[0]),
             reparse=reply[2] == 1,
-            queue_class=int(reply[3]),
             importance=None if reply[4] is None else float(reply[4]),
             inlinks=int(reply[5]),
         )
