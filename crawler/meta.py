@@ -71,6 +71,8 @@ RENDER_DOCUMENT_AT = "frontier_render_document_at"
 # frontier on a popped request, kept in its page record.
 IMPORTANCE = "frontier_importance"
 INLINKS = "frontier_inlinks"
-# The credit a link passes to the URL it points to (its share of the linking page's
-# importance), set by FrontierDepthMiddleware on each request a page yields.
+# Its backlink importance IB(P) then (what its own links pass on).
+BACKLINKS = "frontier_backlinks"
+# The credit a link passes on (crawler.policy.importance.LinkCredit), set on each
+# request a page yields by LinkCreditMiddleware or the bfs spider.
 LINK_CREDIT = "frontier_link_credit"

@@ -53,6 +53,7 @@ DAMAGED = KeyShape("damaged", "damaged")
 BLOOM = KeyShape("bloom", "seen:{index}")
 IMPORTANCE = KeyShape("importance", "im:{host}")
 STRATEGIES = KeyShape("strategies", "strategies")
+HOST_TERMS = KeyShape("host_terms", "host-terms")
 KEY_SHAPES = (
     QUEUE,
     LEVELS,
@@ -62,6 +63,7 @@ KEY_SHAPES = (
     BLOOM,
     IMPORTANCE,
     STRATEGIES,
+    HOST_TERMS,
 )
 
 
@@ -299,11 +301,19 @@ class Keys:
         return LEVELS.build(self.tag, host=host)
 
     def importance(self, host: str) -> str:
-        """HASH URL key -> ``<seq> <class> <importance> <in-links>`` of each URL of
-        *host* queued in ``importance`` order: where its live copy is, and what its
-        in-links gave it so far (the URL key: the first 16 hex digits of the SHA-1 of
-        its URL). Deleted field by field as the URLs are popped."""
+        """HASH URL key -> ``<seq> <class> <importance> <backlinks> <in-links>|<entry>``
+        of each URL of *host* queued in ``importance`` order: its queue entry, where
+        it is queued (its list holds ``<seq>|<URL key>``), and what its in-links gave
+        it so far (the URL key: the first 16 hex digits of the SHA-1 of its URL).
+        Deleted field by field as the URLs are popped."""
         return IMPORTANCE.build(self.tag, host=host)
+
+    @property
+    def host_terms(self) -> str:
+        """HASH host -> its host term in importance order: a share of the credits
+        of links into its pages from other hosts (crawler/policy/importance.py),
+        added to its best URL's importance where hosts are compared."""
+        return HOST_TERMS.build(self.tag)
 
     @property
     def strategies(self) -> str:

@@ -21,13 +21,15 @@ FRONTIER_BFS_LOOKAHEAD = -1
 FRONTIER_ORDER = "bfs"
 # Weight of IB(P), the backlink importance: the credits of P's in-links so far.
 IMPORTANCE_ALPHA = 1.0
-# Weight of IL(P), the location importance: the score of P's URL (0 to 1).
-IMPORTANCE_BETA = 0.1
+# Weight of IL(P), the location importance: the score of P's URL (0 to 1); chosen
+# on simulated webs: a URL's look is worth about one and a half in-links.
+IMPORTANCE_BETA = 1.5
 # The URL scorer giving IL(P) (an import path to a callable taking a URL).
 IMPORTANCE_URL_SCORER = "crawler.policy.urlimportance.url_importance"
-# What one in-link passes on: "weighted" (the linking page's importance, split over
-# its links, a link from another host worth more, plus a floor), "count" (1 an
-# in-link: backlink count) or "opic" (the page's importance split evenly: OPIC).
+# What one in-link passes on: "weighted" (a floor plus the linking page's backlink
+# importance split over its links, decaying with its depth, a link from another
+# host worth half, and a term per host), "count" (1 an in-link: backlink count) or
+# "opic" (the page's backlink importance split evenly: OPIC's cash).
 IMPORTANCE_BACKLINKS = "weighted"
 # With hosts running ahead (FRONTIER_BFS_LOOKAHEAD != 0), a URL found again by a
 # shorter path is queued again at the shorter depth (its deeper copy is dropped; if

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from crawler.context.logonce import OnceLogger
 from crawler.frontier.dedup import bloom_hashes, most_hashes, shard_layouts
 from crawler.frontier.encoding import codec
-from crawler.frontier.importance import url_key
+from crawler.frontier.importance import credit_of
 from crawler.frontier.seencache import SeenCache
 from crawler.frontier.store.roundtrip import CREDIT, Pending
 from crawler.meta import HOLD_UNTIL, LINK_CREDIT, REVISIT, REVIVE, STARTED, TIER
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from crawler.context.runsettings import RunSettingsHolder
     from crawler.frontier.frontierconfig import FrontierConfig
+    from crawler.policy.importance import LinkCredit
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ class Admission:
         In importance order a link this node pushed before is not queued again, yet
         it is an in-link: it comes back as a CREDIT record (``kind``), which Redis
         adds to the URL's importance while it waits."""
-        credit = request.meta.pop(LINK_CREDIT, None)
+        credit = credit_of(request.meta.pop(LINK_CREDIT, None))
         depth = request.meta.get("depth", 0)
         if not depth_allowed(depth, self._run.current.depth_limit):
             self._stats.inc_value("frontier/depth_limited")
@@ -124,7 +125,7 @@ class Admission:
         )
 
     def in_link(
-        self, url: str, credit: float, request: Request | None = None
+        self, url: str, credit: LinkCredit, request: Request | None = None
     ) -> Pending | None:
         """A CREDIT record: *url*, pushed before, found linked again with *credit*
         (importance order); None if it has no usable host. *request* is the link's
@@ -142,17 +143,16 @@ class Admission:
             0,
             "",
             "",
-            url_key=url_key(url),
-            credit=self._importance.config.more(credit),
             kind=CREDIT,
             request=request,
+            **self._importance.in_link_fields(url, credit),
         )
 
-    def _in_link(self, request: Request, credit: float | None) -> Pending | None:
+    def _in_link(self, request: Request, credit: LinkCredit | None) -> Pending | None:
         """A duplicate's CREDIT record, if it passes a credit (importance order)."""
-        if credit is None or not isinstance(credit, int | float):
+        if credit is None:
             return None
-        return self.in_link(request.url, float(credit), request)
+        return self.in_link(request.url, credit, request)
 
     def _refuse(
         self,

@@ -27,7 +27,7 @@ from crawler.frontier.duplicates import DuplicateLog
 from crawler.frontier.encoding import codec
 from crawler.frontier.leases import OwnLease, OwnLeases
 from crawler.frontier.store.roundtrip import CREDIT, Ack
-from crawler.meta import IMPORTANCE, INLINKS, NODE, REPARSE
+from crawler.meta import BACKLINKS, IMPORTANCE, INLINKS, NODE, REPARSE
 from crawler.policy.fates import FAILED_FATES
 
 if TYPE_CHECKING:
@@ -317,7 +317,9 @@ class Exchange:
 
 
 def _ranked(request: Request, lease: Lease) -> None:
-    """A request popped in importance order: its importance and in-links."""
+    """A request popped in importance order: its importance, backlink importance
+    and in-links."""
     if lease.importance is not None:
         request.meta[IMPORTANCE] = lease.importance
+        request.meta[BACKLINKS] = lease.backlinks
         request.meta[INLINKS] = lease.inlinks

@@ -19,13 +19,14 @@ from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.misc import load_object
 
-from crawler.meta import IMPORTANCE, LINK_CREDIT
+from crawler.meta import BACKLINKS, IMPORTANCE, LINK_CREDIT
 from crawler.policy.hosts import BadURLError, host_of
 from crawler.policy.importance import (
     SEED_CREDIT,
     ImportanceConfig,
+    LinkCredit,
     check_config,
-    link_credits,
+    link_credit,
 )
 from crawler.policy.typedsettings import get_float
 
@@ -85,32 +86,59 @@ class Importance:
         return score if 0 <= score < math.inf else 0.0
 
     def pending_fields(
-        self, request: Request, credit: float | None, seed: bool
+        self, request: Request, credit: LinkCredit | None, seed: bool
     ) -> dict[str, Any]:
-        """What a request is pushed with: its URL key, its importance if it is new
-        (a retry or redirect keeps the importance it was popped with; a seed starts
-        with SEED_CREDIT) and what one more in-link adds."""
+        """What a request is pushed with: its URL key; if it is new, its importance
+        and backlink importance (a seed's start at SEED_CREDIT; a retry or redirect
+        keeps what its request was popped with); what one more in-link adds to both
+        if it is queued already; what it adds to its host's term."""
         if seed:
-            credit = SEED_CREDIT
-        popped = request.meta.get(IMPORTANCE)
+            credit = LinkCredit(SEED_CREDIT)
+        popped, backlinks = request.meta.get(IMPORTANCE), request.meta.get(BACKLINKS)
+        fields = _credit_fields(self.config, credit, url_key(request.url))
         if credit is None and isinstance(popped, int | float):
-            first = float(popped)
+            fields["importance"] = float(popped)
+            if isinstance(backlinks, int | float):
+                fields["backlinks"] = float(backlinks)
         else:
-            credit = credit or 0.0
-            first = self.config.first(credit, self.location(request.url))
-        return {
-            "url_key": url_key(request.url),
-            "importance": first,
-            "credit": self.config.more(credit or 0.0),
-        }
+            location = self.location(request.url)
+            fields["importance"] = self.config.first(fields["backlinks"], location)
+        return fields
+
+    def in_link_fields(self, url: str, credit: LinkCredit) -> dict[str, Any]:
+        """What an in-link of a URL pushed before is sent with (a CREDIT record)."""
+        return _credit_fields(self.config, credit, url_key(url))
+
+
+def _credit_fields(
+    config: ImportanceConfig, credit: LinkCredit | None, key: str
+) -> dict[str, Any]:
+    url = 0.0 if credit is None else credit.url
+    return {
+        "url_key": key,
+        "backlinks": url,
+        "credit": url,
+        "gain": config.more(url),
+        "host_credit": 0.0 if credit is None else config.more(credit.host),
+    }
+
+
+def credit_of(value: object) -> LinkCredit | None:
+    """A request's ``meta[LINK_CREDIT]`` as a LinkCredit (a number is a credit to
+    the URL alone); None if it has none, or not a number."""
+    if isinstance(value, LinkCredit):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return LinkCredit(float(value))
+    return None
 
 
 class LinkCreditMiddleware:
-    """Gives each request a page yields its credit (``meta[LINK_CREDIT]``): its share
-    of the page's importance, by ``IMPORTANCE_BACKLINKS``. A page's requests are
-    counted before any is passed on (its out-degree divides its importance), so a
-    callback's requests go on when the callback is through. A request that has a
-    credit already (the ``bfs`` spider gives its own) keeps it."""
+    """Gives each request a page yields its credit (``meta[LINK_CREDIT]``, by
+    ``IMPORTANCE_BACKLINKS``). A page's requests are counted before any is passed
+    on (its out-degree divides its backlink importance), so a callback's requests
+    go on when the callback is through. A request that has a credit already (the
+    ``bfs`` spider gives its own) keeps it."""
 
     def __init__(self, config: ImportanceConfig) -> None:
         self._mode = config.backlinks
@@ -144,17 +172,19 @@ class LinkCreditMiddleware:
             host = host_of(response.url)
         except BadURLError:
             host = ""
-        external = [_host_or_none(r.url) != host for r in requests]
-        importance = response.meta.get(IMPORTANCE)
-        if not isinstance(importance, int | float):
-            importance = 0.0
-        internal_credit, external_credit = link_credits(
-            self._mode, float(importance), len(requests), sum(external)
-        )
-        for request, outside in zip(requests, external, strict=True):
+        backlinks = response.meta.get(BACKLINKS)
+        if not isinstance(backlinks, int | float):
+            backlinks = 0.0
+        depth = response.meta.get("depth", 0)
+        for request in requests:
             if LINK_CREDIT not in request.meta:
-                credit = external_credit if outside else internal_credit
-                request.meta[LINK_CREDIT] = credit
+                request.meta[LINK_CREDIT] = link_credit(
+                    self._mode,
+                    float(backlinks),
+                    depth if isinstance(depth, int) else 0,
+                    len(requests),
+                    _host_or_none(request.url) != host,
+                )
 
 
 def _host_or_none(url: str) -> str | None:

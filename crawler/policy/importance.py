@@ -10,13 +10,23 @@ link-depth term of the formula is left out: breadth-first order covers depth.
 
 How a link's credit is computed (``IMPORTANCE_BACKLINKS``):
 
-- ``weighted`` (the default): Q's importance, damped, split over its links, with
-  links to other hosts weighted ``EXTERNAL_WEIGHT`` times a link within Q's own
-  host (a link from another site is a vote; a site's navigation links to every page
-  it has), plus a floor of ``BASE_CREDIT`` per in-link, so that a page many pages link
-  to rises even while the pages that link to it are unimportant themselves;
+- ``weighted`` (the default): ``0.7 ** depth(Q) * (1 + 0.85 * IB(Q) / N)`` for each
+  of Q's N links, halved for a link to another host. The 1 is a floor per in-link,
+  so that a page many pages link to rises even while they are unimportant
+  themselves (what backlink count gets right early in a crawl); the share of Q's
+  own backlink importance is what PageRank and OPIC get right later; the decay with
+  Q's depth keeps a deep chain of pages with many in-links from outranking what is
+  near a site's entry points (OPIC's cash decays per hop the same way). Links
+  within a site count more than links across sites: navigation links are what make
+  a site's sections and index pages important. And a site gathers a *host term*:
+  ``HOST_SHARE`` of the credits of links from other hosts into any of its pages,
+  fetched ones included, which ranks its best URL against other hosts' (the larger
+  and better linked site first, as Baeza-Yates et al. found);
 - ``count``: 1 per in-link (backlink count);
-- ``opic``: Q's importance split evenly over its links (OPIC's cash).
+- ``opic``: Q's backlink importance split evenly over its links (OPIC's cash).
+
+The rule and its constants were chosen on simulated webs (``bench/importancesim.py``,
+bench/RESULTS.md), against bfs, backlink count, OPIC and the omniscient order.
 
 The frontier keeps a queued URL's importance as a number and ranks it in *bands*:
 ``BANDS_PER_OCTAVE`` bands for each doubling, so a band is a step of 9%; within a
@@ -35,34 +45,38 @@ from crawler.policy.order import PRIORITY_BANDS
 
 # How a link's credit is computed (IMPORTANCE_BACKLINKS).
 BACKLINK_MODES = ("weighted", "count", "opic")
-# The importance a seed starts with (its credit: no page links to it).
+# The backlink importance a seed starts with (its credit: no page links to it).
 SEED_CREDIT = 1.0
-# Bands per doubling of importance: 2 ** (1 / 8) = a 9% step.
-BANDS_PER_OCTAVE = 8
-# The band of importance 1: bands cover 2**-64 .. 2**64.
+# Bands per doubling of importance: 2 ** (1 / 16) = a 4.4% step.
+BANDS_PER_OCTAVE = 16
+# The band of importance 1: bands cover 2**-32 .. 2**32.
 BAND_OF_ONE = PRIORITY_BANDS // 2
-# The share of Q's importance its links pass on (PageRank's damping factor).
+# weighted: the share of Q's backlink importance its links pass on,
 DAMPING = 0.85
-# A link to another host counts this many times a link within the host.
-EXTERNAL_WEIGHT = 4.0
-# Every in-link passes at least this much, whoever links.
-BASE_CREDIT = 0.01
+# the decay of a link's credit with the depth of the page that holds it,
+DEPTH_DECAY = 0.7
+# what a link to another host is worth against a link within the host,
+EXTERNAL_WEIGHT = 0.5
+# and the share of a link from another host that goes to the host's own term.
+HOST_SHARE = 0.2
 
 
 @dataclass(frozen=True, slots=True)
 class ImportanceConfig:
-    """The formula's weights and how credits are computed."""
+    """The formula's weights and how credits are computed (chosen on data:
+    bench/RESULTS.md; IL must be worth about one and a half in-links)."""
 
     alpha: float = 1.0
-    beta: float = 0.1
+    beta: float = 1.5
     backlinks: str = "weighted"
 
-    def first(self, credit: float, location: float) -> float:
-        """The importance a URL is queued with: its first credit and its URL score."""
-        return self.alpha * credit + self.beta * location
+    def first(self, backlinks: float, location: float) -> float:
+        """The importance a URL is queued with: its backlink importance so far
+        (its first credit) and its URL's score."""
+        return self.alpha * backlinks + self.beta * location
 
     def more(self, credit: float) -> float:
-        """What one more in-link adds to a queued URL's importance."""
+        """What one more in-link of *credit* adds to a queued URL's importance."""
         return self.alpha * credit
 
 
@@ -81,22 +95,31 @@ def check_config(alpha: float, beta: float, backlinks: object) -> ImportanceConf
     return ImportanceConfig(alpha, beta, str(backlinks))
 
 
-def link_credits(
-    mode: str, importance: float, links: int, external: int
-) -> tuple[float, float]:
-    """The credit a page of *importance* passes with each of its *links* (of which
-    *external* lead to other hosts): (per link within its host, per external link).
-    """
+@dataclass(frozen=True, slots=True)
+class LinkCredit:
+    """What one link passes on: to the URL it points to, and to that URL's host's
+    term (a link from another host, ``weighted`` only)."""
+
+    url: float
+    host: float = 0.0
+
+
+def link_credit(
+    mode: str, backlinks: float, depth: int, links: int, external: bool
+) -> LinkCredit:
+    """The credit of one of the *links* of a page of backlink importance
+    *backlinks* at *depth*; *external* if it points to another host."""
     links = max(links, 1)
+    backlinks = backlinks if backlinks > 0 else 0.0  # NaN and negatives: none
     if mode == "count":
-        return 1.0, 1.0
+        return LinkCredit(1.0)
     if mode == "opic":
-        share = importance / links
-        return share, share
-    internal = links - min(external, links)
-    weight = internal + EXTERNAL_WEIGHT * min(external, links)
-    share = DAMPING * max(importance, 0.0) / weight
-    return BASE_CREDIT + share, BASE_CREDIT + EXTERNAL_WEIGHT * share
+        return LinkCredit(backlinks / links)
+    credit = DEPTH_DECAY ** max(depth, 0) * (1 + DAMPING * backlinks / links)
+    if not external:
+        return LinkCredit(credit)
+    credit *= EXTERNAL_WEIGHT
+    return LinkCredit(credit, HOST_SHARE * credit)
 
 
 def band_of(importance: float) -> int:

@@ -3,10 +3,10 @@
 The spider yields a request only for a link it has not yielded before
 (``crawler.spiders.follow``); every other link in scope is an in-link all the same,
 so it goes to the crawl's ``LinkCredits`` with the credit it passes, and the
-frontier adds that to the URL's importance while it waits. Each link's credit is
-its share of the page's importance (``crawler.policy.importance.link_credits``),
-given here because the spider knows the page's links in scope, which the generic
-``LinkCreditMiddleware`` would only count from the requests yielded.
+frontier adds that to the URL's importance while it waits. Each link's credit
+(``crawler.policy.importance.link_credit``) is given here because the spider knows
+the page's links in scope, which the generic ``LinkCreditMiddleware`` would only
+count from the requests yielded.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from crawler.context.crawl import AddonMissingError, CrawlContext
-from crawler.meta import IMPORTANCE, LINK_CREDIT
-from crawler.policy.importance import link_credits
+from crawler.meta import BACKLINKS, LINK_CREDIT
+from crawler.policy.importance import link_credit
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -57,24 +57,29 @@ class SpiderCredits:
     def give(
         self, response: Response, requests: Sequence[Request], known: Sequence[str]
     ) -> None:
-        """Credit *requests* (links yielded) and *known* (links not yielded again)
-        with their shares of *response*'s importance."""
+        """Credit *requests* (links yielded) and *known* (links not yielded again),
+        the page's links in scope, each by ``link_credit``."""
         origin = _origin(response.url)
-        urls = [request.url for request in requests]
-        external = sum(1 for url in (*urls, *known) if _origin(url) != origin)
-        importance = response.meta.get(IMPORTANCE)
-        if not isinstance(importance, int | float):
-            importance = 0.0
-        internal, outside = link_credits(
-            self._mode, float(importance), len(urls) + len(known), external
-        )
+        backlinks = response.meta.get(BACKLINKS)
+        if not isinstance(backlinks, int | float):
+            backlinks = 0.0
+        depth = response.meta.get("depth", 0)
+        links = len(requests) + len(known)
+        credits = {
+            external: link_credit(
+                self._mode,
+                float(backlinks),
+                depth if isinstance(depth, int) else 0,
+                links,
+                external,
+            )
+            for external in (False, True)
+        }
         for request in requests:
-            credit = internal if _origin(request.url) == origin else outside
-            request.meta[LINK_CREDIT] = credit
-        if (inbox := self._credits()) is None:
-            return
-        for url in known:
-            inbox.add(url, internal if _origin(url) == origin else outside)
+            request.meta[LINK_CREDIT] = credits[_origin(request.url) != origin]
+        if known and (inbox := self._credits()) is not None:
+            for url in known:
+                inbox.add(url, credits[_origin(url) != origin])
 
 
 def _origin(url: str) -> str:

@@ -21,6 +21,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from crawler.context.crawl import CrawlContext
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.meta import IMPORTANCE, INLINKS, LINK_CREDIT
+from crawler.policy.importance import LinkCredit
 from crawler.policy.sharding import shard_of
 from tests.integration.openscheduler import opened
 
@@ -179,7 +180,7 @@ async def test_in_links_the_spider_did_not_yield_again_move_a_url_up(
         for name, credit in (("a", 0.01), ("b", 0.02), ("c", 0.03)):
             assert scheduler.enqueue_request(link(one_host(name), credit))
         inbox = CrawlContext.of(scheduler._crawler).link_credits
-        inbox.add(one_host("a"), 0.1)
+        inbox.add(one_host("a"), LinkCredit(0.1))
         taken = take_all(scheduler, 3)
     assert names(taken) == ["a", "c", "b"]
     assert taken[0].meta[INLINKS] == 2
@@ -206,3 +207,23 @@ async def test_a_damaged_index_is_set_aside_and_nothing_is_lost(importance_setti
     assert names(taken) == ["b", "a"]
     assert stats.get("frontier/bad_entries", 0) >= 1
     client.close()
+
+
+@deferred_f_from_coro_f
+@pytest.mark.parametrize("host_credit", [0.0, 1.0])
+async def test_a_host_linked_from_other_hosts_goes_first(
+    importance_settings, host_credit
+):
+    """Hosts are compared by their best URL's importance plus their host term,
+    which links from other hosts raise, even links to pages fetched already (the
+    control: without it, the more important URL goes first)."""
+    async with opened(ImportanceSpider, importance_settings()) as scheduler:
+        assert scheduler.enqueue_request(link(host_each("a"), 0.1))
+        assert scheduler.enqueue_request(link(host_each("b"), 0.08))
+        inbox = CrawlContext.of(scheduler._crawler).link_credits
+        inbox.add(host_each("b") + "-fetched-long-ago", LinkCredit(0.0, host_credit))
+        # The credit goes with the next round trip (here a push); the scheduler
+        # picks a shard by what the last replies said.
+        assert scheduler.enqueue_request(link(host_each("c"), 0.001))
+        taken = take_all(scheduler, 3)
+    assert names(taken) == (["b", "a", "c"] if host_credit else ["a", "b", "c"])

@@ -9,14 +9,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crawler.policy.importance import (
-    BASE_CREDIT,
     DAMPING,
+    DEPTH_DECAY,
     EXTERNAL_WEIGHT,
+    HOST_SHARE,
     ImportanceConfig,
+    LinkCredit,
     band_floor,
     band_of,
     check_config,
-    link_credits,
+    link_credit,
 )
 from crawler.policy.order import PRIORITY_BANDS
 from crawler.policy.urlimportance import url_importance
@@ -29,10 +31,10 @@ def test_more_important_ranks_in_a_lower_band() -> None:
     assert len(set(bands)) == len(bands)
 
 
-def test_a_band_is_a_nine_percent_step() -> None:
-    assert band_of(1.0) - band_of(2.0) == 8  # eight bands a doubling
-    assert band_of(1.0) == band_of(1.08)
-    assert band_of(1.0) > band_of(1.1)
+def test_a_band_is_a_four_percent_step() -> None:
+    assert band_of(1.0) - band_of(2.0) == 16  # sixteen bands a doubling
+    assert band_of(1.0) == band_of(1.04)
+    assert band_of(1.0) > band_of(1.05)
 
 
 @pytest.mark.parametrize("value", [0.0, -1.0, math.nan, -math.inf])
@@ -46,7 +48,7 @@ def test_bands_are_clamped() -> None:
     assert band_of(2.0**-200) == PRIORITY_BANDS - 1
 
 
-@given(st.floats(min_value=2.0**-60, max_value=2.0**60))
+@given(st.floats(min_value=2.0**-30, max_value=2.0**30))
 def test_a_band_floor_ranks_in_its_band(value: float) -> None:
     band = band_of(value)
     assert band_floor(band) <= value * (1 + 1e-12)
@@ -54,20 +56,26 @@ def test_a_band_floor_ranks_in_its_band(value: float) -> None:
 
 
 def test_count_gives_one_a_link() -> None:
-    assert link_credits("count", 0.7, 10, 3) == (1.0, 1.0)
+    assert link_credit("count", 0.7, 3, 10, external=True) == LinkCredit(1.0)
 
 
-def test_opic_splits_the_page_evenly() -> None:
-    assert link_credits("opic", 0.6, 3, 1) == (pytest.approx(0.2), pytest.approx(0.2))
+def test_opic_splits_the_backlink_importance_evenly() -> None:
+    assert link_credit("opic", 0.6, 2, 3, external=False).url == pytest.approx(0.2)
 
 
-def test_weighted_gives_links_to_other_hosts_more() -> None:
-    internal, external = link_credits("weighted", 1.0, 5, 1)
-    share = DAMPING / (4 + EXTERNAL_WEIGHT)
-    assert internal == pytest.approx(BASE_CREDIT + share)
-    assert external == pytest.approx(BASE_CREDIT + EXTERNAL_WEIGHT * share)
-    # What the page passes on in all: its damped importance, plus the floors.
-    assert 4 * internal + external == pytest.approx(DAMPING + 5 * BASE_CREDIT)
+def test_weighted_is_a_floor_plus_a_share_decaying_with_depth() -> None:
+    credit = link_credit("weighted", 2.0, 0, 4, external=False)
+    assert credit == LinkCredit(pytest.approx(1 + DAMPING * 2.0 / 4))
+    deeper = link_credit("weighted", 2.0, 3, 4, external=False)
+    assert deeper.url == pytest.approx(DEPTH_DECAY**3 * credit.url)
+
+
+def test_a_link_from_another_host_counts_for_the_url_and_its_host() -> None:
+    inside = link_credit("weighted", 1.0, 1, 5, external=False)
+    outside = link_credit("weighted", 1.0, 1, 5, external=True)
+    assert outside.url == pytest.approx(EXTERNAL_WEIGHT * inside.url)
+    assert outside.host == pytest.approx(HOST_SHARE * outside.url)
+    assert inside.host == 0.0
 
 
 @given(
@@ -75,12 +83,14 @@ def test_weighted_gives_links_to_other_hosts_more() -> None:
     st.floats(allow_nan=True, allow_infinity=False),
     st.integers(min_value=-5, max_value=10**6),
     st.integers(min_value=-5, max_value=10**6),
+    st.booleans(),
 )
-def test_credits_are_numbers_for_any_page(
-    mode: str, importance: float, links: int, external: int
+def test_credits_are_finite_and_not_negative_for_any_page(
+    mode: str, backlinks: float, depth: int, links: int, external: bool
 ) -> None:
-    for credit in link_credits(mode, importance, links, external):
-        assert isinstance(credit, float)
+    credit = link_credit(mode, backlinks, depth, links, external)
+    assert 0 <= credit.url < math.inf
+    assert 0 <= credit.host < math.inf
 
 
 def test_the_formula_weighs_its_two_terms() -> None:

@@ -25,6 +25,7 @@ TRANSIENT_META = frozenset(
         # Importance order: given afresh at every pop, passed on in the push record.
         meta_keys.IMPORTANCE,
         meta_keys.INLINKS,
+        meta_keys.BACKLINKS,
         meta_keys.LINK_CREDIT,
         "_frontier_host",
         # The render middleware and handler's (scrapy-playwright): decided again

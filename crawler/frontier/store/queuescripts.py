@@ -79,16 +79,16 @@ local function shorten(key, depth)
   return false
 end
 
--- Importance order: a URL found again while queued gains item.credit (one more
--- in-link); once that lifts it to a better band it moves there: its reference
--- leaves its list for the tail of that band's (same level), and its depth repair
--- maps follow the new sequence number.
-local function move(host, key, seq0, class0, value, links, json)
+-- Importance order: a URL found again while queued gains its link's credit;
+-- once that lifts it to a better band it moves there: its reference leaves its
+-- list for the tail of that band's (same level), and its depth repair maps follow
+-- the new sequence number.
+local function move(host, key, seq0, class0, value, backlinks, links, json)
   local list0 = queue_key(host, class0)
   redis.call('LREM', list0, 1, seq0 .. '|' .. key)
   if redis.call('LLEN', list0) == 0 then redis.call('ZREM', levels_key(host), class0) end
   local seq = redis.call('INCR', SEQUENCE)
-  queue_entry(host, class0, seq .. '|' .. json, value, links, key)
+  queue_entry(host, class0, seq .. '|' .. json, value, backlinks, links, key)
   redis.call('HINCRBY', COUNTERS, 'moved', 1)
   local depth = math.floor(level_of(class0) / per_depth)
   local pkey = redis.call('HGET', provisional_sequences_key(depth), seq0)
@@ -100,16 +100,27 @@ local function move(host, key, seq0, class0, value, links, json)
   touch(host, concurrency)
 end
 
--- Credit a queued URL with one more in-link; move it if its band got better.
-local function add_credit(host, key, credit)
-  local seq0, class0, value, links, json = index_read(host, key)
+-- Credit a queued URL with one more in-link (item: its credit to the backlink
+-- importance, gain to the importance); move it if its band got better.
+local function add_credit(host, key, item)
+  local seq0, class0, value, backlinks, links, json = index_read(host, key)
   if not seq0 then return end  -- fetched, in flight, held or failed: no order to change
-  value, links = value + (tonumber(credit) or 0), links + 1
+  value = value + (tonumber(item.gain) or 0)
+  backlinks, links = backlinks + (tonumber(item.credit) or 0), links + 1
   if importance_band(value) < tonumber(class0) % BANDS then
-    move(host, key, seq0, class0, value, links, json)
+    move(host, key, seq0, class0, value, backlinks, links, json)
   else
-    index_write(host, key, seq0, class0, value, links, json)
+    index_write(host, key, seq0, class0, value, backlinks, links, json)
   end
+end
+
+-- The host term: links from other hosts credit the host too, fetched pages
+-- included; where hosts are compared, it adds to the host's best URL.
+local function add_host_credit(host, item)
+  local credit = tonumber(item.host_credit)
+  if not (importance and credit and credit > 0) then return end
+  redis.call('HINCRBYFLOAT', host_terms_key(), host, credit)
+  touch(host, concurrency)
 end
 
 -- A host's strategy (FRONTIER_SITE_STRATEGY): 'dfs' or '' (breadth-first); when
@@ -134,7 +145,8 @@ for item in records() do
   local host, kind = item.host, item.kind
   if kind == '' then set_strategy(host, item.strategy) end
   if kind == 'c' then  -- an in-link of a URL this node pushed before
-    add_credit(host, item.url_key, item.credit)
+    add_credit(host, item.url_key, item)
+    add_host_credit(host, item)
     flags[#flags + 1] = '0'
   else
     local class, key = item.class, item.depth_key
@@ -146,10 +158,14 @@ for item in records() do
     local shorter = not new and key ~= '' and shorten(key, depth)
     local flag = (new and '1') or (shorter and '2') or '0'
     if new or shorter == 'queued' or (shorter == 'fetched' and reparse) then
-      local value, links = item.importance, 1
+      local value, backlinks, links = item.importance, item.backlinks, 1
       if importance and shorter == 'queued' then  -- what the deeper copy had gathered
-        local _, _, gathered, counted = index_read(host, item.url_key)
-        if gathered then value, links = gathered + (tonumber(item.credit) or 0), counted + 1 end
+        local _, _, gathered, from_links, counted = index_read(host, item.url_key)
+        if gathered then
+          value = gathered + (tonumber(item.gain) or 0)
+          backlinks = from_links + (tonumber(item.credit) or 0)
+          links = counted + 1
+        end
       end
       local seq = redis.call('INCR', SEQUENCE)
       local entry = seq .. '|' .. item.entry
@@ -170,13 +186,14 @@ for item in records() do
         redis.call('ZADD', HELD, hold, class .. ' ' .. #host .. ' ' .. host .. entry)
         redis.call('HINCRBY', COUNTERS, 'held', 1)
       else
-        push_entry(host, class, entry, value, links, item.url_key)
+        push_entry(host, class, entry, value, backlinks, links, item.url_key)
         redis.call('HINCRBY', COUNTERS, 'queued', 1)
         touch(host, concurrency)
       end
     elseif importance and not new and not shorter and item.url_key ~= '' then
-      add_credit(host, item.url_key, item.credit)
+      add_credit(host, item.url_key, item)
     end
+    add_host_credit(item.host, item)
     flags[#flags + 1] = flag
   end
 end
@@ -191,25 +208,25 @@ POP = """
 --       allowed: the BFS barrier), node_id (the popping node: it must own the
 --       shard, fencing), per_depth (levels per depth)
 -- returns: {lease id, entry json, 1 if its links are to be reparsed (depth
---          repair) else 0, its class, its importance and in-links (importance
---          order; false otherwise), summary...}; id and entry false if no host is
+--          repair) else 0, its class, its importance, backlink importance and
+--          in-links (importance order; false otherwise), summary...}; id and entry false if no host is
 --          ready below the barrier; id false and entry 'fenced' if the node does
 --          not own the shard
 local concurrency = tonumber(args.concurrency)
 local expiry, default_delay = args.expiry, args.default_delay
 if redis.call('GET', OWNER) ~= args.node_id then
-  return {false, 'fenced', 0, 0, false, 0, unpack(summary())}
+  return {false, 'fenced', 0, 0, false, false, 0, unpack(summary())}
 end
 promote(tonumber(args.promote_limit))
 release_held(tonumber(args.promote_limit), concurrency)
 -- The head request of the best ready host. A host with nothing usable queued is
 -- set aside; a request superseded by a shallower copy of itself (depth repair) is
 -- dropped on the way.
-local host, class, entry, reparse, gathered, counted
+local host, class, entry, reparse, gathered, backlinks, counted
 local per_depth = tonumber(args.per_depth)
 for _ = 1, 1000 do
   local hosts = redis.call('ZRANGEBYSCORE', READY, '-inf', args.score_limit, 'LIMIT', 0, 1)
-  if #hosts == 0 then return {false, false, 0, 0, false, 0, unpack(summary())} end
+  if #hosts == 0 then return {false, false, 0, 0, false, false, 0, unpack(summary())} end
   host = hosts[1]
   if not head_score(host) then  -- nothing usable queued
     redis.call('ZREM', READY, host)
@@ -224,7 +241,7 @@ for _ = 1, 1000 do
     local live = not (seq and redis.call('SREM', SUPERSEDED, seq) == 1)
     if live then  -- importance order: the entry from the host's index
       local element = entry
-      entry, gathered, counted = take_entry(host, element)
+      entry, gathered, backlinks, counted = take_entry(host, element)
       live = entry ~= nil
       if not live then set_aside(element) end  -- a reference to no entry
     end
@@ -247,10 +264,13 @@ for _ = 1, 1000 do
     entry = nil
   end
 end
-if not entry then return {false, false, 0, 0, false, 0, unpack(summary())} end
+if not entry then return {false, false, 0, 0, false, false, 0, unpack(summary())} end
 -- Importance order: what the URL gathered, for the node.
-local value, links = false, 0
-if importance then value, links = string.format('%.6g', gathered or band_floor(class)), counted or 0 end
+local value, from_links, links = false, false, 0
+if importance then
+  value = string.format('%.6g', gathered or band_floor(class))
+  from_links, links = string.format('%.6g', backlinks or gathered or band_floor(class)), counted or 0
+end
 local id = redis.call('INCR', SEQUENCE)
 local prior = redis.call('HGET', READY_AT, host) or '0'
 redis.call('HSET', LEASED, id, class .. ' ' .. prior .. ' ' .. #host .. ' ' .. host .. entry)
@@ -261,8 +281,8 @@ local delay = hnum(DELAYS, host, tonumber(default_delay))
 redis.call('HSET', READY_AT, host, now + delay)
 redis.call('ZREM', READY, host)
 touch(host, concurrency)
-return {id, string.match(entry, '^%d+|(.*)$'), reparse and 1 or 0, tonumber(class), value, links,
-        unpack(summary())}
+return {id, string.match(entry, '^%d+|(.*)$'), reparse and 1 or 0, tonumber(class), value,
+        from_links, links, unpack(summary())}
 """
 
 ACK = """
@@ -318,7 +338,7 @@ local count = 0
 for _, id in ipairs(ids) do
   local class, host, entry = release(id)
   if class then
-    queue_entry(host, class, entry, nil, 0, nil, true)  -- at the head
+    queue_entry(host, class, entry, nil, nil, 0, nil, true)  -- at the head
     redis.call('HINCRBY', COUNTERS, 'queued', 1)
     touch(host, concurrency)
     count = count + 1

@@ -22,7 +22,7 @@ local types = {{READY, 'zset'}, {WAITING, 'zset'}, {READY_AT, 'hash'},
                {SEQUENCE, 'string'}, {COUNTERS, 'hash'}, {SEEN, args.seen_type},
                {DELAYS, 'hash'}, {OUTSTANDING, 'hash'}, {OWNER, 'string'},
                {HELD, 'zset'}, {FAILED, 'hash'}, {SUPERSEDED, 'set'}, {REPARSE, 'set'},
-               {strategies_key(), 'hash'}}
+               {strategies_key(), 'hash'}, {host_terms_key(), 'hash'}}
 for _, key_type in ipairs(types) do
   local key, expected = key_type[1], key_type[2]
   local found = redis.call('TYPE', key)['ok']

@@ -39,7 +39,12 @@ class Pending:
     # one more in-link adds if it is queued already.
     url_key: str = ""
     importance: float = 0.0
+    # Its backlink importance if it is new; what one more in-link adds to that
+    # (credit) and to its importance (gain); and to its host's term (host_credit).
+    backlinks: float = 0.0
     credit: float = 0.0
+    gain: float = 0.0
+    host_credit: float = 0.0
     # "" a request; CREDIT: an in-link of a URL this node pushed before (no entry:
     # Redis credits it if it is still queued).
     kind: str = ""
@@ -61,8 +66,10 @@ class Lease:
     lease_id: str
     reparse: bool = field(default=False, compare=False)
     done_at: float | None = field(default=None, compare=False)
-    # In importance order, its importance and the in-links counted for it.
+    # In importance order, its importance, backlink importance and the in-links
+    # counted for it.
     importance: float | None = field(default=None, compare=False)
+    backlinks: float = field(default=0.0, compare=False)
     inlinks: int = field(default=0, compare=False)
 
     def __str__(self) -> str:

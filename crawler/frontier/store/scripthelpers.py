@@ -63,6 +63,20 @@ local function host_rank(host, class)
   return deep * BANDS + band
 end
 
+-- Where a host's best request ranks against other hosts': its rank, except in
+-- importance order, where its host term (a share of the credits of links from
+-- other hosts into the host) adds to the importance of its band.
+local function host_score_rank(host, class)
+  if order ~= 'importance' then return rank_of(class) end
+  local term = tonumber(redis.call('HGET', host_terms_key(), host))
+  if not term or not (term > 0) then return rank_of(class) end
+  class = tonumber(class)
+  local value = 2 ^ ((BAND_OF_ONE - class % BANDS) / BANDS_PER_OCTAVE) + term
+  local band = BAND_OF_ONE - math.floor(BANDS_PER_OCTAVE * math.log(value) / math.log(2))
+  band = math.min(math.max(band, 0), BANDS - 1)
+  return band * LEVELS + level_of(class)
+end
+
 -- Values this call found damaged (not written by the crawler) and set aside.
 local damaged = 0
 
@@ -115,7 +129,7 @@ local function head_score(host)
     else
       local seq = tonumber(string.match(entry, '^(%d+)|'))
       if seq then
-        return rank_of(class) * SEQUENCE_LIMIT + math.min(seq, SEQUENCE_LIMIT - 1)
+        return host_score_rank(host, class) * SEQUENCE_LIMIT + math.min(seq, SEQUENCE_LIMIT - 1)
       end
       drop_head(queue, lv, classes[1], entry)
     end
@@ -212,19 +226,20 @@ local function url_key_of(entry)
   if not ok or type(decoded) ~= 'table' or type(decoded.u) ~= 'string' then return nil end
   return string.sub(redis.sha1hex(decoded.u), 1, 16)
 end
--- A queued URL in its host's index: '<seq> <class> <importance> <in-links>|<json>'
--- (its queue list holds '<seq>|<key>'): seq, class, importance, in-links, json; nil
--- if it is not indexed (or not as this crawler writes it).
+-- A queued URL in its host's index:
+-- '<seq> <class> <importance> <backlinks> <in-links>|<json>' (its queue list holds
+-- '<seq>|<key>'): seq, class, importance, backlinks, in-links, json; nil if it is
+-- not indexed (or not as this crawler writes it).
 local function index_read(host, key)
   local text = read('HGET', importance_key(host), key)
-  local seq, class, value, links, json =
-    string.match(text or '', '^(%d+) (%d+) (%S+) (%d+)|(.*)$')
+  local seq, class, value, backlinks, links, json =
+    string.match(text or '', '^(%d+) (%d+) (%S+) (%S+) (%d+)|(.*)$')
   if not seq or not class_of(class) or not tonumber(value) then return nil end
-  return seq, class, tonumber(value), tonumber(links), json
+  return seq, class, tonumber(value), tonumber(backlinks) or 0, tonumber(links), json
 end
-local function index_write(host, key, seq, class, value, links, json)
+local function index_write(host, key, seq, class, value, backlinks, links, json)
   local text = seq .. ' ' .. class .. ' ' .. string.format('%.5g', value) .. ' ' ..
-    links .. '|' .. json
+    string.format('%.5g', backlinks) .. ' ' .. links .. '|' .. json
   if not read('HSET', importance_key(host), key, text) then  -- not a hash: set aside
     redis.call('HSET', importance_key(host), key, text)
   end
@@ -235,8 +250,9 @@ end
 -- class takes the band of *value* (its importance; the floor of its class's band
 -- when not known: a lease put back, a held request released), the entry goes to
 -- the host's index under *key* (its URL key; read from the entry if not given)
--- with *links* (in-links), and the list holds '<seq>|<key>'. The class it went to.
-local function queue_entry(host, class, entry, value, links, key, at_head)
+-- with *backlinks* and *links* (in-links), and the list holds '<seq>|<key>'. The
+-- class it went to.
+local function queue_entry(host, class, entry, value, backlinks, links, key, at_head)
   local element = entry
   if importance then
     value = tonumber(value) or band_floor(class)
@@ -244,7 +260,7 @@ local function queue_entry(host, class, entry, value, links, key, at_head)
     local seq, json = string.match(entry, '^(%d+)|(.*)$')
     if not key or key == '' then key = url_key_of(entry) end
     if key and seq then
-      index_write(host, key, seq, class, value, links or 0, json)
+      index_write(host, key, seq, class, value, tonumber(backlinks) or value, links or 0, json)
       element = seq .. '|' .. key
     end
   end
@@ -255,23 +271,23 @@ local function queue_entry(host, class, entry, value, links, key, at_head)
 end
 
 -- Queue *entry* (see queue_entry); the BFS barrier counts it at its level.
-local function push_entry(host, class, entry, value, links, key)
-  class = queue_entry(host, class, entry, value, links, key)
+local function push_entry(host, class, entry, value, backlinks, links, key)
+  class = queue_entry(host, class, entry, value, backlinks, links, key)
   redis.call('HINCRBY', OUTSTANDING, level_of(class), 1)
   return class
 end
 
 -- The entry ('<seq>|<json>') of a popped list element, and, in importance order,
--- its importance and in-links, out of the host's index; nil if the element is not
--- the URL's live copy (a reference the index does not hold).
+-- its importance, backlinks and in-links, out of the host's index; nil if the
+-- element is not the URL's live copy (a reference the index does not hold).
 local function take_entry(host, element)
   if not importance then return element end
   local seq, key = string.match(element, '^(%d+)|(%x+)$')
   if not seq then return element end  -- an entry queued whole (not a reference)
-  local live, _, value, links, json = index_read(host, key)
+  local live, _, value, backlinks, links, json = index_read(host, key)
   if live ~= seq then return nil end
   redis.call('HDEL', importance_key(host), key)
-  return seq .. '|' .. json, value, links
+  return seq .. '|' .. json, value, backlinks, links
 end
 
 -- '<class> <len(host)> <host><rest>' -> class, host, rest (nil if malformed)
@@ -385,7 +401,7 @@ end
 GUARD = """
 local checks = {{'INCRBY', SEQUENCE, 0}, {'HLEN', LEASED}, {'ZCARD', HELD},
                 {'HLEN', FAILED}, {'SCARD', SUPERSEDED}, {'SCARD', REPARSE},
-                {'HLEN', strategies_key()}}
+                {'HLEN', strategies_key()}, {'HLEN', host_terms_key()}}
 for _, check in ipairs(checks) do
   local reply = redis.pcall(unpack(check))
   if type(reply) == 'table' and reply.err then return redis.error_reply(reply.err) end

@@ -178,7 +178,10 @@ class FrontierStore:
                 "depth_key": item.depth_key,
                 "url_key": item.url_key,
                 "importance": repr(item.importance),
+                "backlinks": repr(item.backlinks),
                 "credit": repr(item.credit),
+                "gain": repr(item.gain),
+                "host_credit": repr(item.host_credit),
                 "kind": item.kind,
                 "strategy": "dfs" if item.deepest_first else "",
             }
@@ -219,7 +222,7 @@ class FrontierStore:
         self, order: PopOrder, reply: list[Any]
     ) -> tuple[tuple[Lease, bytes] | None, bool]:
         """The lease and entry popped, if any, and whether the pop was fenced."""
-        self._shards.remember(order.shard, reply[6:])
+        self._shards.remember(order.shard, reply[7:])
         if reply[0] is None:
             return None, reply[1] == b"fenced"
         lease = Lease(
@@ -227,7 +230,8 @@ class FrontierStore:
             str(reply[0]),
             reparse=reply[2] == 1,
             importance=None if reply[4] is None else float(reply[4]),
-            inlinks=int(reply[5]),
+            backlinks=float(reply[5] or 0),
+            inlinks=int(reply[6]),
         )
         return (lease, reply[1]), False
 
