@@ -41,6 +41,9 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
     "SPIDER_MIDDLEWARES": (
         # Annotates depth and acknowledges each lease once its response is handled.
         ("crawler.frontier.acks.FrontierDepthMiddleware", 900),
+        # Each host's pages, links and depths (FRONTIER_SITE_STRATEGY's history), in
+        # batches to Redis; next to the depth middleware, which gives pages depths.
+        ("crawler.spiders.sitehistory.SiteHistoryMiddleware", 890),
         # Links robots.txt forbids (when their origin's rules are known) are not queued.
         ("crawler.robots.linkfilter.RobotsLinkFilter", 950),
         # RENDER_MODE=auto: each sample's rendered page against its static document

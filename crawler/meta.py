@@ -74,3 +74,8 @@ INLINKS = "frontier_inlinks"
 # The credit a link passes to the URL it points to (its share of the linking page's
 # importance), set by FrontierDepthMiddleware on each request a page yields.
 LINK_CREDIT = "frontier_link_credit"
+# The links a spider read on a page, and how many of them leave the page's site,
+# set on the response by a spider that reads every link of a page but yields only
+# some (bfs: those in scope, not yielded before) for the site history middleware
+# (crawler.spiders.sitehistory); without it, the middleware counts what is yielded.
+SITE_LINKS = "frontier_site_links"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from crawler.context.crawl import CrawlContext
 from crawler.context.logonce import OnceLogger
 from crawler.frontier.dedup import bloom_hashes, most_hashes, shard_layouts
 from crawler.frontier.encoding import codec
@@ -52,6 +53,7 @@ class Admission:
         self._spider = spider
         self._config = config
         self._run = run  # DEPTH_LIMIT may change while the crawl runs
+        self._sites = CrawlContext.of(crawler).sites  # a host's own depth limit
         self._on_duplicate = on_duplicate
         self._seen = SeenCache(config.local_seen_cache)
         self._duplicates = 0
@@ -63,7 +65,10 @@ class Admission:
     def admit(self, request: Request) -> Pending | None:
         """The request ready to push, or None (counted) if it must not be queued."""
         depth = request.meta.get("depth", 0)
-        if not depth_allowed(depth, self._run.current.depth_limit):
+        limit = self._sites.depth_limit_of_url(
+            request.url, self._run.current.depth_limit
+        )
+        if not depth_allowed(depth, limit):
             self._stats.inc_value("frontier/depth_limited")
             return None
         dedup: str | bytes = ""
