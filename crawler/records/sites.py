@@ -125,11 +125,12 @@ class SiteTable:
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
         try:
             with self._database.transaction() as cursor:
-                old = self._rows(cursor, [save.host for save in saves])
+                hosts = [clean_text(save.host) for save in saves]
+                old = self._rows(cursor, hosts)
                 rows = []
-                for save in saves:
-                    before = old.get(save.host) or SiteRow(
-                        save.host, crawl, save.observation, SiteHistory()
+                for host, save in zip(hosts, saves, strict=True):
+                    before = old.get(host) or SiteRow(
+                        host, crawl, save.observation, SiteHistory()
                     )
                     row = before.saved(crawl, save.observation, save.strategy)
                     rows.append(_values(row, now))
@@ -177,7 +178,7 @@ def _values(row: SiteRow, now: str) -> tuple[Any, ...]:
     """*row*'s values in COLUMNS order, text made fit for every database."""
     observation, history = row.observation, row.history
     return (
-        clean_text(row.host),
+        row.host,
         clean_text(row.crawl),
         observation.pages,
         observation.links,
