@@ -125,13 +125,14 @@ class SiteHistoryMiddleware:
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
-        """Pass the spider's output through; count the page once it is done."""
-        told = response.meta.get(SITE_LINKS)
+        """Pass the spider's output through; count the page once it is done (the
+        links the spider read, told once its callback ran, else those it yielded)."""
         yielded: list[str] = []
         async for output in result:
-            if told is None and isinstance(output, Request):
+            if isinstance(output, Request):
                 yielded.append(output.url)
             yield output
+        told = response.meta.get(SITE_LINKS)
         if isinstance(told, list | tuple) and len(told) == 2:
             links, leaving = (n if isinstance(n, int) else 0 for n in told)
         else:
