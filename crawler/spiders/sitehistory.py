@@ -18,6 +18,7 @@ for ``scrapy frontier hosts`` and the dashboard.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import Counter
@@ -49,6 +50,7 @@ from crawler.crawlstate.sitecounters import (
 from crawler.meta import REPARSED, SITE_LINKS
 from crawler.policy.hosts import BadURLError, host_of
 from crawler.policy.siteclass import leaving_links
+from crawler.records.connection import RecordsDatabaseError
 from crawler.spiders.sitesaves import SiteSaver, crawl_name
 
 if TYPE_CHECKING:
@@ -117,7 +119,10 @@ class SiteHistoryMiddleware:
         keys = CrawlKeys.of(crawler.settings, crawler.spidercls.name)
         saver = None
         if records_on(crawler.settings):
-            saver = SiteSaver(crawler, crawler.settings["RECORDS_DATABASE_URL"], sites)
+            url = crawler.settings["RECORDS_DATABASE_URL"]
+            # A URL of neither kind: the records pipeline says so, and stops.
+            with contextlib.suppress(RecordsDatabaseError):
+                saver = SiteSaver(crawler, url, sites)
         return cls(crawler, keys, sites, saver)
 
     # --- counting -------------------------------------------------------------------
