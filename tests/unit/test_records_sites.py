@@ -61,7 +61,7 @@ def test_each_crawl_is_folded_into_the_averages_once_by_the_next(table):
     before_third = row.history_before("c@3")
     assert before_third.crawls == 2
     assert before_third.share == pytest.approx(WEIGHT * 0.01 + (1 - WEIGHT) * 0.75)
-    assert classify(before_third).strategy == "bfs"  # 38% leave: not yet dfs
+    assert classify(before_third).strategy == "dfs"  # 38% leave, depth 5.5
 
 
 def test_hosts_are_saved_together_and_apart(table):
