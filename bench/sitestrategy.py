@@ -30,24 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 
-from bench import nginxsites, procs, report, run, sitecorpora
+from bench import nginxsites, procs, report, run, sitecorpora, sitescores
 from bench.crawls import CrawlSpec, command
 from bench.realcrawls import stats_file
 from crawler.crawlstate.embedded import EmbeddedRedis
-from crawler.crawlstate.keys import CrawlKeys
-from crawler.crawlstate.sitecounters import evidence_of
-from crawler.policy.siteclass import classify
-from crawler.records.database import RecordsDatabase
-from crawler.records.sites import SiteTable
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
 OUT = run.OUT
-KEYS = CrawlKeys("bfs")
-# What each label expects auto to make of a host.
-EXPECTED = {"portal": "bfs", "specialised": "dfs"}
-NEXT_CRAWL = "the next crawl"
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,93 +188,6 @@ def crawl(place: Place, n: int, *, history: bool = True) -> dict[str, Any]:
     }
 
 
-def observed(client: redis.Redis, sites: list[Labelled]) -> dict[str, dict[str, Any]]:
-    """Each site's evidence and strategy as the crawl last wrote them in Redis."""
-    found = {}
-    for s in sites:
-        fields = client.hgetall(KEYS.site(s.host))
-        evidence = evidence_of(fields)  # type: ignore[arg-type]
-        observation = evidence.observation()
-        strategy = fields.get(b"strategy", b"").decode()  # type: ignore[union-attr]
-        found[s.name] = {
-            "pages": observation.pages,
-            "links": observation.links,
-            "leaving": observation.leaving,
-            "share": round(observation.share, 4),
-            "depth": observation.depth,
-            "strategy": strategy,
-            "correct": strategy.startswith(EXPECTED[s.label]),
-        }
-    return found
-
-
-def from_history(database: Path, sites: list[Labelled]) -> dict[str, dict[str, Any]]:
-    """What the next crawl starts from for each site: the records' history alone."""
-    records = RecordsDatabase(f"sqlite:///{database}").open(create=False)
-    try:
-        rows = SiteTable(records).read()
-    finally:
-        records.close()
-    found = {}
-    for s in sites:
-        row = rows.get(s.host)
-        history = row.history_before(NEXT_CRAWL) if row is not None else None
-        found[s.name] = (
-            {"strategy": None, "correct": False}
-            if history is None
-            else {
-                "crawls": history.crawls,
-                "share": history.share,
-                "depth": history.depth,
-                "strategy": (c := classify(history)).strategy + f" ({c.why})",
-                "correct": classify(history).strategy == EXPECTED[s.label],
-            }
-        )
-    return found
-
-
-def score(found: dict[str, dict[str, Any]]) -> str:
-    right = sum(1 for entry in found.values() if entry["correct"])
-    return f"{right}/{len(found)}"
-
-
-def table(sites: list[Labelled], crawls: list[dict[str, Any]]) -> str:
-    """One line a site: its label, what each crawl saw and made of it."""
-    head = ["site", "label", "pages", "links leave", "depth"]
-    for c in crawls:
-        head += [f"crawl {c['crawl']}", f"history after {c['crawl']}"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for s in sites:
-        last = crawls[-1]["hosts"][s.name]
-        row = [
-            s.name,
-            s.label,
-            str(last["pages"]),
-            f"{last['share']:.1%}",
-            str(last["depth"]),
-        ]
-        for c in crawls:
-            row += [
-                c["hosts"][s.name]["strategy"],
-                c["history"][s.name]["strategy"] or "-",
-            ]
-        lines.append("| " + " | ".join(row) + " |")
-    scores = ["**score**", "", "", "", ""]
-    for c in crawls:
-        scores += [f"**{score(c['hosts'])}**", f"**{score(c['history'])}**"]
-    lines.append("| " + " | ".join(scores) + " |")
-    return "\n".join(lines)
-
-
-def _rates(figures: dict[str, Any]) -> str:
-    rate = figures["pages_per_second"] or 0.0
-    cpu = figures["cpu_ms_per_response"] or 0.0
-    return (
-        f"{figures['responses']} responses in {figures['seconds'] or 0:.1f} s, "
-        f"{rate:.1f} responses/s, {cpu:.2f} CPU ms a response"
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     corpora = [nginxsites.Corpus(n, Path(f)) for n, f, _ in nginxsites.DEFAULT_CORPORA]
@@ -304,24 +208,28 @@ def main(argv: Sequence[str] | None = None) -> int:
             place = Place(args, sites, server.url, Path(work))
             for n in range(1, args.crawls + 1):
                 figures = crawl(place, n)
-                figures["hosts"] = observed(client, sites)
-                figures["history"] = from_history(Path(work) / "pages.db", sites)
+                figures["hosts"] = sitescores.observed(client, sites)
+                figures["history"] = sitescores.from_history(
+                    Path(work) / "pages.db", sites
+                )
                 crawls.append(figures)
                 print(
                     f"Crawl {n}: {figures['responses']} responses in "
-                    f"{figures['seconds'] or 0:.1f} s; score {score(figures['hosts'])}, "
-                    f"next crawl starts from {score(figures['history'])}",
+                    f"{figures['seconds'] or 0:.1f} s; score {sitescores.score(figures['hosts'])}, "
+                    f"next crawl starts from {sitescores.score(figures['history'])}",
                     flush=True,
                 )
             if args.control:
                 control = crawl(place, 0, history=False)
-                print(f"Control: {_rates(control)}", flush=True)
+                print(f"Control: {sitescores.rates(control)}", flush=True)
         finally:
             client.close()
-    text = table(sites, crawls)
-    text += "\n\n" + "\n".join(f"Crawl {c['crawl']}: {_rates(c)}" for c in crawls)
+    text = sitescores.table(sites, crawls)
+    text += "\n\n" + "\n".join(
+        f"Crawl {c['crawl']}: {sitescores.rates(c)}" for c in crawls
+    )
     if control is not None:
-        text += f"\nWithout site histories: {_rates(control)}"
+        text += f"\nWithout site histories: {sitescores.rates(control)}"
     print("\n" + text)
     results = {
         "command": " ".join(["python -m bench.sitestrategy", *sys.argv[1:]]),

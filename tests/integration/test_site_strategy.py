@@ -17,6 +17,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from scrapy import Request, Spider
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
@@ -32,9 +33,10 @@ from tests.servers import running_site
 from tests.site import host_address, links_of, url_of
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterator, Mapping
 
     import redis as redis_py
+    from scrapy.http import Response
 
     from tests.servers import RunningSite
     from tests.site import SiteSpec
@@ -152,6 +154,39 @@ async def test_each_host_s_history_reaches_redis_and_the_records(
         assert row.observation == evidence.observation()
         assert row.strategy == strategy
         assert row.crawl.startswith("bfs@")
+
+
+class LinkSpider(Spider):
+    """A project's own spider: yields a request for every link of a page (no
+    SITE_LINKS: the site history counts what it yields)."""
+
+    name = "links"
+
+    def parse(self, response: Response) -> Iterator[Request]:
+        for href in response.css("a::attr(href)").getall():
+            yield Request(response.urljoin(href))
+
+
+@deferred_f_from_coro_f
+async def test_a_project_s_own_spider_s_links_are_counted_as_it_yields_them(
+    settings, redis
+):
+    with running_site(**SITE) as site:
+        values = settings(DEPTH_LIMIT=1, FRONTIER_KEY_PREFIX="bfs")
+        crawler = get_crawler(LinkSpider, values)
+        await crawler.crawl_async(start_urls=[site.seeds[0]])
+        fetched = fetched_pages(site)
+
+    pages = [page for page in fetched if page[0] == 0]
+    links = [links_of(site.spec, *page) for page in pages]  # repeats: yielded twice
+    fields = site_fields(redis, 0)
+    evidence = evidence_of(fields)
+    assert (evidence.pages, evidence.links, evidence.leaving) == (
+        len(pages),
+        sum(map(len, links)),
+        sum(1 for targets in links for target in targets if target[0] != 0),
+    )
+    assert fields[b"strategy"] == b"bfs (default)"
 
 
 @deferred_f_from_coro_f
