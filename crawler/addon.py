@@ -44,6 +44,9 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         # FRONTIER_ORDER=importance: each link's share of its page's importance; a
         # page's links counted once robots.txt's filter (950) has dropped its own.
         ("crawler.frontier.importance.LinkCreditMiddleware", 920),
+        # Each host's pages, links and depths (FRONTIER_SITE_STRATEGY's history), in
+        # batches to Redis; next to the depth middleware, which gives pages depths.
+        ("crawler.spiders.sitehistory.SiteHistoryMiddleware", 890),
         # Links robots.txt forbids (when their origin's rules are known) are not queued.
         ("crawler.robots.linkfilter.RobotsLinkFilter", 950),
         # RENDER_MODE=auto: each sample's rendered page against its static document

@@ -37,6 +37,10 @@ class PageRecord:
     # What became of the URL (crawler.policy.fates): every URL gets one record.
     fate: Fate = "fetched"
     location: str | None = None  # where a redirect led (fate "redirected")
+    # Its importance I(P) when the frontier handed it out, and the in-links counted
+    # for it by then (FRONTIER_ORDER = importance); None in any other order.
+    importance: float | None = None
+    inlinks: int | None = None
 
 
 @dataclass(slots=True, frozen=True)

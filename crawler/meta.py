@@ -76,3 +76,8 @@ BACKLINKS = "frontier_backlinks"
 # The credit a link passes on (crawler.policy.importance.LinkCredit), set on each
 # request a page yields by LinkCreditMiddleware or the bfs spider.
 LINK_CREDIT = "frontier_link_credit"
+# The links a spider read on a page, and how many of them leave the page's site,
+# set on the response by a spider that reads every link of a page but yields only
+# some (bfs: those in scope, not yielded before) for the site history middleware
+# (crawler.spiders.sitehistory); without it, the middleware counts what is yielded.
+SITE_LINKS = "frontier_site_links"

@@ -4,7 +4,9 @@ Rows of ``RECORDS_DATABASE_URL`` (``-s`` overrides it), filtered by ``--host``
 (exact), ``--status`` (exact; 0 lists the URLs that failed without an HTTP answer),
 ``--failed`` (every URL that failed for good, HTTP errors included), ``--fate``
 (one fate of ``crawler.policy.fates``) and ``--title`` (a case-insensitive
-substring), sorted by URL, at most ``--limit``. Rows are those of one crawl: by
+substring), sorted by URL (``--order importance``: the most important first, as
+``FRONTIER_ORDER = importance`` handed them out; ``inlinks``, ``depth``,
+``fetched``), at most ``--limit``. Rows are those of one crawl: by
 default the crawl the command means (``crawler.commands.crawltarget``: the project's
 only spider, or ``FRONTIER_KEY_PREFIX``) and rows written before rows named their
 crawl; ``--crawl NAME`` (a key prefix) only that crawl's; ``--all-crawls`` every
@@ -34,6 +36,7 @@ from crawler.commands.crawltarget import (
 from crawler.policy.fates import FAILED_FATES, FATES
 from crawler.records.connection import shown
 from crawler.records.database import COLUMNS, RecordsDatabase, RecordsDatabaseError
+from crawler.records.query import ORDERS
 from crawler.reports.hosts import cell
 
 if TYPE_CHECKING:
@@ -41,8 +44,20 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
 # The columns the table shows (every column goes to CSV and JSON).
-TABLE_COLUMNS = ("url", "status", "fate", "depth", "length", "title", "fetched_at")
-_RIGHT_ALIGNED = frozenset({"status", "depth", "length"})
+TABLE_COLUMNS = (
+    "url",
+    "status",
+    "fate",
+    "depth",
+    "importance",
+    "inlinks",
+    "length",
+    "title",
+    "fetched_at",
+)
+_RIGHT_ALIGNED = frozenset({"status", "depth", "importance", "inlinks", "length"})
+# Significant digits of an importance in the table (CSV and JSON keep them all).
+IMPORTANCE_DIGITS = 4
 FORMATS = ("table", "csv", "json", "jsonl")
 
 
@@ -54,7 +69,7 @@ class Command(ScrapyCommand):
     def syntax(self) -> str:
         return (
             "[--host H] [--status N] [--failed | --fate F] [--title TEXT] "
-            "[--format F] [-o FILE]"
+            "[--order O] [--format F] [-o FILE]"
         )
 
     def short_desc(self) -> str:
@@ -89,6 +104,13 @@ class Command(ScrapyCommand):
             "--all-crawls", action="store_true", help="rows of every crawl"
         )
         parser.add_argument("--limit", type=int, help="at most this many rows")
+        parser.add_argument(
+            "--order",
+            choices=tuple(ORDERS),
+            default="url",
+            help="url (default); importance, inlinks: the highest first (rows "
+            "without one last); depth, fetched: the lowest, earliest first",
+        )
         parser.add_argument(
             "--format",
             choices=FORMATS,
@@ -147,6 +169,7 @@ def write_pages(url: str, opts: argparse.Namespace) -> int:
             crawl=opts.crawl,
             unknown_crawl=opts.unknown_crawl,
             limit=opts.limit,
+            order=opts.order,
         )
         writer = WRITERS[opts.format]
         if opts.output:
@@ -174,7 +197,7 @@ def shown_crawl(crawl: str | None, unknown: bool, url: str) -> str:
 def write_table(rows: Iterable[dict[str, Any]], out: IO[str]) -> None:
     """An aligned table of TABLE_COLUMNS (every row is read first, for widths)."""
     lines = [list(TABLE_COLUMNS)]
-    lines += [[cell(_text(row[c])) for c in TABLE_COLUMNS] for row in rows]
+    lines += [[cell(_shown(c, row[c])) for c in TABLE_COLUMNS] for row in rows]
     if len(lines) == 1:
         out.write("No pages match\n")
         return
@@ -209,8 +232,13 @@ def write_jsonl(rows: Iterable[dict[str, Any]], out: IO[str]) -> None:
         out.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
-def _text(value: object) -> str:
-    return "" if value is None else str(value)
+def _shown(column: str, value: object) -> str:
+    """A table cell: empty for NULL, an importance to IMPORTANCE_DIGITS digits."""
+    if value is None:
+        return ""
+    if column == "importance" and isinstance(value, float):
+        return f"{value:.{IMPORTANCE_DIGITS}g}"
+    return str(value)
 
 
 WRITERS: dict[str, Callable[[Iterable[dict[str, Any]], IO[str]], None]] = {

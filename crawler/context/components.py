@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 PAGE_STORE_PIPELINE = "crawler.pipelines.pagestore.PageStorePipeline"
+RECORDS_PIPELINE = "crawler.pipelines.records.RecordsPipeline"
 
 
 def page_store_on(settings: BaseSettings) -> bool:
@@ -26,6 +27,16 @@ def page_store_on(settings: BaseSettings) -> bool:
         return False
     pipelines = build_component_list(settings.getwithbase("ITEM_PIPELINES"))
     return PAGE_STORE_PIPELINE in {_path_of(pipeline) for pipeline in pipelines}
+
+
+def records_on(settings: BaseSettings) -> bool:
+    """Whether this crawl writes page records: ``RECORDS_DATABASE_URL`` set and the
+    pipeline among ``ITEM_PIPELINES``. Site histories are carried over crawls in the
+    same database only then."""
+    if not settings.get("RECORDS_DATABASE_URL"):
+        return False
+    pipelines = build_component_list(settings.getwithbase("ITEM_PIPELINES"))
+    return RECORDS_PIPELINE in {_path_of(pipeline) for pipeline in pipelines}
 
 
 def _path_of(component: object) -> str:

@@ -1,7 +1,7 @@
 """The context of one crawl: the state its components share.
 
-Each host's delays in force, the Redis server and its clients, whether Redis
-answers, and the timing of the frontier's round trips. The add-on
+Each host's delays in force and crawl strategy, the Redis server and its clients,
+whether Redis answers, and the timing of the frontier's round trips. The add-on
 (``crawler.addon.Frontier``) is a ``CrawlContext``: Scrapy builds one add-on
 instance a crawler, and components reach it with ``CrawlContext.of(crawler)``
 (Scrapy's own ``crawler.get_addon``) without importing the add-on, which sits at
@@ -19,7 +19,9 @@ from crawler.context.linkcredits import LinkCredits
 from crawler.context.outage import RedisOutage
 from crawler.context.roundtriptimes import RoundTripTimes
 from crawler.context.runsettings import RunSettings, RunSettingsHolder
+from crawler.context.sitestrategies import SiteStrategies
 from crawler.crawlstate.connection import CrawlRedis
+from crawler.policy.sitestrategy import SiteStrategyConfig
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -38,6 +40,7 @@ class CrawlContext:
         self._delays: HostDelays | None = None
         self._outage: RedisOutage | None = None
         self._redis: CrawlRedis | None = None
+        self._sites: SiteStrategies | None = None
         # The frontier's script round trips, timed for the metrics endpoint.
         self.round_trip_times = RoundTripTimes()
         # In-links the spider did not yield again (importance order).
@@ -62,6 +65,15 @@ class CrawlContext:
             run = RunSettings.from_settings(self._crawler.settings, machine_zone())
             self._delays = HostDelays(RunSettingsHolder(run), self._crawler.stats)
         return self._delays
+
+    @property
+    def sites(self) -> SiteStrategies:
+        """Each host's crawl strategy and depth limit (``FRONTIER_SITE_STRATEGY``);
+        raises ``ValueError`` on a bad setting."""
+        if self._sites is None:
+            config = SiteStrategyConfig.from_settings(self._crawler.settings)
+            self._sites = SiteStrategies(config, self._crawler)
+        return self._sites
 
     @property
     def redis(self) -> CrawlRedis:

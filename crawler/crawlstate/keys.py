@@ -133,6 +133,13 @@ class CrawlKeys:
         tables."""
         return f"{self.prefix}:traffic-by:{metric}"
 
+    def site(self, host: str) -> str:
+        """HASH of what this crawl's pages of *host* showed (the site strategy's
+        evidence, ``crawler.crawlstate.sitecounters``): ``pages``, ``links``,
+        ``leaving`` (links to another site), ``d<depth>`` (pages at that link
+        depth), and the strategy in force with why (``strategy``)."""
+        return f"{self.prefix}:site:{host}"
+
     def pace(self, node_id: str) -> str:
         """HASH of *node_id*'s pages done a minute over the last hour, a ring of 60
         slots: ``m<slot>`` -> the minute (``time // 60``), ``p<slot>`` -> pages done

@@ -1,6 +1,7 @@
 """The JSON state the dashboard serves: the crawl's status and totals (the very
 ``read_status`` and ``CrawlStatus.totals`` of ``scrapy frontier status``), its
-pages done a minute over the last hour, and its busiest and most failing hosts.
+pages done a minute over the last hour, and its busiest and most failing hosts
+with their crawl strategy (``FRONTIER_SITE_STRATEGY``).
 
 The work is bounded whatever the crawl's size: the status reads one hash and a few
 counters per shard; hosts come ranked from the traffic middleware's sorted sets (top
@@ -17,6 +18,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from crawler.crawlstate.readers import decoded, encoded, mapping, whole_count
+from crawler.crawlstate.sitecounters import STRATEGY
 from crawler.crawlstate.status import CrawlStatus, read_status
 from crawler.frontier.node.progress import PACE_MINUTES, pace_fields
 from crawler.policy.progress import fraction_done
@@ -53,11 +55,12 @@ def read_state(
     busiest, failing, paced = _names(busiest), _names(failing), _names(paced)
     # Only while there are few enough records to count paused hosts in them.
     counted = whole_count(health_count) <= HEALTH_LIMIT
-    traffic, rings, records = _details(
+    traffic, strategies, rings, records = _details(
         client, keys, [*busiest, *failing], paced, health=counted
     )
     rows = {
         host: _host_row(host, reply, records.get(host), now)
+        | {"strategy": _strategy(strategies.get(host))}
         for host, reply in traffic.items()
     }
     return {
@@ -81,22 +84,26 @@ def _details(
     nodes: list[str],
     *,
     health: bool,
-) -> tuple[dict[str, object], dict[str, object], dict[str, bytes]]:
-    """One round trip: the traffic counters of *hosts*, the pace rings of
-    *nodes*, and the timeout records (host -> record) if *health*."""
+) -> tuple[dict[str, object], dict[str, object], dict[str, object], dict[str, bytes]]:
+    """One round trip: the traffic counters and crawl strategy of *hosts*, the
+    pace rings of *nodes*, and the timeout records (host -> record) if *health*."""
     unique = list(dict.fromkeys(hosts))
     pipe = client.pipeline(transaction=False)
     for host in unique:
         pipe.hgetall(encoded(keys.traffic(host)))
+    for host in unique:
+        pipe.hget(encoded(keys.site(host)), STRATEGY)
     for node in nodes:
         pipe.hgetall(encoded(keys.pace(node)))
     if health:
         pipe.hgetall(keys.health)
     replies = pipe.execute(raise_on_error=False)
+    count = len(unique)
     traffic = dict(zip(unique, replies, strict=False))
-    rings = dict(zip(nodes, replies[len(unique) :], strict=False))
+    strategies = dict(zip(unique, replies[count:], strict=False))
+    rings = dict(zip(nodes, replies[2 * count :], strict=False))
     records = mapping(replies[-1]) if health else {}
-    return traffic, rings, {decoded(host): raw for host, raw in records.items()}
+    return traffic, strategies, rings, {decoded(h): raw for h, raw in records.items()}
 
 
 def status_state(status: CrawlStatus, *, now: float) -> dict[str, Any]:
@@ -188,6 +195,11 @@ def _host_row(
     row["reason"] = text(decoded(fields.get("reason", b"")))
     row["health"] = health_text(health, now=now)
     return row
+
+
+def _strategy(reply: object) -> str:
+    """A host's crawl strategy and why, as the crawl wrote it (``""``: none)."""
+    return text(decoded(reply)) if isinstance(reply, bytes) else ""
 
 
 def _paused(records: dict[str, bytes], now: float) -> int:

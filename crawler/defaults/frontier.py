@@ -78,6 +78,13 @@ FRONTIER_RESET = False
 # Close the spider when every queue is empty and nothing is in flight; False waits
 # for new seeds pushed to the seeds list in Redis.
 FRONTIER_CLOSE_WHEN_DRAINED = True
+# Crawl strategy per site, by domain suffix (the longest matching one wins; "*": every
+# other host): "bfs", "dfs" (that host's deepest queued pages first) or "auto" (from
+# the host's own crawl history: bfs for portals whose links mostly leave the site,
+# dfs for deep specialised sites), each with an optional depth limit in place of
+# DEPTH_LIMIT: {"docs.example.org": "dfs:30", ".edu": "auto", "*": "bfs"}, or for -s
+# "docs.example.org=dfs:30,.edu=auto". Empty: every host bfs under DEPTH_LIMIT.
+FRONTIER_SITE_STRATEGY: dict[str, object] = {}
 
 # Data directory of the private Redis server started when REDIS_URL is empty
 # (crawler/crawlstate/embedded.py); a later run in the same directory resumes from it.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from crawler.context.crawl import CrawlContext
 from crawler.context.logonce import OnceLogger
 from crawler.frontier.dedup import bloom_hashes, most_hashes, shard_layouts
 from crawler.frontier.encoding import codec
@@ -54,6 +55,7 @@ class Admission:
         self._spider = spider
         self._config = config
         self._run = run  # DEPTH_LIMIT may change while the crawl runs
+        self._sites = CrawlContext.of(crawler).sites  # a host's own depth limit
         self._on_duplicate = on_duplicate
         self._seen = SeenCache(config.local_seen_cache)
         self._importance = config.importance
@@ -71,7 +73,10 @@ class Admission:
         adds to the URL's importance while it waits."""
         credit = credit_of(request.meta.pop(LINK_CREDIT, None))
         depth = request.meta.get("depth", 0)
-        if not depth_allowed(depth, self._run.current.depth_limit):
+        limit = self._sites.depth_limit_of_url(
+            request.url, self._run.current.depth_limit
+        )
+        if not depth_allowed(depth, limit):
             self._stats.inc_value("frontier/depth_limited")
             return None
         dedup: str | bytes = ""

@@ -70,6 +70,7 @@ class FrontierScheduler(BaseScheduler):
             if not getattr(crawler.spider, "reparses_from_page_store", False):
                 config = replace(config, reparse_from_store=False)  # callbacks: once
             delays = CrawlContext.of(crawler).delays
+            _ = CrawlContext.of(crawler).sites  # FRONTIER_SITE_STRATEGY, checked
         except ValueError as exc:
             return FailedScheduler(crawler, f"Bad setting: {exc}")
         return cls(crawler, config, delays)

@@ -15,6 +15,17 @@ from crawler.records.schema import COLUMNS
 if TYPE_CHECKING:
     from collections.abc import Collection
 
+# What rows may be sorted by (``scrapy pages --order``), and the ORDER BY of each:
+# the most important and most linked first, rows without a value (a crawl not in
+# importance order) last; the URL breaks ties, so every order is stable.
+ORDERS: dict[str, str] = {
+    "url": "url",
+    "importance": "importance DESC NULLS LAST, url",
+    "inlinks": "inlinks DESC NULLS LAST, url",
+    "depth": "depth, url",
+    "fetched": "fetched_at, url",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class PagesQuery:
@@ -31,6 +42,7 @@ class PagesQuery:
     title: str | None = None
     fates: Collection[str] | None = None
     limit: int | None = None
+    order: str = "url"
 
     def sql(self, dialect: str, present: Collection[str]) -> tuple[str, list[object]]:
         """The SELECT for *dialect* (``sqlite`` or ``postgresql``) over a table with
@@ -59,7 +71,7 @@ class PagesQuery:
         sql = f"SELECT {', '.join(selected)} FROM pages"  # noqa: S608 (no input in it)
         if where:
             sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY url"
+        sql += f" ORDER BY {ORDERS[self.order]}"
         if self.limit is not None:
             sql += f" LIMIT {int(self.limit)}"
         return sql, values

@@ -34,9 +34,13 @@ SCHEMA: tuple[tuple[str, str], ...] = (
     # The crawl (its key prefix) that wrote the row last; NULL: written before
     # rows said so. A URL keeps one row: a later crawl's fetch takes it over.
     ("crawl", "TEXT"),
+    # Its importance I(P) and in-links when the frontier handed it out (SQLite's
+    # REAL, a double); NULL: not crawled in importance order (FRONTIER_ORDER).
+    ("importance", "DOUBLE PRECISION"),
+    ("inlinks", "INTEGER"),
 )
 # Columns a table written by an earlier version may lack (added when missing).
-ADDED_COLUMNS = ("fate", "location", "crawl")
+ADDED_COLUMNS = ("fate", "location", "crawl", "importance", "inlinks")
 # Columns with an index of their own.
 INDEXED = ("host", "status", "fate", "crawl")
 COLUMNS = tuple(name for name, _type in SCHEMA)

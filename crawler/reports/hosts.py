@@ -1,7 +1,9 @@
 """``scrapy frontier hosts``: the busiest hosts of a crawl, as a table.
 
 The per-host traffic counters the traffic middleware keeps, ranked by one of them,
-with each host's timeout record (slow, paused) from the timeouts middleware. Nothing
+with each host's timeout record (slow, paused) from the timeouts middleware and its
+crawl strategy with why (``FRONTIER_SITE_STRATEGY``: ``dfs (auto: 3% links leave,
+depth 9)``) from the site history middleware. Nothing
 Redis holds makes it raise: values that are not what this crawler writes show as
 they are, or as ``?``.
 """
@@ -15,6 +17,7 @@ from typing import IO, TYPE_CHECKING, cast
 import redis
 
 from crawler.crawlstate.readers import encoded
+from crawler.crawlstate.sitecounters import read_strategies
 from crawler.middlewares.traffic import RANK_METRICS
 from crawler.policy.tiers import BadHealthRecordError, HostHealth
 
@@ -43,7 +46,13 @@ HOST_COLUMNS = (
 # The column of each host's timeout record: "slow", "paused until ...", both, or
 # "?" for a record this crawler did not write.
 HEALTH_COLUMN = "slow"
-_LEFT_ALIGNED = frozenset({"host", "last fetch (UTC)", "reason", HEALTH_COLUMN})
+# The column of each host's crawl strategy and why, and its width (a reason with a
+# depth limit is longer than other cells).
+STRATEGY_COLUMN = "strategy"
+STRATEGY_WIDTH = 60
+_LEFT_ALIGNED = frozenset(
+    {"host", "last fetch (UTC)", "reason", HEALTH_COLUMN, STRATEGY_COLUMN}
+)
 # A pause ending within this many seconds shows only its time of day.
 _SAME_DAY = 86400.0
 
@@ -66,14 +75,15 @@ def add_hosts_options(parser: argparse.ArgumentParser) -> None:
 def hosts(
     client: redis.Redis, keys: CrawlKeys, opts: argparse.Namespace, out: IO[str]
 ) -> int:
-    """The busiest hosts: requests, bytes, statuses, errors, delay in force, and
-    whether they are slow or paused."""
+    """The busiest hosts: requests, bytes, statuses, errors, delay in force,
+    whether they are slow or paused, and their crawl strategy."""
     rows = read_hosts(client, keys, sort=opts.sort, top=opts.top)
     if not rows:
         out.write(f"No {opts.sort} recorded for crawl {keys.prefix!r}\n")
     else:
         names = [host for host, _fields in rows]
-        out.write(host_table(rows, read_health(client, keys, names, now=time.time())))
+        health = read_health(client, keys, names, now=time.time())
+        out.write(host_table(rows, health, read_strategies(client, keys, names)))
     return 0
 
 
@@ -143,19 +153,25 @@ def health_text(raw: bytes | None, *, now: float) -> str:
 def host_table(
     rows: Sequence[tuple[str, dict[str, str]]],
     health: Mapping[str, str] | None = None,
+    strategies: Mapping[str, str] | None = None,
 ) -> str:
     """The aligned text table of *rows* (host, hash fields), with a ``slow`` column
-    from *health* (host -> text) when given; never raises on what Redis held:
-    values that are not numbers are shown as they are."""
+    from *health* and a ``strategy`` column from *strategies* (host -> text) when
+    given; never raises on what Redis held: values that are not numbers are shown
+    as they are."""
     headers = ["host", *(header for header, _field in HOST_COLUMNS)]
     if health is not None:
         headers.append(HEALTH_COLUMN)
+    if strategies is not None:
+        headers.append(STRATEGY_COLUMN)
     lines = [headers]
     for host, fields in rows:
         line = [cell(host)]
         line += [cell(_shown(name, fields.get(name, ""))) for _h, name in HOST_COLUMNS]
         if health is not None:
             line.append(cell(health.get(host, "")))
+        if strategies is not None:
+            line.append(cell(strategies.get(host, ""), STRATEGY_WIDTH))
         lines.append(line)
     widths = [max(len(line[i]) for line in lines) for i in range(len(headers))]
     return "".join(

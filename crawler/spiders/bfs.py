@@ -12,7 +12,7 @@ from crawler.context.logonce import OnceLogger
 from crawler.context.startup import StartupFailure
 from crawler.frontier.seencache import SeenCache
 from crawler.items import EXPORTED, DepthRepair
-from crawler.meta import FATE, REPARSED
+from crawler.meta import FATE, REPARSED, SITE_LINKS
 from crawler.policy.scope import Scope
 from crawler.policy.typedsettings import get_optional_int
 from crawler.robots.middleware import robots_sitemaps
@@ -32,6 +32,7 @@ from crawler.spiders.pagerecords import (
     redirect_records,
 )
 from crawler.spiders.seeds import read_seeds
+from crawler.spiders.sitehistory import page_links
 from crawler.spiders.sitemaps import NOT_A_SITEMAP, absolute_urls, read_sitemap
 
 if TYPE_CHECKING:
@@ -186,6 +187,8 @@ class BfsSpider(Spider):
         if found.skipped:
             self.crawler.stats.inc_value("bfs/resources_not_followed", found.skipped)
         depth = response.meta.get("depth", 0) + 1
+        # Every link the page has, in scope or not, for its site's history.
+        response.meta[SITE_LINKS] = page_links(response.url, found.links)
         known: list[str] | None = None if self._credits is None else []
         in_scope, new = new_links(found.links, depth, self._yielded, self._scope, known)
         yield self._page(response, page_record(response, in_scope, title=found.title))

@@ -8,15 +8,16 @@ handed out, broken links and refused pages included (crawler.policy.fates).
 from __future__ import annotations
 
 import hashlib
+import math
 from datetime import UTC, datetime
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, TypeGuard, cast
+from typing import TYPE_CHECKING, Any, TypedDict, TypeGuard, cast
 
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
 
 from crawler.items import PageRecord
-from crawler.meta import FATE, NODE, TIER
+from crawler.meta import FATE, IMPORTANCE, INLINKS, NODE, TIER
 from crawler.policy.fates import (
     FAILED_FATES,
     FATES,
@@ -95,6 +96,7 @@ def page_record(
         fate=fate,
         error=error,
         location=_location(response) if fate == "redirected" else None,
+        **importance_of(response.meta),
     )
 
 
@@ -121,6 +123,7 @@ def redirect_records(meta: Mapping[str, Any], final_url: str) -> list[PageRecord
                 node=meta.get(NODE, ""),
                 fate="redirected",
                 location=urls[index + 1] if index + 1 < len(urls) else final_url,
+                **importance_of(meta),
             )
         )
     return records
@@ -148,7 +151,36 @@ def failure_record(failure: Failure) -> PageRecord:
         node=request.meta.get(NODE, ""),
         error=error,
         fate=fate,
+        **importance_of(request.meta),
     )
+
+
+class Importance(TypedDict):
+    importance: float | None
+    inlinks: int | None
+
+
+def importance_of(meta: Mapping[str, Any]) -> Importance:
+    """The importance and in-links the frontier handed a request out with (None
+    for each when it set none, or a value that is no finite number or count)."""
+    importance = meta.get(IMPORTANCE)
+    inlinks = meta.get(INLINKS)
+    return {
+        "importance": _finite(importance),
+        "inlinks": inlinks if _is_int(inlinks) else None,
+    }
+
+
+def _finite(value: object) -> float | None:
+    """*value* as a finite float; None if it is none (a bool is no number)."""
+    if not _is_int(value) and not isinstance(value, float):
+        return None
+    number = float(cast("float", value))
+    return number if math.isfinite(number) else None
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def fate_of_failure(failure: Failure) -> tuple[Fate, str]:

@@ -277,6 +277,8 @@ async def test_the_pages_command_filters_and_exports(settings, database_url):  #
         "status",
         "fate",
         "depth",
+        "importance",
+        "inlinks",
         "length",
         "title",
         "fetched_at",

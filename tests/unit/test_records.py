@@ -400,7 +400,7 @@ def test_an_older_sqlite_table_gets_the_new_columns_and_index(tmp_path):
         columns = [row[1] for row in connection.execute("PRAGMA table_info(pages)")]
         indexes = {row[1] for row in connection.execute("PRAGMA index_list(pages)")}
     connection.close()
-    assert columns[-3:] == ["fate", "location", "crawl"]
+    assert columns[-5:] == ["fate", "location", "crawl", "importance", "inlinks"]
     assert {"pages_fate", "pages_crawl"} <= indexes
     RecordsDatabase(url).open().close()  # a second open adds nothing, fails nothing
 

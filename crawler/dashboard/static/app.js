@@ -145,16 +145,18 @@ function showHosts(id, rows) {
   const table = document.getElementById(id);
   const head = el("tr");
   head.append(el("th", "host"), ...HOST_COLUMNS.map(([title]) => el("th", title, {class: "num"})),
-    el("th", "delay", {class: "num"}), el("th", "reason"), el("th", "slow / paused"));
+    el("th", "delay", {class: "num"}), el("th", "reason"), el("th", "slow / paused"),
+    el("th", "strategy"));
   const body = el("tbody");
   for (const host of rows) {
     const row = el("tr", null, {"data-host": host.host});
     row.append(el("td", host.host, {class: "host"}));
     for (const [, field] of HOST_COLUMNS) row.append(el("td", host[field].toLocaleString("en-US"), {class: "num"}));
-    row.append(el("td", host.delay ? `${host.delay}s` : "", {class: "num"}), el("td", host.reason), el("td", host.health));
+    row.append(el("td", host.delay ? `${host.delay}s` : "", {class: "num"}), el("td", host.reason), el("td", host.health),
+      el("td", host.strategy || ""));
     body.appendChild(row);
   }
-  if (!rows.length) body.appendChild(el("tr")).appendChild(el("td", "none recorded", {colspan: 12}));
+  if (!rows.length) body.appendChild(el("tr")).appendChild(el("td", "none recorded", {colspan: 13}));
   table.replaceChildren(el("thead"), body);
   table.tHead.appendChild(head);
 }
