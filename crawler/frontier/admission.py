@@ -126,6 +126,7 @@ class Admission:
             depth_key,
             priority=request.priority,
             request=request,
+            deepest_first=self._sites.strategy_of(host) == "dfs",
             **ranked,
         )
 

@@ -17,6 +17,7 @@ from crawler.frontier.importance import Importance
 from crawler.policy.hosts import SHARD_BY_CHOICES, ShardBy
 from crawler.policy.order import check_order
 from crawler.policy.sharding import check_shards
+from crawler.policy.sitestrategy import SiteStrategyConfig
 from crawler.policy.typedsettings import get_bool, get_choice, get_float, get_int
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ class FrontierConfig:
     order: str = "bfs"
     # FRONTIER_ORDER = importance: its formula and URL scorer (None otherwise).
     importance: Importance | None = None
+    # Some sites have depth limits of their own (FRONTIER_SITE_STRATEGY).
+    site_depth_limits: bool = False
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> FrontierConfig:
@@ -86,6 +89,9 @@ class FrontierConfig:
             importance=(
                 Importance.from_settings(settings) if order == "importance" else None
             ),
+            site_depth_limits=SiteStrategyConfig.from_settings(
+                settings
+            ).sets_depth_limits,
         )
         config._check(settings)
         return config

@@ -3,10 +3,8 @@ of its own is crawled to it and the others to DEPTH_LIMIT (checked at the site's
 log); each host's history (pages, links leaving the site, depths) reaches Redis as
 the site's own graph says, is carried over crawls in the records database and read
 back at start; `scrapy frontier hosts` shows each host's strategy and why; a bad
-value stops start-up in one line.
-
-(That a ``dfs`` host is crawled deepest first is the frontier's order, tested with
-it once its scripts take the per-host flag.)
+value stops start-up in one line; a ``dfs`` host is crawled deepest first (the
+order at the site's log), every page once.
 """
 
 from __future__ import annotations
@@ -103,6 +101,45 @@ async def test_a_host_with_its_own_depth_limit_is_crawled_to_it(settings):
     assert fetched == set(expected)
     assert {d for (host, _), d in expected.items() if host == own} >= {3, 4}
     assert crawler.stats.get_value("frontier/depth_limited") > 0
+
+
+def first_depths(site: RunningSite, count: int) -> list[int]:
+    """The true depths (the site's graph) of the first *count* pages the site
+    served, in the order it served them."""
+    depths = depths_within(site.spec, lambda host: 99)
+    hosts = {site.host(index): index for index in range(site.spec.hosts)}
+    paths = {
+        url_of(site.spec, 0, page).split("/", 3)[-1]: page
+        for page in range(site.spec.pages)
+    }
+    order = []
+    for row in site.pages():
+        page = 0 if row["path"] == "/" else paths[row["path"].lstrip("/")]
+        order.append(depths[(hosts[row["host"]], page)])
+    return order[:count]
+
+
+@deferred_f_from_coro_f
+@pytest.mark.parametrize("strategy", ["bfs", "dfs"])
+async def test_a_dfs_host_is_crawled_deepest_first(settings, strategy):
+    """One host, one request at a time: deepest first reaches deeper pages much
+    sooner than breadth-first (the control), and fetches every page once."""
+    with running_site(hosts=1, pages=60, links=2, seed=7) as site:
+        values = settings(
+            FRONTIER_HOST_CONCURRENCY=1,
+            FRONTIER_SITE_STRATEGY=f"{host_address(0)}={strategy}",
+        )
+        await crawl(values, site)
+        early = first_depths(site, 12)
+        served = [(row["host"], row["path"]) for row in site.pages()]
+        reachable = depths_within(site.spec, lambda host: 99)
+
+    assert len(served) == len(set(served)) == len(reachable)
+    if strategy == "dfs":  # down a chain at once: depth 4 by the fifth fetch
+        assert max(early[:5]) >= 4, early
+    else:  # a level at a time: depth 4 only after the 24 pages above it
+        assert early == sorted(early), early
+        assert max(early) <= 3, early
 
 
 def site_counts(spec: SiteSpec, pages: set[tuple[int, int]], host: int) -> Observation:

@@ -74,6 +74,7 @@ class FrontierStore:
         # DEPTH_LIMIT in force, read at each push (`scrapy frontier set` changes it);
         # None (a command's store, a test's): every provisional depth is looked at.
         self._run = run
+        self._site_limits = shards.config.site_depth_limits
 
     @classmethod
     def on(
@@ -96,9 +97,13 @@ class FrontierStore:
         return self._shards
 
     def _deepest(self) -> int:
-        """The deepest provisional depth a push looks at for a shorter path."""
+        """The deepest provisional depth a push looks at for a shorter path: the
+        deepest a host may go (DEPTH_LIMIT, or a site's own deeper limit of
+        FRONTIER_SITE_STRATEGY); the script stops at the deepest it has seen."""
         limit = 0 if self._run is None else self._run.current.depth_limit
-        return limit if limit > 0 else MAX_DEPTH
+        if limit <= 0 or self._site_limits:
+            return MAX_DEPTH
+        return limit
 
     def prepare(self, now: float) -> None:
         """Check the schema version, note when the crawl started, repair every shard, write Bloom layouts, load
