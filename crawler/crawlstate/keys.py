@@ -52,6 +52,7 @@ PROVISIONAL_SEQUENCES = KeyShape("provisional_sequences", "provseq:{depth}")
 DAMAGED = KeyShape("damaged", "damaged")
 BLOOM = KeyShape("bloom", "seen:{index}")
 IMPORTANCE = KeyShape("importance", "im:{host}")
+ENTRIES = KeyShape("entries", "ie:{host}")
 STRATEGIES = KeyShape("strategies", "strategies")
 HOST_TERMS = KeyShape("host_terms", "host-terms")
 KEY_SHAPES = (
@@ -62,6 +63,7 @@ KEY_SHAPES = (
     DAMAGED,
     BLOOM,
     IMPORTANCE,
+    ENTRIES,
     STRATEGIES,
     HOST_TERMS,
 )
@@ -308,12 +310,18 @@ class Keys:
         return LEVELS.build(self.tag, host=host)
 
     def importance(self, host: str) -> str:
-        """HASH URL key -> ``<seq> <class> <importance> <backlinks> <in-links>|<entry>``
-        of each URL of *host* queued in ``importance`` order: its queue entry, where
-        it is queued (its list holds ``<seq>|<URL key>``), and what its in-links gave
-        it so far (the URL key: the first 16 hex digits of the SHA-1 of its URL).
-        Deleted field by field as the URLs are popped."""
+        """HASH URL key -> ``<seq> <class> <importance> <backlinks> <in-links>`` of
+        each URL of *host* queued in ``importance`` order: where it is queued (its
+        list holds ``<seq>|<URL key>``) and what its in-links gave it so far (the URL
+        key: the first 16 hex digits of the SHA-1 of its URL). Deleted field by field
+        as the URLs are popped."""
         return IMPORTANCE.build(self.tag, host=host)
+
+    def entries(self, host: str) -> str:
+        """HASH URL key -> the queue entry (JSON) of each URL of *host* queued in
+        ``importance`` order (apart from ``importance``, which every in-link
+        rewrites)."""
+        return ENTRIES.build(self.tag, host=host)
 
     @property
     def host_terms(self) -> str:

@@ -15,9 +15,9 @@ from crawler.context.crawl import CrawlContext
 from crawler.context.logonce import OnceLogger
 from crawler.frontier.dedup import bloom_hashes, most_hashes, shard_layouts
 from crawler.frontier.encoding import codec
-from crawler.frontier.importance import credit_of
+from crawler.frontier.importance import InLinks, credit_of
 from crawler.frontier.seencache import SeenCache
-from crawler.frontier.store.roundtrip import CREDIT, Pending
+from crawler.frontier.store.roundtrip import Pending
 from crawler.meta import HOLD_UNTIL, LINK_CREDIT, REVISIT, REVIVE, STARTED, TIER
 from crawler.policy.hosts import BadURLError, host_of, shard_key
 from crawler.policy.order import TIERS_PER_DEPTH, depth_allowed, level_of
@@ -59,6 +59,10 @@ class Admission:
         self._on_duplicate = on_duplicate
         self._seen = SeenCache(config.local_seen_cache)
         self._importance = config.importance
+        # Importance order: in-links of URLs pushed before, until they are sent.
+        self.in_links = (
+            None if config.importance is None else InLinks(config.importance.config)
+        )
         self._duplicates = 0
         # One line per (callback, part, type) of refusal: the rest are counted.
         self._once = OnceLogger(logger, crawler)
@@ -69,8 +73,8 @@ class Admission:
         """The request ready to push, or None (counted) if it must not be queued.
 
         In importance order a link this node pushed before is not queued again, yet
-        it is an in-link: it comes back as a CREDIT record (``kind``), which Redis
-        adds to the URL's importance while it waits."""
+        it is an in-link: it goes to ``in_links``, which Redis adds to the URL's
+        importance while it waits."""
         credit = credit_of(request.meta.pop(LINK_CREDIT, None))
         depth = request.meta.get("depth", 0)
         limit = self._sites.depth_limit_of_url(
@@ -92,7 +96,9 @@ class Admission:
             elif not self._seen.add(fingerprint, depth):
                 self._duplicates += 1  # most links: counted in bulk, at the next flush
                 self._on_duplicate(request)
-                return self._in_link(request, credit)
+                if credit is not None:  # importance order: still an in-link
+                    self.in_link(request.url, credit)
+                return None
             dedup = self._dedup_argument(fingerprint)
             if self._config.depth_repair:
                 depth_key = fingerprint[:DEPTH_KEY_BYTES].hex()
@@ -130,35 +136,18 @@ class Admission:
             **ranked,
         )
 
-    def in_link(
-        self, url: str, credit: LinkCredit, request: Request | None = None
-    ) -> Pending | None:
-        """A CREDIT record: *url*, pushed before, found linked again with *credit*
-        (importance order); None if it has no usable host. *request* is the link's
-        request, if there is one (a duplicate the engine dropped)."""
-        if self._importance is None:
-            return None
+    def in_link(self, url: str, credit: LinkCredit) -> None:
+        """*url*, pushed before, found linked again with *credit* (importance
+        order): held in ``in_links`` until they are sent. A URL without a usable
+        host is ignored."""
+        if self.in_links is None:
+            return
         try:
             host = host_of(url)
         except BadURLError:
-            return None
+            return
         shard = shard_of(shard_key(host, self._config.shard_by), self._config.shards)
-        return Pending(
-            shard,
-            host,
-            0,
-            "",
-            "",
-            kind=CREDIT,
-            request=request,
-            **self._importance.in_link_fields(url, credit),
-        )
-
-    def _in_link(self, request: Request, credit: LinkCredit | None) -> Pending | None:
-        """A duplicate's CREDIT record, if it passes a credit (importance order)."""
-        if credit is None:
-            return None
-        return self.in_link(request.url, credit, request)
+        self.in_links.add(shard, host, url, credit)
 
     def _refuse(
         self,

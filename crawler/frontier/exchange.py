@@ -26,7 +26,7 @@ from crawler.frontier.admission import Admission
 from crawler.frontier.duplicates import DuplicateLog
 from crawler.frontier.encoding import codec
 from crawler.frontier.leases import OwnLease, OwnLeases
-from crawler.frontier.store.roundtrip import CREDIT, Ack
+from crawler.frontier.store.roundtrip import Ack
 from crawler.meta import BACKLINKS, IMPORTANCE, INLINKS, NODE, REPARSE
 from crawler.policy.fates import FAILED_FATES
 
@@ -114,9 +114,9 @@ class Exchange:
     def enqueue(self, request: Request) -> bool:
         """Admit *request*; write the buffer now if it holds a push batch or
         *request* replaces a lease (a retry or redirect: its lease goes with it).
-        Whether *request* was queued: not if refused here (an in-link of a URL
-        pushed before, in importance order, is still written: a CREDIT record), or
-        found a duplicate by a write within this call."""
+        Whether *request* was queued: not if refused here (in importance order a
+        link pushed before still counts as an in-link), or found a duplicate by a
+        write within this call."""
         replaced = self._leases.replaced(request)
         pending = self._admission.admit(request)
         if pending is not None:
@@ -126,7 +126,7 @@ class Exchange:
             refused = self._write(time.time(), [replaced], asking=request)
         elif len(self._requests) >= self._push_batch:
             refused = self._write(time.time(), asking=request)
-        return pending is not None and not pending.kind and not refused
+        return pending is not None and not refused
 
     def pop(self, now: float, order: PopOrder | None) -> Request | None:
         """Write what is pending, then pop as *order* says (if any): the request
@@ -180,17 +180,19 @@ class Exchange:
         Returns the popped lease and entry, if a pop was asked for and found one.
         """
         done = [*self._done, *done]
-        self._take_in_links()
-        if not self._requests and not done and pop is None:
+        in_links = self._take_in_links(now)
+        if not self._requests and not done and pop is None and not in_links:
             return None
         batch, self._requests, self._done = self._requests, [], []
         acks = [self._ack(own, now) for own in done]
         try:
-            flushed = self._store.flush(batch, acks, now, pop)
+            flushed = self._store.flush(batch, acks, now, pop, in_links)
         except Exception:
             self._requests, self._done = batch + self._requests, done + self._done
+            if in_links and self._admission.in_links is not None:
+                self._admission.in_links.put_back(in_links)
             raise
-        self._count(batch, flushed)
+        self._count(flushed)
         self._drop_duplicates(batch, flushed.new)
         if flushed.fenced and pop is not None:
             self._membership.lost(pop.shard)  # another node took it: stop asking
@@ -218,7 +220,7 @@ class Exchange:
     def _drop_duplicates(self, batch: Sequence[Pending], new: Sequence[bool]) -> None:
         """Requests Redis found already seen: dropped loudly (see ``duplicates``)."""
         for pending, is_new in zip(batch, new, strict=True):
-            if is_new or pending.request is None or pending.kind:
+            if is_new or pending.request is None:
                 continue
             if pending.request is self._asking:
                 self._asking_refused = True
@@ -253,16 +255,21 @@ class Exchange:
         delay = self._delays.delay_for(own.host, now=now)
         return Ack(own.lease, delay, own.fate, fingerprint, own.untouched)
 
-    def _take_in_links(self) -> None:
-        """Importance order: the in-links the spider did not yield again, as CREDIT
-        records with this trip."""
-        if not self._importance or self._link_credits is None:
-            return
-        for url, credit in self._link_credits.take():
-            if (pending := self._admission.in_link(url, credit)) is not None:
-                self._requests.append(pending)
+    def _take_in_links(self, now: float) -> dict[int, list[dict[str, str]]]:
+        """Importance order: the in-links to send with this trip, if they are due
+        (those the spider did not yield again included), by shard."""
+        in_links = self._admission.in_links
+        if in_links is None:
+            return {}
+        if self._link_credits is not None:
+            for url, credit in self._link_credits.take():
+                self._admission.in_link(url, credit)
+        if not in_links.due(now):
+            return {}
+        self._stats.inc_value("frontier/in_links", len(in_links))
+        return in_links.take(now)
 
-    def _count(self, batch: Sequence[Pending], flushed: Flushed) -> None:
+    def _count(self, flushed: Flushed) -> None:
         accepted = sum(flushed.new)
         for key in (
             "scheduler/enqueued",
@@ -270,10 +277,7 @@ class Exchange:
             "frontier/enqueued",
         ):
             self._stats.inc_value(key, accepted)
-        pushed = sum(1 for pending in batch if not pending.kind)
-        if in_links := sum(1 for pending in batch if pending.kind == CREDIT):
-            self._stats.inc_value("frontier/in_links", in_links)
-        self._admission.count_duplicates(pushed - accepted)
+        self._admission.count_duplicates(len(flushed.new) - accepted)
         if flushed.shortened:
             self._stats.inc_value("frontier/depth_shortened", flushed.shortened)
         self._stats.inc_value("frontier/acked", flushed.acked)

@@ -105,10 +105,6 @@ class Importance:
             fields["importance"] = self.config.first(fields["backlinks"], location)
         return fields
 
-    def in_link_fields(self, url: str, credit: LinkCredit) -> dict[str, Any]:
-        """What an in-link of a URL pushed before is sent with (a CREDIT record)."""
-        return _credit_fields(self.config, credit, url_key(url))
-
 
 def _credit_fields(
     config: ImportanceConfig, credit: LinkCredit | None, key: str
@@ -192,3 +188,73 @@ def _host_or_none(url: str) -> str | None:
         return host_of(url)
     except BadURLError:
         return None
+
+
+# In-links are sent to Redis once this many URLs have some, or this long (seconds)
+# after the last were sent: a URL found linked by several pages meanwhile costs one
+# record, and the frontier's order is that much behind its in-links at most.
+IN_LINKS_BATCH = 500
+IN_LINKS_DELAY = 0.5
+
+
+class InLinks:
+    """In-links of URLs this node pushed before (importance order), summed by URL
+    until they are sent: what each adds to its URL's backlink importance, to its
+    importance and to its host's term, and how many in-links that is."""
+
+    def __init__(self, config: ImportanceConfig) -> None:
+        self._config = config
+        self._links: dict[tuple[int, str, str], list[float]] = {}
+        self._count = 0
+        self._sent_at = 0.0
+
+    def __len__(self) -> int:
+        return self._count  # in-links held, not URLs
+
+    def add(self, shard: int, host: str, url: str, credit: LinkCredit) -> None:
+        sums = self._links.setdefault((shard, host, url_key(url)), [0.0, 0.0, 0.0, 0])
+        sums[0] += credit.url
+        sums[1] += self._config.more(credit.url)
+        sums[2] += self._config.more(credit.host)
+        sums[3] += 1
+        self._count += 1
+
+    def due(self, now: float) -> bool:
+        """Whether they are to go with this round trip."""
+        if not self._links:
+            return False
+        return (
+            len(self._links) >= IN_LINKS_BATCH or now - self._sent_at >= IN_LINKS_DELAY
+        )
+
+    def take(self, now: float) -> dict[int, list[dict[str, str]]]:
+        """The credit script's records, by shard; forgotten here (``put_back``)."""
+        records: dict[int, list[dict[str, str]]] = {}
+        for (shard, host, key), (
+            credit,
+            gain,
+            host_credit,
+            links,
+        ) in self._links.items():
+            records.setdefault(shard, []).append(
+                {
+                    "host": host,
+                    "url_key": key,
+                    "credit": repr(credit),
+                    "gain": repr(gain),
+                    "host_credit": repr(host_credit),
+                    "links": str(int(links)),
+                }
+            )
+        self._links, self._count, self._sent_at = {}, 0, now
+        return records
+
+    def put_back(self, records: dict[int, list[dict[str, str]]]) -> None:
+        """Records a failed round trip took: kept for the next one."""
+        for shard, items in records.items():
+            for item in items:
+                key = (shard, item["host"], item["url_key"])
+                sums = self._links.setdefault(key, [0.0, 0.0, 0.0, 0])
+                for i, name in enumerate(("credit", "gain", "host_credit", "links")):
+                    sums[i] += float(item[name])
+                self._count += int(item["links"])

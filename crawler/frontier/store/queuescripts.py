@@ -18,6 +18,60 @@ from __future__ import annotations
 
 from crawler.frontier.store.scripthelpers import BLOOM_ADD
 
+# Importance order's in-links, for the push and credit scripts (which define
+# concurrency and per_depth before it).
+IN_LINKS = """
+-- Importance order: a URL found again while queued gains its link's credit;
+-- once that lifts it to a better band it moves there: its reference leaves its
+-- list for the tail of that band's (same level), and its depth repair maps follow
+-- the new sequence number. Its entry stays where it is (entries_key).
+local function move(host, key, seq0, class0, value, backlinks, links)
+  local list0 = queue_key(host, class0)
+  redis.call('LREM', list0, 1, seq0 .. '|' .. key)
+  if redis.call('LLEN', list0) == 0 then redis.call('ZREM', levels_key(host), class0) end
+  local seq = redis.call('INCR', SEQUENCE)
+  local class = with_band(class0, importance_band(value))
+  if redis.call('RPUSH', queue_key(host, class), seq .. '|' .. key) == 1 then
+    redis.call('ZADD', levels_key(host), host_rank(host, class), class)
+  end
+  index_write(host, key, seq, class, value, backlinks, links)
+  redis.call('HINCRBY', COUNTERS, 'moved', 1)
+  local depth = math.floor(level_of(class0) / per_depth)
+  local pkey = redis.call('HGET', provisional_sequences_key(depth), seq0)
+  if pkey then
+    redis.call('HDEL', provisional_sequences_key(depth), seq0)
+    redis.call('HSET', provisional_sequences_key(depth), seq, pkey)
+    redis.call('HSET', provisional_key(depth), pkey, seq)
+  end
+  touch(host, concurrency)
+end
+
+-- Credit a queued URL with in-links (item: credit to its backlink importance,
+-- gain to its importance, links: how many in-links, 1 if not given); move it if
+-- its band got better.
+local function add_credit(host, key, item)
+  local seq0, class0, value, backlinks, links = index_read(host, key)
+  if not seq0 then return end  -- fetched, in flight, held or failed: no order to change
+  value = value + (tonumber(item.gain) or 0)
+  backlinks = backlinks + (tonumber(item.credit) or 0)
+  links = links + (tonumber(item.links) or 1)
+  if importance_band(value) < tonumber(class0) % BANDS then
+    move(host, key, seq0, class0, value, backlinks, links)
+  else
+    index_write(host, key, seq0, class0, value, backlinks, links)
+  end
+end
+
+-- The host term: links from other hosts credit the host too, fetched pages
+-- included; where hosts are compared, it adds to the host's best URL.
+local function add_host_credit(host, item)
+  local credit = tonumber(item.host_credit)
+  if not (importance and credit and credit > 0) then return end
+  redis.call('HINCRBYFLOAT', host_terms_key(), host, credit)
+  touch(host, concurrency)
+end
+"""
+
 PUSH = (
     BLOOM_ADD
     + """
@@ -34,8 +88,6 @@ PUSH = (
 --       is forgotten), depth_key ('' or a short fingerprint (hex): depth repair);
 --       in importance order: url_key (16 hex digits of the SHA-1 of the URL),
 --       importance (the URL's if it is new), credit (what one more in-link adds),
---       kind ('' a request; 'c' an in-link of a URL the node pushed before: no
---       entry);
 --       strategy ('dfs' if its host is crawled deepest first, else '')
 -- Depth repair: a request pushed deeper than one past the lowest depth still in
 -- work may later be found by a shorter path; its depth key is kept in
@@ -49,11 +101,14 @@ PUSH = (
 -- depths, from the page store (when it lacks the page, the request is queued again
 -- under its own host, politely). Without a page store a page is never fetched
 -- twice for this: its links keep their depths.
--- returns: {flags as a string: '1' new, '2' new at a shorter depth, '0' seen
---           (or a 'c' record), best score, wake time}
+-- returns: {flags as a string: '1' new, '2' new at a shorter depth, '0' seen,
+--           best score, wake time}
 local concurrency, mode = tonumber(args.concurrency), args.dedup_mode
 local floor, deepest = tonumber(args.floor), tonumber(args.deepest)
 local per_depth, reparse = tonumber(args.per_depth), args.reparse == '1'
+"""
+    + IN_LINKS
+    + """
 
 local function is_new(dedup)
   if dedup == '' then return true end
@@ -79,50 +134,6 @@ local function shorten(key, depth)
   return false
 end
 
--- Importance order: a URL found again while queued gains its link's credit;
--- once that lifts it to a better band it moves there: its reference leaves its
--- list for the tail of that band's (same level), and its depth repair maps follow
--- the new sequence number.
-local function move(host, key, seq0, class0, value, backlinks, links, json)
-  local list0 = queue_key(host, class0)
-  redis.call('LREM', list0, 1, seq0 .. '|' .. key)
-  if redis.call('LLEN', list0) == 0 then redis.call('ZREM', levels_key(host), class0) end
-  local seq = redis.call('INCR', SEQUENCE)
-  queue_entry(host, class0, seq .. '|' .. json, value, backlinks, links, key)
-  redis.call('HINCRBY', COUNTERS, 'moved', 1)
-  local depth = math.floor(level_of(class0) / per_depth)
-  local pkey = redis.call('HGET', provisional_sequences_key(depth), seq0)
-  if pkey then
-    redis.call('HDEL', provisional_sequences_key(depth), seq0)
-    redis.call('HSET', provisional_sequences_key(depth), seq, pkey)
-    redis.call('HSET', provisional_key(depth), pkey, seq)
-  end
-  touch(host, concurrency)
-end
-
--- Credit a queued URL with one more in-link (item: its credit to the backlink
--- importance, gain to the importance); move it if its band got better.
-local function add_credit(host, key, item)
-  local seq0, class0, value, backlinks, links, json = index_read(host, key)
-  if not seq0 then return end  -- fetched, in flight, held or failed: no order to change
-  value = value + (tonumber(item.gain) or 0)
-  backlinks, links = backlinks + (tonumber(item.credit) or 0), links + 1
-  if importance_band(value) < tonumber(class0) % BANDS then
-    move(host, key, seq0, class0, value, backlinks, links, json)
-  else
-    index_write(host, key, seq0, class0, value, backlinks, links, json)
-  end
-end
-
--- The host term: links from other hosts credit the host too, fetched pages
--- included; where hosts are compared, it adds to the host's best URL.
-local function add_host_credit(host, item)
-  local credit = tonumber(item.host_credit)
-  if not (importance and credit and credit > 0) then return end
-  redis.call('HINCRBYFLOAT', host_terms_key(), host, credit)
-  touch(host, concurrency)
-end
-
 -- A host's strategy (FRONTIER_SITE_STRATEGY): 'dfs' or '' (breadth-first); when
 -- it changes, its queue classes are ranked again.
 local function set_strategy(host, strategy)
@@ -142,63 +153,78 @@ end
 
 local flags = {}
 for item in records() do
-  local host, kind = item.host, item.kind
-  if kind == '' then set_strategy(host, item.strategy) end
-  if kind == 'c' then  -- an in-link of a URL this node pushed before
-    add_credit(host, item.url_key, item)
-    add_host_credit(host, item)
-    flags[#flags + 1] = '0'
-  else
-    local class, key = item.class, item.depth_key
-    local hold = tonumber(item.hold)
-    local depth = math.floor(level_of(class) / per_depth)
-    local new = is_new(item.dedup)
-    if type(new) == 'table' then return new end
-    if not new and item.revive ~= '' then new = revive(item.revive) end
-    local shorter = not new and key ~= '' and shorten(key, depth)
-    local flag = (new and '1') or (shorter and '2') or '0'
-    if new or shorter == 'queued' or (shorter == 'fetched' and reparse) then
-      local value, backlinks, links = item.importance, item.backlinks, 1
-      if importance and shorter == 'queued' then  -- what the deeper copy had gathered
-        local _, _, gathered, from_links, counted = index_read(host, item.url_key)
-        if gathered then
-          value = gathered + (tonumber(item.gain) or 0)
-          backlinks = from_links + (tonumber(item.credit) or 0)
-          links = counted + 1
-        end
+  local host = item.host
+  set_strategy(host, item.strategy)
+  local class, key = item.class, item.depth_key
+  local hold = tonumber(item.hold)
+  local depth = math.floor(level_of(class) / per_depth)
+  local new = is_new(item.dedup)
+  if type(new) == 'table' then return new end
+  if not new and item.revive ~= '' then new = revive(item.revive) end
+  local shorter = not new and key ~= '' and shorten(key, depth)
+  local flag = (new and '1') or (shorter and '2') or '0'
+  if new or shorter == 'queued' or (shorter == 'fetched' and reparse) then
+    local value, backlinks, links = item.importance, item.backlinks, 1
+    if importance and shorter == 'queued' then  -- what the deeper copy had gathered
+      local _, _, gathered, from_links, counted = index_read(host, item.url_key)
+      if gathered then
+        value = gathered + (tonumber(item.gain) or 0)
+        backlinks = from_links + (tonumber(item.credit) or 0)
+        links = counted + 1
       end
-      local seq = redis.call('INCR', SEQUENCE)
-      local entry = seq .. '|' .. item.entry
-      if key ~= '' and depth > floor + 1 then
-        redis.call('HSET', provisional_key(depth), key, seq)
-        redis.call('HSET', provisional_sequences_key(depth), seq, key)
-        if depth > deepest_known then
-          deepest_known = depth
-          redis.call('HSET', COUNTERS, 'prov_deepest', depth)
-        end
-      end
-      if shorter == 'fetched' then  -- reparsed from the page store: no host to wait for
-        redis.call('SADD', REPARSE, seq)
-        host = REPARSE_HOST
-      end
-      if hold and hold > now then
-        if importance then class = with_band(class, importance_band(value)) end
-        redis.call('ZADD', HELD, hold, class .. ' ' .. #host .. ' ' .. host .. entry)
-        redis.call('HINCRBY', COUNTERS, 'held', 1)
-      else
-        push_entry(host, class, entry, value, backlinks, links, item.url_key)
-        redis.call('HINCRBY', COUNTERS, 'queued', 1)
-        touch(host, concurrency)
-      end
-    elseif importance and not new and not shorter and item.url_key ~= '' then
-      add_credit(host, item.url_key, item)
     end
-    add_host_credit(item.host, item)
-    flags[#flags + 1] = flag
+    local seq = redis.call('INCR', SEQUENCE)
+    local entry = seq .. '|' .. item.entry
+    if key ~= '' and depth > floor + 1 then
+      redis.call('HSET', provisional_key(depth), key, seq)
+      redis.call('HSET', provisional_sequences_key(depth), seq, key)
+      if depth > deepest_known then
+        deepest_known = depth
+        redis.call('HSET', COUNTERS, 'prov_deepest', depth)
+      end
+    end
+    if shorter == 'fetched' then  -- reparsed from the page store: no host to wait for
+      redis.call('SADD', REPARSE, seq)
+      host = REPARSE_HOST
+    end
+    if hold and hold > now then
+      if importance then class = with_band(class, importance_band(value)) end
+      redis.call('ZADD', HELD, hold, class .. ' ' .. #host .. ' ' .. host .. entry)
+      redis.call('HINCRBY', COUNTERS, 'held', 1)
+    else
+      push_entry(host, class, entry, value, backlinks, links, item.url_key)
+      redis.call('HINCRBY', COUNTERS, 'queued', 1)
+      touch(host, concurrency)
+    end
+  elseif importance and not new and not shorter and item.url_key ~= '' then
+    add_credit(host, item.url_key, item)
   end
+  add_host_credit(item.host, item)
+  flags[#flags + 1] = flag
 end
 return {table.concat(flags), unpack(summary())}
 """
+)
+
+CREDIT = IN_LINKS.join(
+    (
+        """
+-- KEYS: the shard's keys (see above)
+-- args: concurrency, per_depth (levels per depth)
+-- records: host, url_key, credit (to the backlink importance), gain (to the
+--       importance), host_credit (to the host's term), links (in-links it stands
+--       for): in-links of URLs the node pushed before (importance order)
+-- returns: {best score, wake time, ...} (the summary)
+local concurrency, per_depth = tonumber(args.concurrency), tonumber(args.per_depth)
+""",
+        """
+for item in records() do
+  add_credit(item.host, item.url_key, item)
+  add_host_credit(item.host, item)
+end
+return summary()
+""",
+    )
 )
 
 POP = """

@@ -45,14 +45,8 @@ class Pending:
     credit: float = 0.0
     gain: float = 0.0
     host_credit: float = 0.0
-    # "" a request; CREDIT: an in-link of a URL this node pushed before (no entry:
-    # Redis credits it if it is still queued).
-    kind: str = ""
     # Its host is crawled deepest first (FRONTIER_SITE_STRATEGY = dfs).
     deepest_first: bool = False
-
-
-CREDIT = "c"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +102,7 @@ class Flushed:
     still held when acked, the request popped, if one was asked for, and whether
     the pop was refused because another node owns the shard now (fencing), and
     how many pushes were requests found again by a shorter path (depth repair).
-    ``new`` says nothing of CREDIT records (always False)."""
+    """
 
     new: list[bool]
     acked: int

@@ -99,7 +99,6 @@ SIGNATURES = {
             "credit",
             "gain",
             "host_credit",
-            "kind",
             "strategy",
         ),
     ),
@@ -113,6 +112,10 @@ SIGNATURES = {
             "node_id",
             "per_depth",
         )
+    ),
+    "credit": Signature(
+        ("concurrency", "per_depth"),
+        ("host", "url_key", "credit", "gain", "host_credit", "links"),
     ),
     "ack": Signature(
         ("concurrency", "delay", "lease_id", "fate", "fingerprint", "untouched")

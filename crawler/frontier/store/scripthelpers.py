@@ -226,22 +226,27 @@ local function url_key_of(entry)
   if not ok or type(decoded) ~= 'table' or type(decoded.u) ~= 'string' then return nil end
   return string.sub(redis.sha1hex(decoded.u), 1, 16)
 end
--- A queued URL in its host's index:
--- '<seq> <class> <importance> <backlinks> <in-links>|<json>' (its queue list holds
--- '<seq>|<key>'): seq, class, importance, backlinks, in-links, json; nil if it is
--- not indexed (or not as this crawler writes it).
+-- A queued URL in its host's index: '<seq> <class> <importance> <backlinks>
+-- <in-links>' (its queue list holds '<seq>|<key>', its entry is in entries_key):
+-- seq, class, importance, backlinks, in-links; nil if it is not indexed (or not as
+-- this crawler writes it).
 local function index_read(host, key)
   local text = read('HGET', importance_key(host), key)
-  local seq, class, value, backlinks, links, json =
-    string.match(text or '', '^(%d+) (%d+) (%S+) (%S+) (%d+)|(.*)$')
+  local seq, class, value, backlinks, links =
+    string.match(text or '', '^(%d+) (%d+) (%S+) (%S+) (%d+)$')
   if not seq or not class_of(class) or not tonumber(value) then return nil end
-  return seq, class, tonumber(value), tonumber(backlinks) or 0, tonumber(links), json
+  return seq, class, tonumber(value), tonumber(backlinks) or 0, tonumber(links)
 end
-local function index_write(host, key, seq, class, value, backlinks, links, json)
+local function index_write(host, key, seq, class, value, backlinks, links)
   local text = seq .. ' ' .. class .. ' ' .. string.format('%.5g', value) .. ' ' ..
-    string.format('%.5g', backlinks) .. ' ' .. links .. '|' .. json
+    string.format('%.5g', backlinks) .. ' ' .. links
   if not read('HSET', importance_key(host), key, text) then  -- not a hash: set aside
     redis.call('HSET', importance_key(host), key, text)
+  end
+end
+local function entry_write(host, key, json)
+  if not read('HSET', entries_key(host), key, json) then  -- not a hash: set aside
+    redis.call('HSET', entries_key(host), key, json)
   end
 end
 
@@ -260,7 +265,8 @@ local function queue_entry(host, class, entry, value, backlinks, links, key, at_
     local seq, json = string.match(entry, '^(%d+)|(.*)$')
     if not key or key == '' then key = url_key_of(entry) end
     if key and seq then
-      index_write(host, key, seq, class, value, tonumber(backlinks) or value, links or 0, json)
+      index_write(host, key, seq, class, value, tonumber(backlinks) or value, links or 0)
+      entry_write(host, key, json)
       element = seq .. '|' .. key
     end
   end
@@ -284,9 +290,11 @@ local function take_entry(host, element)
   if not importance then return element end
   local seq, key = string.match(element, '^(%d+)|(%x+)$')
   if not seq then return element end  -- an entry queued whole (not a reference)
-  local live, _, value, backlinks, links, json = index_read(host, key)
-  if live ~= seq then return nil end
+  local live, _, value, backlinks, links = index_read(host, key)
+  local json = read('HGET', entries_key(host), key)
+  if live ~= seq or not json then return nil end
   redis.call('HDEL', importance_key(host), key)
+  redis.call('HDEL', entries_key(host), key)
   return seq .. '|' .. json, value, backlinks, links
 end
 

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 from redis.cluster import ClusterPipeline, RedisCluster
 from redis.exceptions import NoScriptError, ResponseError
 
-from crawler.frontier.store.queuescripts import ACK, POP, PROMOTE, PUSH, REQUEUE, RETRY
+from crawler.frontier.store.queuescripts import (
+    ACK,
+    CREDIT,
+    POP,
+    PROMOTE,
+    PUSH,
+    REQUEUE,
+    RETRY,
+)
 from crawler.frontier.store.repairscripts import REPAIR, REPAIR_COUNTS, REPAIR_HOSTS
 from crawler.frontier.store.scriptargs import SIGNATURES
 from crawler.frontier.store.scripthelpers import GUARD, HELPERS
@@ -60,6 +68,7 @@ class ScriptRunner:
 
     SOURCES: ClassVar[dict[str, str]] = {
         "push": PUSH,
+        "credit": CREDIT,
         "pop": POP,
         "ack": ACK,
         "requeue": REQUEUE,

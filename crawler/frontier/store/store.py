@@ -26,14 +26,14 @@ from crawler.frontier.store.scripts import Call, script_runner
 from crawler.policy.order import TIERS_PER_DEPTH, queue_class, score_limit
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable, Sequence
+    from collections.abc import Collection, Iterable, Mapping, Sequence
 
     from redis import Redis
 
     from crawler.context.roundtriptimes import RoundTripTimes
     from crawler.context.runsettings import RunSettingsHolder
     from crawler.frontier.frontierconfig import FrontierConfig
-    from crawler.frontier.store.scriptargs import Scalar
+    from crawler.frontier.store.scriptargs import Scalar, Value
     from crawler.frontier.store.scripts import ScriptRunner
 
 __all__ = [
@@ -125,35 +125,40 @@ class FrontierStore:
         acks: Sequence[Ack | tuple[Lease, float]],
         now: float,
         pop: PopOrder | None = None,
+        in_links: Mapping[int, Sequence[Mapping[str, Value]]] | None = None,
     ) -> Flushed:
         """Push *batch*, ack *leases* (each with its host's delay), then *pop*: one trip
         (on a Cluster, two when the pushes and acks go to more than one node).
 
         Pushes go first, so the links of a page are queued before its lease is
         released; the pop goes last, so it sees the hosts the acks made ready.
+        *in_links* (importance order: in-links of URLs pushed before, by shard) go
+        before the pop too, so that it sees the URLs they moved.
         """
         by_shard: dict[int, list[Pending]] = {}
         for pending in batch:
             by_shard.setdefault(pending.shard, []).append(pending)
         calls = [self._push_call(s, items, now) for s, items in by_shard.items()]
         calls += [self._ack_call(Ack(*ack), now) for ack in acks]
+        credits = [self._in_link_call(s, v, now) for s, v in (in_links or {}).items()]
         pop_calls = [self._pop_call(pop, now)] if pop is not None else []
         pushes = len(by_shard)
         first = pushes if acks else 0  # links queued before their pages' leases go
-        replies = self._scripts.run(calls + pop_calls, self._shards.repair_shard, first)
+        replies = self._scripts.run(
+            calls + credits + pop_calls, self._shards.repair_shard, first
+        )
         popped, fenced = self._popped(pop, replies.pop()) if pop else (None, False)
-        for call, reply in zip(calls, replies, strict=True):
+        for call, reply in zip(calls, replies, strict=False):
             self._shards.remember(call.keys.shard, reply[1:])
+        for call, reply in zip(credits, replies[len(calls) :], strict=True):
+            self._shards.remember(call.keys.shard, reply)
         flags = {
             call.keys.shard: iter(reply[0])
             for call, reply in zip(calls[:pushes], replies[:pushes], strict=True)
         }
         marks = [next(flags[pending.shard]) for pending in batch]
-        new = [
-            mark in NEW_MARKS and not p.kind
-            for mark, p in zip(marks, batch, strict=True)
-        ]
-        acked = sum(reply[0] for reply in replies[pushes:])
+        new = [mark in NEW_MARKS for mark in marks]
+        acked = sum(reply[0] for reply in replies[pushes : len(calls)])
         shortened = marks.count(ord("2"))
         return Flushed(new, acked, popped, fenced, shortened)
 
@@ -187,12 +192,22 @@ class FrontierStore:
                 "credit": repr(item.credit),
                 "gain": repr(item.gain),
                 "host_credit": repr(item.host_credit),
-                "kind": item.kind,
                 "strategy": "dfs" if item.deepest_first else "",
             }
             for item in items
         ]
         return Call("push", self._keys[shard], args, records)
+
+    def _in_link_call(
+        self, shard: int, links: Sequence[Mapping[str, Value]], now: float
+    ) -> Call:
+        args: dict[str, Scalar] = {
+            "order": self._config.order,
+            "now": ms(now),
+            "concurrency": self._config.host_concurrency,
+            "per_depth": TIERS_PER_DEPTH,
+        }
+        return Call("credit", self._keys[shard], args, links)
 
     def _ack_call(self, ack: Ack, now: float) -> Call:
         done_at = ack.lease.done_at
