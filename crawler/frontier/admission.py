@@ -116,6 +116,13 @@ class Admission:
             return None
         level = level_of(depth, tier_of(request))
         hold_until = float(hold) if isinstance(hold, int | float) else None
+        deepest_first = self._sites.strategy_of(host) == "dfs"
+        if deepest_first:
+            # A host crawled deepest first goes down its chains on purpose: its
+            # pages keep the depth they are found at (within their limit), and
+            # depth repair, which would fetch them again and again as shorter
+            # paths turn up, leaves them alone.
+            depth_key = ""
         ranked: dict[str, Any] = {}
         if self._importance is not None:
             # A seed, and a revisit of a known page, start as a seed does.
@@ -132,7 +139,7 @@ class Admission:
             depth_key,
             priority=request.priority,
             request=request,
-            deepest_first=self._sites.strategy_of(host) == "dfs",
+            deepest_first=deepest_first,
             **ranked,
         )
 
