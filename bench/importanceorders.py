@@ -135,11 +135,15 @@ class Rule:
     floor: float = 1.0
     damping: float = 0.0
     out_exponent: float = 1.0
+    floor_exponent: float = 0.0  # the floor too divided by outdeg(Q) ** this
     source: str = "I"  # I | IB: which of Q's values its links pass on
     same_host: float = 1.0
+    same_host_floor: float = 1.0  # the floor's share in a same-host link's credit
     other_host: float = 1.0
+    depth_decay: float = 1.0  # credit times this ** depth(Q)
     host_term: float = 0.0  # share of credits from other hosts added per host
     log_scale: bool = False  # I = alpha * ln(1 + IB) + beta * IL
+    host_log: bool = False  # host term = host_term * ln(1 + credits from others)
     il_weights: dict[str, float] = field(default_factory=lambda: dict(IL_WEIGHTS))
 
     def order(self) -> Importance:
@@ -158,12 +162,14 @@ class Importance:
         self.web = web
         self.ib = [0.0] * pages
         self.il = [0.0] * pages
+        self.depth = [0] * pages
         self.popped_at = [0.0] * pages
         self.hosts = [0.0] * len(web.hosts)
         self.seeds = set(web.seeds)
 
     def discover(self, page: int, depth: int, seq: int) -> None:
         rule = self.rule
+        self.depth[page] = depth
         if rule.beta:
             self.il[page] = url_score(self.web.url(page), rule.il_weights)
         if page in self.seeds:
@@ -175,6 +181,8 @@ class Importance:
         return rule.alpha * ib + rule.beta * self.il[page]
 
     def bonus(self, host: int) -> float:
+        if self.rule.host_log:
+            return self.rule.host_term * math.log1p(self.hosts[host])
         return self.hosts[host]
 
     def popped(self, page: int) -> None:
@@ -187,15 +195,22 @@ class Importance:
             return (), ()
         rule = self.rule
         source = self.popped_at[page] if rule.source == "I" else self.ib[page]
-        base = rule.floor + rule.damping * source / len(targets) ** rule.out_exponent
+        out = len(targets)
+        floor = rule.floor / out**rule.floor_exponent
+        passed = rule.damping * source / out**rule.out_exponent
+        decay = rule.depth_decay ** self.depth[page]
+        floor, passed = floor * decay, passed * decay
+        base = floor + passed
+        same = (rule.same_host_floor * floor + passed) * rule.same_host
         host_of = self.web.host_of
         host = host_of[page]
         changed, hosts = [], set()
         for target in targets:
             other = host_of[target] != host
-            credit = base * (rule.other_host if other else rule.same_host)
+            credit = base * rule.other_host if other else same
             if other and rule.host_term:
-                self.hosts[host_of[target]] += rule.host_term * credit
+                share = 1.0 if rule.host_log else rule.host_term
+                self.hosts[host_of[target]] += share * credit
                 hosts.add(host_of[target])
             if status[target] == QUEUED:
                 self.ib[target] += credit
@@ -203,12 +218,38 @@ class Importance:
         return changed, hosts
 
 
+# IL's weights of the chosen rule: index pages and few slashes count most.
+WEIGHTED_IL = {"tld": 0.5, "home": 2.0, "index": 4.0, "depth": 3.0, "query": 1.0,
+               "length": 0.5}  # fmt: skip
+# The rule the simulation chose (bench/RESULTS.md, "Importance order"):
+# credit(Q -> P) = 0.7 ** depth(Q) * (1 + 0.85 * IB(Q) / outdeg(Q)), halved when P
+# is on another host; I(P) = ln(1 + IB(P)) + 1.5 * IL(P); hosts compared with
+# 0.2 * the credits their pages got from other hosts added.
+WEIGHTED = Rule(
+    "weighted",
+    floor=1.0,
+    damping=0.85,
+    source="IB",
+    other_host=0.5,
+    depth_decay=0.7,
+    host_term=0.2,
+    log_scale=True,
+    beta=1.5,
+    il_weights=WEIGHTED_IL,
+)
 BASE_RULES = (
     Rule("count", floor=1.0, damping=0.0),
     Rule("opic", floor=0.0, damping=1.0, source="IB"),
+    WEIGHTED,
+    replace(WEIGHTED, name="weighted-no-il", beta=0.0),
+    replace(WEIGHTED, name="weighted-no-host", host_term=0.0),
+    replace(WEIGHTED, name="weighted-no-decay", depth_decay=1.0),
+    replace(WEIGHTED, name="weighted-same-cross", other_host=1.0),
+    replace(WEIGHTED, name="weighted-linear", log_scale=False),
 )
 RULES = {rule.name: rule for rule in BASE_RULES}
-DEFAULT = ("bfs", "count", "opic", "omni")
+DEFAULT = ("bfs", "count", "opic", "weighted", "omni")
+ABLATIONS = tuple(rule.name for rule in BASE_RULES[3:])
 
 
 def named(name: str) -> Order:
