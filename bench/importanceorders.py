@@ -17,6 +17,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
+from crawler.policy.importance import SEED_CREDIT, band_of, link_credits
+from crawler.policy.urlimportance import url_importance
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
@@ -145,6 +148,8 @@ class Rule:
     log_scale: bool = False  # I = alpha * ln(1 + IB) + beta * IL
     host_log: bool = False  # host term = host_term * ln(1 + credits from others)
     il_weights: dict[str, float] = field(default_factory=lambda: dict(IL_WEIGHTS))
+    il_scorer: str = "bench"  # bench (url_score with il_weights) | crawler (main's)
+    bands: bool = False  # rank by the frontier's bands (9% steps), FIFO within
 
     def order(self) -> Importance:
         return Importance(self)
@@ -171,14 +176,19 @@ class Importance:
         rule = self.rule
         self.depth[page] = depth
         if rule.beta:
-            self.il[page] = url_score(self.web.url(page), rule.il_weights)
+            url = self.web.url(page)
+            if rule.il_scorer == "crawler":
+                self.il[page] = url_importance(url)
+            else:
+                self.il[page] = url_score(url, rule.il_weights)
         if page in self.seeds:
             self.ib[page] = rule.seed_importance
 
     def key(self, page: int) -> float:
         rule = self.rule
         ib = math.log1p(self.ib[page]) if rule.log_scale else self.ib[page]
-        return rule.alpha * ib + rule.beta * self.il[page]
+        importance = rule.alpha * ib + rule.beta * self.il[page]
+        return -band_of(importance) if rule.bands else importance
 
     def bonus(self, host: int) -> float:
         if self.rule.host_log:
@@ -218,6 +228,58 @@ class Importance:
         return changed, hosts
 
 
+class Frontier(Importance):
+    """The frontier's own rule on main (``crawler.policy.importance``): credits by
+    ``link_credits`` from I(Q) as popped, IL by ``url_importance``, I = alpha * IB
+    + beta * IL, ranked by band (FIFO within a band); no host term."""
+
+    def __init__(self, name: str, mode: str, alpha: float, beta: float) -> None:
+        rule = Rule(name, alpha=alpha, beta=beta, il_scorer="crawler", bands=True)
+        super().__init__(rule)
+        self.mode = mode
+        self.importance: list[float] = []
+
+    def start(self, web: Web, rank: Sequence[float]) -> None:
+        super().start(web, rank)
+        self.importance = [0.0] * len(web.paths)
+
+    def discover(self, page: int, depth: int, seq: int) -> None:
+        super().discover(page, depth, seq)
+        if page in self.seeds:
+            self.ib[page] = SEED_CREDIT
+
+    def key(self, page: int) -> float:
+        rule = self.rule
+        return -band_of(rule.alpha * self.ib[page] + rule.beta * self.il[page])
+
+    def popped(self, page: int) -> None:
+        rule = self.rule
+        self.popped_at[page] = rule.alpha * self.ib[page] + rule.beta * self.il[page]
+
+    def fetched(
+        self, page: int, targets: Sequence[int], status: bytearray
+    ) -> tuple[Iterable[int], Iterable[int]]:
+        host_of = self.web.host_of
+        host = host_of[page]
+        external = sum(1 for t in targets if host_of[t] != host)
+        inside, outside = link_credits(
+            self.mode, self.popped_at[page], len(targets), external
+        )
+        changed = []
+        for target in targets:
+            if status[target] == QUEUED:
+                self.ib[target] += outside if host_of[target] != host else inside
+                changed.append(target)
+        return changed, ()
+
+
+FRONTIER_RULES = {
+    "frontier-weighted": ("weighted", 1.0, 0.1),
+    "frontier-count": ("count", 1.0, 0.1),
+    "frontier-opic": ("opic", 1.0, 0.1),
+}
+
+
 # IL's weights of the chosen rule: index pages and few slashes count most.
 WEIGHTED_IL = {"tld": 0.5, "home": 2.0, "index": 4.0, "depth": 3.0, "query": 1.0,
                "length": 0.5}  # fmt: skip
@@ -246,6 +308,15 @@ BASE_RULES = (
     replace(WEIGHTED, name="weighted-no-decay", depth_decay=1.0),
     replace(WEIGHTED, name="weighted-same-cross", other_host=1.0),
     replace(WEIGHTED, name="weighted-linear", log_scale=False),
+    replace(WEIGHTED, name="weighted-linear-bands", log_scale=False, bands=True),
+    replace(WEIGHTED, name="weighted-crawler-il", il_scorer="crawler"),
+    replace(
+        WEIGHTED,
+        name="weighted-in-bands",
+        log_scale=False,
+        bands=True,
+        il_scorer="crawler",
+    ),
 )
 RULES = {rule.name: rule for rule in BASE_RULES}
 DEFAULT = ("bfs", "count", "opic", "weighted", "omni")
@@ -258,6 +329,8 @@ def named(name: str) -> Order:
         return Bfs()
     if name == "omni":
         return Omniscient()
+    if name in FRONTIER_RULES:
+        return Frontier(name, *FRONTIER_RULES[name])
     return RULES[name].order()
 
 
