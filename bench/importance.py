@@ -223,10 +223,26 @@ def measure(
         "pages": len(order),
         "shares": shares + [None] * (len(POINTS) - len(shares)),
         "pages_per_second": round((len(within) - 1) / span, 1) if span else None,
+        "min_host_gap": min_host_gap(hits),
         "responses": len(hits),
         "repeats": sum(1 for h in hits if h.status == 200) - len(order),
         "not_found": sum(1 for h in hits if h.status != 200),
+        "first_fetches": [page for _, page in within],
     }
+
+
+def min_host_gap(hits: Sequence[Hit]) -> float | None:
+    """The shortest time between two responses of one host (s): politeness, as
+    the server saw it (each response is sent after its latency)."""
+    last: dict[str, float] = {}
+    gap: float | None = None
+    for hit in hits:
+        host = hit.path.split("/", 1)[0]
+        if host in last:
+            step = hit.time - last[host]
+            gap = step if gap is None else min(gap, step)
+        last[host] = hit.time
+    return None if gap is None else round(gap, 3)
 
 
 def _print_run(f: dict[str, Any]) -> None:
@@ -234,6 +250,7 @@ def _print_run(f: dict[str, Any]) -> None:
     print(
         f"  {f['order']}: {f['pages']} pages, shares {shares}, "
         f"{f['pages_per_second']} pages/s, {f['repeats']} repeats, "
+        f"closest host gap {f['min_host_gap']} s, "
         f"{f['not_found']} not 200, exit {f['returncode']} ({f['finish_reason']}), "
         f"{f['wall_seconds']} s, CPU {f['cpu_seconds']} s",
         flush=True,

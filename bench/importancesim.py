@@ -16,6 +16,7 @@ pages, and the gap each order closes between ``bfs`` and ``omni``.
 from __future__ import annotations
 
 import argparse
+import collections
 import heapq
 import random
 import time
@@ -43,6 +44,9 @@ class Timing:
     delay: float = 0.5
     concurrency: int = 16
     seed: int = 7
+    # CPU seconds to parse a page: one page at a time, and requests are handed out
+    # only between two parses (Scrapy's engine shares the reactor thread). 0: free.
+    parse: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,9 @@ class Crawl:
         self.flights: list[tuple[float, int]] = []
         self.now = 0.0
         self.discovered = 0
+        self.cpu_free = 0.0
+        self.parsing: int | None = None
+        self.parse_queue: collections.deque[int] = collections.deque()
 
     def run(self, budget: int) -> Run:
         order = self.order
@@ -87,7 +94,7 @@ class Crawl:
         self._refresh_all(touched)
         fetched: list[int] = []
         while len(fetched) < budget:
-            self._dispatch()
+            self._cpu()
             if not self._advance():
                 break
             self._release_waiting()
@@ -98,8 +105,26 @@ class Crawl:
             ):
                 _, page = heapq.heappop(self.flights)
                 fetched.append(page)
-                self._complete(page)
+                self._downloaded(page)
         return Run(order.name, fetched, self.now)
+
+    def _cpu(self) -> None:
+        """Parse the downloaded pages (their links queued) and hand out requests
+        between two parses; with no parse cost, all at once, then hand out."""
+        if self.timing.parse <= 0:
+            while self.parse_queue:
+                self._complete(self.parse_queue.popleft())
+            self._dispatch()
+            return
+        while self.cpu_free <= self.now:
+            if self.parsing is not None:
+                self._complete(self.parsing)
+                self.parsing = None
+            self._dispatch()
+            if not self.parse_queue:
+                return
+            self.parsing = self.parse_queue.popleft()
+            self.cpu_free = self.now + self.timing.parse
 
     def _discover(self, page: int, depth: int, touched: set[int]) -> None:
         self.status[page] = QUEUED
@@ -175,6 +200,8 @@ class Crawl:
     def _advance(self) -> bool:
         """Move the clock to the next event; False when nothing is left to do."""
         times = []
+        if self.cpu_free > self.now:
+            times.append(self.cpu_free)
         if self.flights:
             times.append(self.flights[0][0])
         if len(self.flights) < self.timing.concurrency and self.waiting:
@@ -191,13 +218,18 @@ class Crawl:
                 self.state[host] = EMPTY
                 self._refresh(host)
 
-    def _complete(self, page: int) -> None:
-        """A fetch ended: its host waits its delay; its links are queued or
-        credited (links to pages taken already are the order's to ignore)."""
+    def _downloaded(self, page: int) -> None:
+        """A download ended: its host waits its delay; the page waits its parse."""
         host = self.web.host_of[page]
         self.state[host] = EMPTY
         self.ready_at[host] = self.now + self.timing.delay
-        touched = {host}
+        self._refresh(host)
+        self.parse_queue.append(page)
+
+    def _complete(self, page: int) -> None:
+        """A page is parsed: its links are queued or credited (links to pages
+        taken already are the order's to ignore)."""
+        touched = {self.web.host_of[page]}
         targets = self.web.links[page]
         for target in targets:
             if self.status[target] == UNKNOWN:
@@ -271,9 +303,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--orders", default=",".join(importanceorders.DEFAULT))
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--delay", type=float, default=0.5)
+    parser.add_argument("--parse", type=float, default=0.0, help="CPU s a page")
     args = parser.parse_args(argv)
     shapes = {s.name: s for s in simweb.SHAPES}
-    timing = Timing(delay=args.delay, concurrency=args.concurrency)
+    timing = Timing(delay=args.delay, concurrency=args.concurrency, parse=args.parse)
     for name in args.shapes.split(","):
         started = time.monotonic()
         web = simweb.build(shapes[name])
