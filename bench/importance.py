@@ -24,6 +24,7 @@ import argparse
 import contextlib
 import json
 import shutil
+import signal
 import tempfile
 import time
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from crawler.crawlstate.embedded import EmbeddedRedis
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
+    from types import FrameType
 
     from bench.importancesite import Hit, SimSite
 
@@ -97,6 +99,7 @@ class Bench:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     shape = next(s for s in simweb.SHAPES if s.name == args.shape)
     started = time.monotonic()
     web = simweb.build(shape)
@@ -111,6 +114,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = [crawl(bench, name) for name in args.orders]
     facts["crawler_code"] = run.code_fingerprint()
     return finish(args, web, results, facts)
+
+
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)  # unwinds: the crawl, the site and Redis stop
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from twisted.internet import defer
 from twisted.internet.error import DNSLookupError
 from twisted.internet.interfaces import IResolverSimple
-from zope.interface import implementer
+from zope.interface import implementer  # type: ignore[import-untyped]
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -46,7 +46,7 @@ class TableResolver:
         return cls(reactor, json.loads(Path(path).read_text()))
 
     def install_on_reactor(self) -> None:
-        self.reactor.installResolver(self)
+        self.reactor.installResolver(self)  # type: ignore[arg-type]
 
     def getHostByName(
         self, name: str, timeout: Sequence[int] = ()

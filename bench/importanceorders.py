@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from crawler.policy.importance import SEED_CREDIT, band_of, link_credits
+from crawler.policy.importance import SEED_CREDIT, band_floor, band_of, link_credit
 from crawler.policy.urlimportance import url_importance
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ class Order(Protocol):
     def discover(self, page: int, depth: int, seq: int) -> None: ...
     def key(self, page: int) -> float: ...
     def bonus(self, host: int) -> float: ...
+    def host_value(self, host: int, key: float) -> float: ...
     def popped(self, page: int) -> None: ...
     def fetched(
         self, page: int, targets: Sequence[int], status: bytearray
@@ -59,6 +60,10 @@ class Bfs:
 
     def bonus(self, host: int) -> float:
         return 0.0
+
+    def host_value(self, host: int, key: float) -> float:
+        """How *host*, whose best URL has *key*, ranks against other hosts."""
+        return key + self.bonus(host)
 
     def popped(self, page: int) -> None:
         pass
@@ -195,6 +200,9 @@ class Importance:
             return self.rule.host_term * math.log1p(self.hosts[host])
         return self.hosts[host]
 
+    def host_value(self, host: int, key: float) -> float:
+        return key + self.bonus(host)
+
     def popped(self, page: int) -> None:
         self.popped_at[page] = self.key(page)
 
@@ -229,54 +237,68 @@ class Importance:
 
 
 class Frontier(Importance):
-    """The frontier's own rule on main (``crawler.policy.importance``): credits by
-    ``link_credits`` from I(Q) as popped, IL by ``url_importance``, I = alpha * IB
-    + beta * IL, ranked by band (FIFO within a band); no host term."""
+    """The frontier's own rule on main (``crawler.policy.importance``): each link's
+    ``link_credit`` from IB(Q) as popped and Q's depth, IL by ``url_importance``,
+    I = alpha * IB + beta * IL; a host ranks its URLs by band, then depth, then
+    first queued; hosts rank by the band of their best URL's band floor plus
+    their host term, then depth (``scripthelpers.host_score_rank``)."""
+
+    LEVEL = 1000  # key = -(band * LEVEL + depth)
 
     def __init__(self, name: str, mode: str, alpha: float, beta: float) -> None:
         rule = Rule(name, alpha=alpha, beta=beta, il_scorer="crawler", bands=True)
         super().__init__(rule)
         self.mode = mode
-        self.importance: list[float] = []
-
-    def start(self, web: Web, rank: Sequence[float]) -> None:
-        super().start(web, rank)
-        self.importance = [0.0] * len(web.paths)
 
     def discover(self, page: int, depth: int, seq: int) -> None:
         super().discover(page, depth, seq)
         if page in self.seeds:
             self.ib[page] = SEED_CREDIT
 
+    def importance(self, page: int) -> float:
+        return self.rule.alpha * self.ib[page] + self.rule.beta * self.il[page]
+
     def key(self, page: int) -> float:
-        rule = self.rule
-        return -band_of(rule.alpha * self.ib[page] + rule.beta * self.il[page])
+        return -float(band_of(self.importance(page)) * self.LEVEL + self.depth[page])
+
+    def host_value(self, host: int, key: float) -> float:
+        term = self.hosts[host]
+        if not term > 0:
+            return key
+        band, depth = divmod(int(-key), self.LEVEL)
+        return -float(band_of(band_floor(band) + term) * self.LEVEL + depth)
 
     def popped(self, page: int) -> None:
-        rule = self.rule
-        self.popped_at[page] = rule.alpha * self.ib[page] + rule.beta * self.il[page]
+        self.popped_at[page] = self.ib[page]
 
     def fetched(
         self, page: int, targets: Sequence[int], status: bytearray
     ) -> tuple[Iterable[int], Iterable[int]]:
         host_of = self.web.host_of
         host = host_of[page]
-        external = sum(1 for t in targets if host_of[t] != host)
-        inside, outside = link_credits(
-            self.mode, self.popped_at[page], len(targets), external
-        )
-        changed = []
+        changed, hosts = [], set()
         for target in targets:
+            external = host_of[target] != host
+            credit = link_credit(
+                self.mode,
+                self.popped_at[page],
+                self.depth[page],
+                len(targets),
+                external,
+            )
+            if credit.host > 0:
+                self.hosts[host_of[target]] += credit.host
+                hosts.add(host_of[target])
             if status[target] == QUEUED:
-                self.ib[target] += outside if host_of[target] != host else inside
+                self.ib[target] += credit.url
                 changed.append(target)
-        return changed, ()
+        return changed, hosts
 
 
 FRONTIER_RULES = {
-    "frontier-weighted": ("weighted", 1.0, 0.1),
-    "frontier-count": ("count", 1.0, 0.1),
-    "frontier-opic": ("opic", 1.0, 0.1),
+    "frontier-weighted": ("weighted", 1.0, 1.5),
+    "frontier-count": ("count", 1.0, 1.5),
+    "frontier-opic": ("opic", 1.0, 1.5),
 }
 
 

@@ -165,7 +165,7 @@ class Crawl:
                 self.state[host] = WAITING
                 heapq.heappush(self.waiting, (self.ready_at[host], host))
             return
-        value = (-best[0] + self.order.bonus(host), best[1])
+        value = (self.order.host_value(host, -best[0]), best[1])
         if self.state[host] == READY and self.pushed[host] == value:
             return
         self.state[host] = READY
