@@ -16,7 +16,6 @@ pages, and the gap each order closes between ``bfs`` and ``omni``.
 from __future__ import annotations
 
 import argparse
-import collections
 import heapq
 import random
 import time
@@ -44,9 +43,9 @@ class Timing:
     delay: float = 0.5
     concurrency: int = 16
     seed: int = 7
-    # CPU seconds to parse a page: one page at a time, and requests are handed out
-    # only between two parses (Scrapy's engine shares the reactor thread). 0: free.
-    parse: float = 0.0
+    # Seconds between two requests handed out at most: a crawler bound by its own
+    # CPU hands out one request per page it handles, whatever its free slots.
+    pace: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -81,9 +80,7 @@ class Crawl:
         self.flights: list[tuple[float, int]] = []
         self.now = 0.0
         self.discovered = 0
-        self.cpu_free = 0.0
-        self.parsing: int | None = None
-        self.parse_queue: collections.deque[int] = collections.deque()
+        self.next_dispatch = 0.0
 
     def run(self, budget: int) -> Run:
         order = self.order
@@ -94,7 +91,7 @@ class Crawl:
         self._refresh_all(touched)
         fetched: list[int] = []
         while len(fetched) < budget:
-            self._cpu()
+            self._dispatch()
             if not self._advance():
                 break
             self._release_waiting()
@@ -105,26 +102,8 @@ class Crawl:
             ):
                 _, page = heapq.heappop(self.flights)
                 fetched.append(page)
-                self._downloaded(page)
+                self._complete(page)
         return Run(order.name, fetched, self.now)
-
-    def _cpu(self) -> None:
-        """Parse the downloaded pages (their links queued) and hand out requests
-        between two parses; with no parse cost, all at once, then hand out."""
-        if self.timing.parse <= 0:
-            while self.parse_queue:
-                self._complete(self.parse_queue.popleft())
-            self._dispatch()
-            return
-        while self.cpu_free <= self.now:
-            if self.parsing is not None:
-                self._complete(self.parsing)
-                self.parsing = None
-            self._dispatch()
-            if not self.parse_queue:
-                return
-            self.parsing = self.parse_queue.popleft()
-            self.cpu_free = self.now + self.timing.parse
 
     def _discover(self, page: int, depth: int, touched: set[int]) -> None:
         self.status[page] = QUEUED
@@ -180,7 +159,10 @@ class Crawl:
     def _dispatch(self) -> None:
         """Start fetches while a slot is free and a host is ready."""
         low, high = self.timing.latency
+        pace = self.timing.pace
         while len(self.flights) < self.timing.concurrency and self.ready:
+            if pace and self.now < self.next_dispatch:
+                return
             _, _, host, version = heapq.heappop(self.ready)
             if version != self.version[host] or self.state[host] != READY:
                 continue
@@ -196,12 +178,14 @@ class Crawl:
             self.version[host] += 1
             done = self.now + self.rng.uniform(low, high)
             heapq.heappush(self.flights, (done, page))
+            self.next_dispatch = self.now + pace
 
     def _advance(self) -> bool:
         """Move the clock to the next event; False when nothing is left to do."""
         times = []
-        if self.cpu_free > self.now:
-            times.append(self.cpu_free)
+        free = len(self.flights) < self.timing.concurrency
+        if free and self.ready and self.next_dispatch > self.now:
+            times.append(self.next_dispatch)
         if self.flights:
             times.append(self.flights[0][0])
         if len(self.flights) < self.timing.concurrency and self.waiting:
@@ -218,18 +202,13 @@ class Crawl:
                 self.state[host] = EMPTY
                 self._refresh(host)
 
-    def _downloaded(self, page: int) -> None:
-        """A download ended: its host waits its delay; the page waits its parse."""
+    def _complete(self, page: int) -> None:
+        """A fetch ended: its host waits its delay; its links are queued or
+        credited (links to pages taken already are the order's to ignore)."""
         host = self.web.host_of[page]
         self.state[host] = EMPTY
         self.ready_at[host] = self.now + self.timing.delay
-        self._refresh(host)
-        self.parse_queue.append(page)
-
-    def _complete(self, page: int) -> None:
-        """A page is parsed: its links are queued or credited (links to pages
-        taken already are the order's to ignore)."""
-        touched = {self.web.host_of[page]}
+        touched = {host}
         targets = self.web.links[page]
         for target in targets:
             if self.status[target] == UNKNOWN:
@@ -303,10 +282,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--orders", default=",".join(importanceorders.DEFAULT))
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--delay", type=float, default=0.5)
-    parser.add_argument("--parse", type=float, default=0.0, help="CPU s a page")
+    parser.add_argument(
+        "--pace", type=float, default=0.0, help="s between two requests, at least"
+    )
     args = parser.parse_args(argv)
     shapes = {s.name: s for s in simweb.SHAPES}
-    timing = Timing(delay=args.delay, concurrency=args.concurrency, parse=args.parse)
+    timing = Timing(delay=args.delay, concurrency=args.concurrency, pace=args.pace)
     for name in args.shapes.split(","):
         started = time.monotonic()
         web = simweb.build(shapes[name])
