@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", action="append", default=[], metavar="NAME=DIR")
     parser.add_argument("--orders", default=",".join(importanceorders.DEFAULT))
-    parser.add_argument("--parse", type=float, default=0.0, help="CPU s a page")
+    parser.add_argument("--pace", type=float, default=0.0, help="s between requests")
     args = parser.parse_args(argv)
     corpora = [tuple(text.split("=", 1)) for text in args.corpus] or [
         (name, folder) for name, folder, _ in nginxsites.DEFAULT_CORPORA
@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     web = corpus_web(found)
     rank = simweb.pagerank(web.links)
     orders = [importanceorders.named(o) for o in args.orders.split(",")]
-    timing = importancesim.Timing(parse=args.parse)
+    timing = importancesim.Timing(pace=args.pace)
     curves = importancesim.evaluate(web, rank, orders, timing)
     names = ", ".join(name for name, _ in found)
     title = f"docs ({names}): {len(web.paths)} pages, {sum(map(len, web.links))} links"

@@ -331,6 +331,19 @@ BASE_RULES = (
     replace(WEIGHTED, name="weighted-same-cross", other_host=1.0),
     replace(WEIGHTED, name="weighted-linear", log_scale=False),
     replace(WEIGHTED, name="weighted-linear-bands", log_scale=False, bands=True),
+    # For a crawler that hands out one request per page it handles (CPU-bound,
+    # many hosts ready: bench.importance's regime), IL must weigh more; count and
+    # OPIC with the same IL, for a fair comparison.
+    replace(WEIGHTED, name="weighted-beta5", log_scale=False, beta=5.0),
+    Rule("count-beta5", beta=5.0, il_weights=WEIGHTED_IL),
+    Rule(
+        "opic-beta5",
+        floor=0.0,
+        damping=1.0,
+        source="IB",
+        beta=5.0,
+        il_weights=WEIGHTED_IL,
+    ),
     replace(WEIGHTED, name="weighted-crawler-il", il_scorer="crawler"),
     replace(
         WEIGHTED,
