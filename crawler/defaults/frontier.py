@@ -22,8 +22,9 @@ FRONTIER_ORDER = "bfs"
 # Weight of IB(P), the backlink importance: the credits of P's in-links so far.
 IMPORTANCE_ALPHA = 1.0
 # Weight of IL(P), the location importance: the score of P's URL (0 to 1); chosen
-# on simulated webs: a URL's look is worth about one and a half in-links.
-IMPORTANCE_BETA = 1.5
+# on simulated webs crawled as the crawler does: a URL's look is worth about five
+# in-links.
+IMPORTANCE_BETA = 5.0
 # The URL scorer giving IL(P) (an import path to a callable taking a URL).
 IMPORTANCE_URL_SCORER = "crawler.policy.urlimportance.url_importance"
 # What one in-link passes on: "weighted" (a floor plus the linking page's backlink

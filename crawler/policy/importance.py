@@ -64,10 +64,10 @@ HOST_SHARE = 0.2
 @dataclass(frozen=True, slots=True)
 class ImportanceConfig:
     """The formula's weights and how credits are computed (chosen on data:
-    bench/RESULTS.md; IL must be worth about one and a half in-links)."""
+    bench/RESULTS.md: IL is worth about five in-links)."""
 
     alpha: float = 1.0
-    beta: float = 1.5
+    beta: float = 5.0
     backlinks: str = "weighted"
 
     def first(self, backlinks: float, location: float) -> float:
