@@ -25,15 +25,13 @@ from crawler.meta import IMPORTANCE, INLINKS, LINK_CREDIT
 from crawler.policy.importance import LinkCredit
 from crawler.policy.sharding import shard_of
 from tests.integration.openscheduler import opened
+from tests.integration.test_scheduler_priority import take_all
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from crawler.frontier.scheduler import FrontierScheduler
 
 pytestmark = pytest.mark.integration
-
-MOST_CALLS = 50
 
 
 class ImportanceSpider(Spider):
@@ -70,18 +68,6 @@ def one_host(name: str) -> str:
 
 def host_each(name: str) -> str:
     return f"http://127.0.0.{2 + 'abcdefgh'.index(name)}:9/{name}"
-
-
-def take_all(scheduler: FrontierScheduler, count: int) -> list[Request]:
-    taken: list[Request] = []
-    for _ in range(MOST_CALLS):
-        if len(taken) == count:
-            break
-        if (request := scheduler.next_request()) is not None:
-            taken.append(request)
-    assert len(taken) == count, f"handed out {taken} of {count}"
-    assert scheduler.next_request() is None
-    return taken
 
 
 def names(requests: list[Request]) -> list[str]:
