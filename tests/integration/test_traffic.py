@@ -134,7 +134,9 @@ def slow_column(table: str) -> dict[str, str]:
     """Host -> its cell in the ``slow`` column of `scrapy frontier hosts`' table."""
     header, *rows = table.splitlines()
     start = header.index("slow")
-    return {row.split()[0]: row[start:].strip() for row in rows}
+    after = header[start:].split()[1:2]  # the next column's name, if any
+    end = header.index(after[0], start) if after else None
+    return {row.split()[0]: row[start:end].strip() for row in rows}
 
 
 def test_frontier_hosts_shows_which_hosts_are_slow_or_paused(redis):

@@ -47,14 +47,14 @@ local function move(host, key, seq0, class0, value, backlinks, links)
 end
 
 -- Credit a queued URL with in-links (item: credit to its backlink importance,
--- gain to its importance, links: how many in-links, 1 if not given); move it if
+-- gain to its importance; added: how many in-links, 1 for a push); move it if
 -- its band got better.
-local function add_credit(host, key, item)
+local function add_credit(host, key, item, added)
   local seq0, class0, value, backlinks, links = index_read(host, key)
   if not seq0 then return end  -- fetched, in flight, held or failed: no order to change
   value = value + (tonumber(item.gain) or 0)
   backlinks = backlinks + (tonumber(item.credit) or 0)
-  links = links + (tonumber(item.links) or 1)
+  links = links + added
   if importance_band(value) < tonumber(class0) % BANDS then
     move(host, key, seq0, class0, value, backlinks, links)
   else
@@ -197,7 +197,7 @@ for item in records() do
       touch(host, concurrency)
     end
   elseif importance and not new and not shorter and item.url_key ~= '' then
-    add_credit(host, item.url_key, item)
+    add_credit(host, item.url_key, item, 1)
   end
   add_host_credit(item.host, item)
   flags[#flags + 1] = flag
@@ -219,7 +219,7 @@ local concurrency, per_depth = tonumber(args.concurrency), tonumber(args.per_dep
 """,
         """
 for item in records() do
-  add_credit(item.host, item.url_key, item)
+  add_credit(item.host, item.url_key, item, tonumber(item.links) or 1)
   add_host_credit(item.host, item)
 end
 return summary()
