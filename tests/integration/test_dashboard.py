@@ -20,7 +20,7 @@ import pytest
 from parsel import Selector
 
 from crawler.crawlstate.keys import CrawlKeys
-from tests.integration.test_node_commands import cluster  # noqa: F401 (a fixture)
+from tests.integration.test_node_commands import node_cluster  # noqa: F401 (a fixture)
 from tests.integration.test_redis_cluster import redis_cluster  # noqa: F401 (a fixture)
 from tests.servers import ROOT, running_site, stop, wait_for
 
@@ -358,7 +358,7 @@ def test_hostile_host_names_and_node_ids_are_shown_as_text(redis, redis_url, tmp
     assert page.css("#state::attr(data-state)").get() == "running"  # node starting
 
 
-@pytest.mark.usefixtures("cluster")
+@pytest.mark.usefixtures("node_cluster")
 def test_the_nodes_panel_shows_each_nodes_capacity_and_load(redis, redis_url, tmp_path):
     redis.hset(KEYS.control, "drain:slow", "1")
     with dashboard(redis_url) as url:

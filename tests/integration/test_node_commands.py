@@ -68,7 +68,7 @@ def register(redis, entry: dict[str, Any], *, alive: bool = True) -> None:
 
 
 @pytest.fixture
-def cluster(redis) -> None:
+def node_cluster(redis) -> None:
     """A fast node (new fields) on shards 0-4, a slow one (new fields) on 5-6, an
     old one (no new fields) on 7, a dead one, and an entry that is not JSON."""
     redis.hset(KEYS.meta, "schema_version", "4")
@@ -111,7 +111,7 @@ def rows(stdout: str) -> dict[str, list[str]]:
 
 
 def test_nodes_lists_every_field_and_dashes_what_older_entries_lack(
-    redis, redis_url, cluster
+    redis, redis_url, node_cluster
 ):
     result = frontier(redis_url, "nodes")
     assert result.returncode == 0, result.stderr
@@ -141,7 +141,7 @@ def test_nodes_lists_every_field_and_dashes_what_older_entries_lack(
     assert table["junk"][1:] == ["dead (?)", "-:-", "0", *["-"] * 9]
 
 
-def test_nodes_json_gives_each_field_or_null(redis, redis_url, cluster):
+def test_nodes_json_gives_each_field_or_null(redis, redis_url, node_cluster):
     result = frontier(redis_url, "nodes", "--json")
     assert result.returncode == 0, result.stderr
     table = json.loads(result.stdout)
@@ -179,7 +179,7 @@ def test_nodes_of_a_crawl_without_nodes(redis_url):
     )
 
 
-def test_status_shows_each_nodes_weight_load_and_state(redis, redis_url, cluster):
+def test_status_shows_each_nodes_weight_load_and_state(redis, redis_url, node_cluster):
     redis.hset(KEYS.control, "drain:slow", "1")
     result = frontier(redis_url, "status")
     assert result.returncode == 0, result.stderr
@@ -212,7 +212,7 @@ def test_status_shows_each_nodes_weight_load_and_state(redis, redis_url, cluster
         (["POLITENESS_OVERRIDES", '{"a=b.example": 3}'], "set:POLITENESS_OVERRIDES", b'{"a=b.example": 3}'),
     ],
 )  # fmt: skip
-@pytest.mark.usefixtures("cluster")
+@pytest.mark.usefixtures("node_cluster")
 def test_set_writes_a_checked_value_for_the_crawl_or_one_node(
     redis, redis_url, args, field, value
 ):
@@ -233,13 +233,13 @@ def test_set_writes_a_checked_value_for_the_crawl_or_one_node(
     ],
 )  # fmt: skip
 def test_set_refuses_unknown_nodes_and_bad_values_in_one_line(
-    redis, redis_url, cluster, args, words
+    redis, redis_url, node_cluster, args, words
 ):
     one_line_error(frontier(redis_url, "set", *args), *words)
     assert not redis.exists(KEYS.control)
 
 
-def test_set_checks_a_value_against_each_nodes_own(redis, redis_url, cluster):
+def test_set_checks_a_value_against_each_nodes_own(redis, redis_url, node_cluster):
     # a node's own value written by hand, bad together with the crawl-wide one
     redis.hset(KEYS.control, "node:slow:set:POLITENESS_DAY_HOURS", "08:00-20:00")
     assert frontier(redis_url, "set", "POLITENESS_JITTER=0.1").returncode == 0
@@ -255,7 +255,9 @@ def test_set_checks_a_value_against_each_nodes_own(redis, redis_url, cluster):
     assert not redis.hexists(KEYS.control, "set:DEPTH_LIMIT")
 
 
-def test_set_unset_for_one_node_leaves_the_crawl_wide_value(redis, redis_url, cluster):
+def test_set_unset_for_one_node_leaves_the_crawl_wide_value(
+    redis, redis_url, node_cluster
+):
     redis.hset(
         KEYS.control,
         mapping={
@@ -298,13 +300,13 @@ def test_usage_errors(redis_url, args):
     [("nobody", ["no node 'nobody'"]), ("gone", ["'gone'", "not alive"])],
 )
 def test_drain_refuses_an_unknown_or_dead_node_in_one_line(
-    redis, redis_url, cluster, node, words
+    redis, redis_url, node_cluster, node, words
 ):
     one_line_error(frontier(redis_url, "drain", node), *words)
     assert not redis.exists(KEYS.control)
 
 
-def test_drain_tells_the_node_and_hands_its_shards_over(redis, redis_url, cluster):
+def test_drain_tells_the_node_and_hands_its_shards_over(redis, redis_url, node_cluster):
     pytest.importorskip("crawler.frontier.node.handover", reason="issue 24's hand_over")
     result = frontier(redis_url, "drain", "slow")
     assert result.returncode == 0, result.stderr
