@@ -10,9 +10,10 @@ import pytest
 from scrapy.settings import Settings
 
 from crawler.crawlstate.keys import CrawlKeys
+from crawler.defaults.frontier import FRONTIER_DISPATCH
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.node.membership import Membership
-from crawler.policy.ownership import shards_of
+from crawler.frontier.node.membership import Membership, NodeReport
+from crawler.policy.dispatch import homes
 from tests.servers import wait_for
 
 if TYPE_CHECKING:
@@ -46,17 +47,20 @@ def owners(redis: redis_py.Redis) -> list[bytes | None]:
 
 def test_a_lone_node_owns_every_shard(redis):
     alone = member(redis, "a")
-    assert alone.beat(time.time(), pages=0) == frozenset(range(SHARDS))
+    assert alone.beat(time.time(), NodeReport(pages=0)) == frozenset(range(SHARDS))
     assert owners(redis) == [b"a"] * SHARDS
 
 
 def test_a_joining_node_gets_its_share_only_after_the_owner_lets_go(redis):
     a, b = member(redis, "a"), member(redis, "b")
-    a.beat(time.time(), pages=0)
-    b_share = shards_of("b", ["a", "b"], SHARDS)
-    assert b.beat(time.time(), pages=0) == frozenset()  # all still held by a
-    a.beat(time.time(), pages=0)  # a sees b alive and releases b's share
-    assert b.beat(time.time(), pages=0) == b_share
+    a.beat(time.time(), NodeReport(pages=0))
+    home = homes({"a": 1.0, "b": 1.0}, SHARDS, FRONTIER_DISPATCH)
+    b_share = frozenset(s for s, node in home.items() if node == "b")
+    assert (
+        b.beat(time.time(), NodeReport(pages=0)) == frozenset()
+    )  # all still held by a
+    a.beat(time.time(), NodeReport(pages=0))  # a sees b alive and releases b's share
+    assert b.beat(time.time(), NodeReport(pages=0)) == b_share
     assert a.owned == frozenset(range(SHARDS)) - b_share
     assert set(owners(redis)) == {b"a", b"b"}
 
@@ -64,19 +68,19 @@ def test_a_joining_node_gets_its_share_only_after_the_owner_lets_go(redis):
 def test_a_clean_leave_hands_the_shards_over_at_once(redis):
     a, b = member(redis, "a"), member(redis, "b")
     for node in (a, b, a, b):
-        node.beat(time.time(), pages=0)
+        node.beat(time.time(), NodeReport(pages=0))
     b.leave()
-    assert a.beat(time.time(), pages=0) == frozenset(range(SHARDS))
+    assert a.beat(time.time(), NodeReport(pages=0)) == frozenset(range(SHARDS))
     assert redis.hkeys(CrawlKeys("nodes").nodes) == [b"a"]
 
 
 def test_a_dead_nodes_shards_go_to_the_others_after_its_ttl(redis):
     a, b = member(redis, "a"), member(redis, "b")
     for node in (a, b, a, b):
-        node.beat(time.time(), pages=0)
+        node.beat(time.time(), NodeReport(pages=0))
     assert b.owned  # then b dies: no leave, no more heartbeats
     taken = wait_for(
-        lambda: a.beat(time.time(), pages=0) == frozenset(range(SHARDS)),
+        lambda: a.beat(time.time(), NodeReport(pages=0)) == frozenset(range(SHARDS)),
         timeout=5 * TTL,
         interval=0.1,
     )
@@ -87,8 +91,8 @@ def test_a_dead_nodes_shards_go_to_the_others_after_its_ttl(redis):
 def test_the_registry_entry_says_who_the_node_is_and_what_it_does(redis):
     a = member(redis, "a")
     start = time.time()
-    a.beat(start, pages=0)
-    a.beat(start + 1.0, pages=30)
+    a.beat(start, NodeReport(pages=0))
+    a.beat(start + 1.0, NodeReport(pages=30))
     entry = json.loads(redis.hget(CrawlKeys("nodes").nodes, "a"))
     assert entry["id"] == "a"
     assert entry["shards"] == list(range(SHARDS))
