@@ -172,8 +172,9 @@ def shards_to_take(
 ) -> list[int]:
     """Which of *donor*'s shards *me* takes: shards with ready hosts, not *pinned*
     (moved within the hold), largest first, until they bring about as many ready
-    hosts as *me* has free slots, and never more than half of what waits on the
-    donor (the donor keeps the rest, so the two do not swap places)."""
+    hosts as *me* has free slots (a first shard up to twice that, so a shard of
+    many hosts still moves), and never more than half of what waits on the donor
+    (the donor keeps the rest, so the two do not swap places)."""
     budget = min(me.free, max(1, donor.waiting // 2))
     taken: list[int] = []
     candidates = sorted(

@@ -133,10 +133,10 @@ class Membership:
         ttl = int(self.config.node_ttl * 1000)
         self.client.set(self.keys.heartbeat(self.node_id), "1", px=ttl)
         table = self.node_table(now)
-        self._publish_weight(report)
+        own = report.weight_setting or self.weight
         weights = weights_in_force(
             {node: _entry_weight(entry) for node, entry in table.items()}
-            | {self.node_id: 0.0 if report.draining else self.weight}
+            | {self.node_id: 0.0 if report.draining else own}
         )
         loans = read_loans(self.client, self.keys, self.config.shards)
         wanted: frozenset[int] = frozenset()
@@ -179,6 +179,7 @@ class Membership:
                 is_saturated(report.concurrency, report.in_flight, me.waiting),
             )
         )
+        self._publish_weight(report)
         self._register(now, report, me)
         return held
 
