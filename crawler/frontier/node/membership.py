@@ -123,9 +123,15 @@ class Membership:
         self._owner_keys = [self.keys.shard(s).owner for s in range(self.config.shards)]
         self._rng = random.Random(self.node_id)  # pick-2's pairs  # noqa: S311
 
-    def beat(self, now: float, report: NodeReport | None = None) -> frozenset[int]:
+    def beat(
+        self,
+        now: float,
+        report: NodeReport | None = None,
+        told_to_drain: frozenset[str] = frozenset(),
+    ) -> frozenset[int]:
         """Renew this node's heartbeat and shards, take work to spare capacity, and
-        publish its entry; the shards it holds now."""
+        publish its entry; the shards it holds now. Nodes *told_to_drain* get no
+        shard, before their own entries say they drain."""
         report = report or NodeReport()
         first = not self.started
         if first:
@@ -137,6 +143,7 @@ class Membership:
         weights = weights_in_force(
             {node: _entry_weight(entry) for node, entry in table.items()}
             | {self.node_id: 0.0 if report.draining else own}
+            | dict.fromkeys(told_to_drain & table.keys(), 0.0)
         )
         loans = read_loans(self.client, self.keys, self.config.shards)
         wanted: frozenset[int] = frozenset()

@@ -253,7 +253,7 @@ class NodeRuntime:
             self._config.node_weight if weight is None else weight,
             draining=self.control.draining,
         )
-        if self.membership.beat(now, report) - owned:
+        if self.membership.beat(now, report, self.control.state.draining) - owned:
             self._link.wake_engine()  # shards gained: there may be work in them
         self._count_moves(moves)
         # Leases done but not yet acknowledged (Redis was away) are still this node's.
