@@ -127,13 +127,15 @@ def loan_holders(redis: redis_py.Redis) -> dict[int, str]:
     return {shard: loan.node for shard, loan in read_loans(redis, keys, SHARDS).items()}
 
 
-SATURATED = NodeReport(concurrency=4, in_flight=4)  # every slot busy
+SATURATED = NodeReport(concurrency=16, in_flight=16)  # every slot busy
 IDLE = NodeReport(concurrency=16, in_flight=0)
 
 
-def homes_of(node: str) -> list[int]:
-    """The shards whose home is *node* among nodes a and b (equal weights)."""
-    home = homes({"a": 1.0, "b": 1.0}, SHARDS, FRONTIER_DISPATCH)
+def homes_of(node: str, a: NodeReport = SATURATED, b: NodeReport = IDLE) -> list[int]:
+    """The shards whose home is *node* among nodes a and b, neither measured yet:
+    weighed by their concurrency."""
+    weights = {"a": float(a.concurrency), "b": float(b.concurrency)}
+    home = homes(weights, SHARDS, FRONTIER_DISPATCH)
     return sorted(s for s, owner in home.items() if owner == node)
 
 
@@ -176,7 +178,9 @@ def test_a_moved_shard_stays_put_for_the_hold(redis):
 def test_no_shard_moves_while_no_node_is_saturated(redis):
     a, b = member(redis, "a"), member(redis, "b")
     a.beat(time.time(), IDLE)
-    make_ready(redis, dict.fromkeys(homes_of("a")[:2], 2))  # fewer than a's slots
+    make_ready(
+        redis, dict.fromkeys(homes_of("a", a=IDLE)[:2], 2)
+    )  # fewer than a's slots
     a.beat(time.time(), IDLE)
     b.beat(time.time(), IDLE)
     b.beat(time.time(), IDLE)

@@ -125,6 +125,7 @@ def hand_over(shards: CrawlShards, node_id: str, now: float | None = None) -> in
     # Nodes told to drain that have not said so in their entry yet get nothing.
     draining = read_control(client.hgetall(keys.control)).draining  # type: ignore[arg-type]
     published: dict[str, float | None] = {}
+    slots: dict[str, int] = {}
     policy = "rendezvous"
     for raw_id, raw in entries.items():
         node = raw_id.decode("utf-8", "replace")
@@ -134,10 +135,12 @@ def hand_over(shards: CrawlShards, node_id: str, now: float | None = None) -> in
         if entry.get("state") == "draining" or node in draining:
             continue
         published[node] = _weight(entry)
+        concurrency = entry.get("concurrency")
+        slots[node] = concurrency if isinstance(concurrency, int) else 1
         policy = _policy(entry, policy)
     owners = _owners(client, keys, config.shards)
     held = {shard for shard, owner in owners.items() if owner == node_id}
-    home = homes(weights_in_force(published), config.shards, policy)
+    home = homes(weights_in_force(published, slots), config.shards, policy)
     moves = {shard: home[shard] for shard in held if shard in home}
     lease_ms = int(config.node_ttl * 1000)
     moved = move_shards(

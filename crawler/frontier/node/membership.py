@@ -143,7 +143,9 @@ class Membership:
         weights = weights_in_force(
             {node: _entry_weight(entry) for node, entry in table.items()}
             | {self.node_id: 0.0 if report.draining else own}
-            | dict.fromkeys(told_to_drain & table.keys(), 0.0)
+            | dict.fromkeys(told_to_drain & table.keys(), 0.0),
+            {node: _count(entry, "concurrency") for node, entry in table.items()}
+            | {self.node_id: report.concurrency},
         )
         loans = read_loans(self.client, self.keys, self.config.shards)
         wanted: frozenset[int] = frozenset()
