@@ -278,15 +278,11 @@ class NodeRuntime:
 
     def _count_moves(self, before: dict[str, int]) -> None:
         """Shards gained and lost, pulled and given, in the node's stats."""
-        names = {
-            "in": "frontier/shards_gained",
-            "out": "frontier/shards_lost",
-            "pulled": "dispatch/pulled",
-            "given": "dispatch/given",
-        }
-        for move, stat in names.items():
-            if added := self.membership.moves[move] - before[move]:
-                self._stats.inc_value(stat, added)
+        moves = self.membership.moves
+        self._stats.inc_value("frontier/shards_gained", moves["in"] - before["in"])
+        self._stats.inc_value("frontier/shards_lost", moves["out"] - before["out"])
+        self._stats.inc_value("dispatch/pulled", moves["pulled"] - before["pulled"])
+        self._stats.inc_value("dispatch/given", moves["given"] - before["given"])
 
     def _follow_control(self) -> None:
         """Apply `scrapy frontier pause|resume|set`, read once a heartbeat."""
