@@ -171,7 +171,7 @@ class OpenFrontier:
         if self._exchange or self._runtime.control.paused:
             return True
         if self._runtime.draining:
-            return False  # the crawl's work is the other nodes' now
+            return True  # the heartbeat closes it, once its own requests are done
         if self._shards.summaries.has_work():
             return True
         now = time.time()

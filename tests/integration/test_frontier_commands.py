@@ -184,11 +184,12 @@ def test_status_reports_what_redis_holds(redis, redis_url, crawl_state):
     node_a, node_dead = rows["node-a"], rows["node-dead"]
     assert node_a[0] == "alive"
     assert re.fullmatch(r"[2-9]s|[1-5][0-9]s", node_a[1])  # the command takes time
-    assert node_a[2:] == ["ago", "0-5", "240", "90.0"]
+    # Then weight, load and state: "-" in an entry of a node before issue 24's fields.
+    assert node_a[2:] == ["ago", "0-5", "240", "90.0", "-", "-", "-"]
     assert node_dead[0] == "dead"
     assert re.fullmatch(r"1m[4-5][0-9]s", node_dead[1])
-    assert node_dead[3:] == ["7", "600", "60.0"]  # 600 pages in 10 minutes
-    assert rows["node-garbage"] == ["dead", "?", "-", "?", "?"]
+    assert node_dead[3:6] == ["7", "600", "60.0"]  # 600 pages in 10 minutes
+    assert rows["node-garbage"] == ["dead", "?", "-", "?", "?", "-", "-", "-"]
     assert "Shards without a live owner: 6-7\n" in out
     assert "Run-time settings: none\n" in out
 

@@ -336,6 +336,8 @@ def test_nodes_reads_the_entries_real_nodes_write(redis, redis_url, settings):
     now = time.time()
     fast.beat(now, NodeReport(pages=40, concurrency=16, in_flight=9))
     slow.beat(now, NodeReport(pages=5, concurrency=4, in_flight=4, weight_setting=0.5))
+    # slow took its share at once; fast's entry says so from its next heartbeat.
+    fast.beat(now + 1, NodeReport(pages=40, concurrency=16, in_flight=9))
     result = frontier(redis_url, "nodes", "--json")
     assert result.returncode == 0, result.stderr
     by_id = {node["id"]: node for node in json.loads(result.stdout)["nodes"]}

@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING
 
 from crawler.crawlstate.controls import read_control
+from crawler.crawlstate.damage import retyped
 from crawler.crawlstate.readers import registry_entry
 from crawler.frontier.store.scripts import queue_script
 from crawler.policy.dispatch import POLICIES, Loan, homes, weights_in_force
@@ -123,7 +124,14 @@ def hand_over(shards: CrawlShards, node_id: str, now: float | None = None) -> in
     client, keys, config = shards.client, shards.crawl_keys, shards.config
     entries: dict[bytes, bytes] = client.hgetall(keys.nodes)  # type: ignore[assignment]
     # Nodes told to drain that have not said so in their entry yet get nothing.
-    draining = read_control(client.hgetall(keys.control)).draining  # type: ignore[arg-type]
+    control = retyped(
+        client,
+        keys.control,
+        "hash",
+        lambda: client.hgetall(keys.control),
+        shards.damaged,
+    )
+    draining = read_control(control).draining  # type: ignore[arg-type]
     published: dict[str, float | None] = {}
     slots: dict[str, int] = {}
     policy = "rendezvous"

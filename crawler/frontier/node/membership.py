@@ -139,26 +139,8 @@ class Membership:
         ttl = int(self.config.node_ttl * 1000)
         self.client.set(self.keys.heartbeat(self.node_id), "1", px=ttl)
         table = self.node_table(now)
-        own = report.weight_setting or self.weight
-        weights = weights_in_force(
-            {node: _entry_weight(entry) for node, entry in table.items()}
-            | {self.node_id: 0.0 if report.draining else own}
-            | dict.fromkeys(told_to_drain & table.keys(), 0.0),
-            {node: _count(entry, "concurrency") for node, entry in table.items()}
-            | {self.node_id: report.concurrency},
-        )
         loans = read_loans(self.client, self.keys, self.config.shards)
-        wanted: frozenset[int] = frozenset()
-        if not report.draining:
-            live = {*table, self.node_id}
-            wanted = wanted_shards(
-                self.node_id,
-                weights,
-                self.config.shards,
-                self.config.dispatch,
-                loans=loans,
-                live=live,
-            )
+        wanted = self._wanted(table, loans, report, told_to_drain)
         held, renewed = self._claim_all(wanted, ttl)
         if first:
             self.resumed = renewed
@@ -174,24 +156,40 @@ class Membership:
         )
         if not report.draining and not first:
             held |= self._pull(me, table, loans, now, ttl)
-        self._count_moves(held)
-        self.moves["given"] += sum(
-            1
-            for shard in self.owned - held
-            if (loan := loans.get(shard)) is not None and loan.node != self.node_id
-        )
+        self._count_moves(held, loans)
         self.owned = held
-        self.meter.record(
-            Sample(
-                now,
-                report.pages,
-                report.concurrency,
-                is_saturated(report.concurrency, report.in_flight, me.waiting),
-            )
-        )
+        saturated = is_saturated(report.concurrency, report.in_flight, me.waiting)
+        self.meter.record(Sample(now, report.pages, report.concurrency, saturated))
         self._publish_weight(report)
         self._register(now, report, me)
         return held
+
+    def _wanted(
+        self,
+        table: Mapping[str, dict[str, Any]],
+        loans: Mapping[int, Loan],
+        report: NodeReport,
+        told_to_drain: frozenset[str],
+    ) -> frozenset[int]:
+        """The shards the dispatch policy gives this node among the live nodes, by
+        their weights (none while it drains)."""
+        if report.draining:
+            return frozenset()
+        weights = weights_in_force(
+            {node: _entry_weight(entry) for node, entry in table.items()}
+            | {self.node_id: report.weight_setting or self.weight}
+            | dict.fromkeys(told_to_drain & table.keys(), 0.0),
+            {node: _count(entry, "concurrency") for node, entry in table.items()}
+            | {self.node_id: report.concurrency},
+        )
+        return wanted_shards(
+            self.node_id,
+            weights,
+            self.config.shards,
+            self.config.dispatch,
+            loans=loans,
+            live={*table, self.node_id},
+        )
 
     def _take_share(
         self, shards: frozenset[int], live: Collection[str], ttl: int
@@ -275,12 +273,19 @@ class Membership:
             )
         return taken
 
-    def _count_moves(self, held: frozenset[int]) -> None:
-        """Count and log the shards gained and lost since the last heartbeat."""
+    def _count_moves(self, held: frozenset[int], loans: Mapping[int, Loan]) -> None:
+        """Count and log the shards gained and lost since the last heartbeat (lost to
+        a node that pulled them: given)."""
         if held == self.owned:
             return
+        lost = self.owned - held
         self.moves["in"] += len(held - self.owned)
-        self.moves["out"] += len(self.owned - held)
+        self.moves["out"] += len(lost)
+        self.moves["given"] += sum(
+            1
+            for shard in lost
+            if (loan := loans.get(shard)) is not None and loan.node != self.node_id
+        )
         logger.info(
             "Node %(node)s now owns %(count)d of %(shards)d shards",
             {"node": self.node_id, "count": len(held), "shards": self.config.shards},

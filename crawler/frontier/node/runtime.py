@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from crawler.frontier.frontierconfig import FrontierConfig
     from crawler.frontier.node.progress import Progress
     from crawler.frontier.node.redislink import RedisLink
+    from crawler.frontier.store.crawlshards import CrawlShards
     from crawler.frontier.store.roundtrip import Lease
 
 logger = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ def join(crawler: Crawler, config: FrontierConfig, now: float) -> Joined:
             client, store.shards.crawl_keys, config, on_damage=store.shards.damaged
         )
         # A drain is for one run: this node, started again, takes part.
-        clear_drain(client, store.shards.crawl_keys, membership.node_id)
+        _clear_drain(store.shards, membership.node_id)
         membership.beat(now, node_report(crawler, config.node_weight))
         resumed = membership.resume(store, now)
         _stats(crawler).inc_value("frontier/leases_resumed", resumed)
@@ -117,6 +118,18 @@ def node_report(
         in_flight=len(downloader.active) if downloader is not None else 0,
         weight_setting=weight_setting,
         draining=draining,
+    )
+
+
+def _clear_drain(shards: CrawlShards, node_id: str) -> None:
+    """Forget a drain asked of this node's id: a drain is for one run."""
+    key = shards.crawl_keys.control
+    retyped(
+        shards.client,
+        key,
+        "hash",
+        lambda: clear_drain(shards.client, shards.crawl_keys, node_id),
+        shards.damaged,
     )
 
 
@@ -194,9 +207,7 @@ class NodeRuntime:
         crawl unless other nodes still work."""
         self.membership.leave()
         # A drain is for one run: the node started again under this id joins.
-        clear_drain(
-            self._shards.client, self._shards.crawl_keys, self.membership.node_id
-        )
+        _clear_drain(self._shards, self.membership.node_id)
         # The pages done since the last heartbeat count in the crawl's pace.
         self.progress.record_pace(self._shards, self.membership.node_id, time.time())
         if self._config.persist:
