@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
-import sys
 import time
 from typing import TYPE_CHECKING
 
@@ -28,11 +26,14 @@ from tests.integration.test_cluster_of_nodes import (
     owners,
     stat,
 )
+from tests.integration.test_frontier_commands import frontier as run_frontier
 from tests.integration.test_node_failures import page_fetches
-from tests.servers import ROOT, running_site, wait_for
+from tests.servers import running_site, wait_for
 from tests.site import bfs_depths
 
 if TYPE_CHECKING:
+    import subprocess
+
     from tests.servers import RunningSite
 
 pytestmark = pytest.mark.integration
@@ -42,15 +43,7 @@ DELAY = 0.5  # CLUSTER_SETTINGS' DOWNLOAD_DELAY
 
 def frontier(redis_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     """`scrapy frontier ARGS` on the cluster's crawl, as an operator runs it."""
-    options = ["-s", f"REDIS_URL={redis_url}", "-s", f"FRONTIER_SHARDS={SHARDS}"]
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "frontier", *args, *options],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_frontier(redis_url, *args, shards=SHARDS)
 
 
 def crawl_of(site: RunningSite, nodes, settled_at: float) -> Crawl:

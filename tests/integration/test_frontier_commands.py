@@ -37,11 +37,11 @@ REQUESTS = [(0, 0), (1, 0), (1, 1), (2, 0)]
 
 
 def frontier(
-    redis_url: str, *args: str, stdin: str | bytes = b""
+    redis_url: str, *args: str, stdin: str | bytes = b"", shards: int = SHARDS
 ) -> subprocess.CompletedProcess[str]:
-    """Run `scrapy frontier ARGS` on the test Redis with 8 shards."""
+    """Run `scrapy frontier ARGS` on the test Redis with 8 shards (or *shards*)."""
     data = stdin.encode() if isinstance(stdin, str) else stdin
-    options = ["-s", f"REDIS_URL={redis_url}", "-s", f"FRONTIER_SHARDS={SHARDS}"]
+    options = ["-s", f"REDIS_URL={redis_url}", "-s", f"FRONTIER_SHARDS={shards}"]
     result = subprocess.run(
         [sys.executable, "-m", "scrapy", "frontier", *args, *options],
         cwd=ROOT,
