@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 OUT = BENCH / "out"
 POLICIES = ("rendezvous", "round-robin", "weighted", "weighted-set", "least-load",
             "pick-2")  # fmt: skip
+# Pages a host in the elastic scenario: enough for the crawl to outlast its events.
+ELASTIC_PAGES = 24
 TARGET_IDEAL, TARGET_IDLE, TARGET_JOIN = 1.15, 0.10, 0.20
 COLUMNS: list[tuple[str, str, str]] = [
     ("policy", "policy", "{}"),
@@ -61,6 +63,25 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("min gap s", "min_end_to_start_gap", "{:.2f}"),
 ]
 
+ELASTIC_COLUMNS: list[tuple[str, str, str]] = [
+    ("event", "event", "{}"),
+    ("node", "node", "{}"),
+    ("t s", "t", "{:.1f}"),
+    ("nodes", "nodes_after", "{:d}"),
+    ("moved", "moved", "{:d}"),
+    ("1/n", "one_nth", "{:.1f}"),
+    ("joiner owns", "joiner_owns", "{:d}"),
+    ("registered s", "registered_after", "{:.1f}"),
+    ("owns share s", "owns_share_after", "{:.1f}"),
+    ("in flight", "in_flight_at_kill", "{:d}"),
+    ("twice", "twice_after_kill", "{:d}"),
+    ("oldest twice s", "oldest_twice_before_kill", "{:.2f}"),
+    ("via", "via", "{}"),
+    ("no shard s", "shards_gone_after", "{:.1f}"),
+    ("exited s", "exited_after", "{:.1f}"),
+    ("exit", "exit_code", "{}"),
+]
+
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
@@ -71,17 +92,19 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=16, help="C; slow: C/4")
     parser.add_argument("--latency", type=float, default=0.5)
     parser.add_argument("--delay", type=float, default=0.2)
-    parser.add_argument("--no-elastic", action="store_true")
+    parser.add_argument(
+        "--scenarios", default="unequal,elastic", help="unequal, elastic or both"
+    )
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     args.policies = [p for p in args.policies.split(",") if p]
     if any(p not in POLICIES for p in args.policies) or args.concurrency < 4:
         parser.error(f"policies from {', '.join(POLICIES)}; --concurrency >= 4")
-    # hosts, pages a host (scenario 1; scenario 2 has 2x the pages), calibration s,
+    # hosts, pages a host (scenario 1; scenario 2 has ELASTIC_PAGES), calibration s,
     # seconds between the elastic scenario's events.
     args.hosts, args.pages, args.calibrate, args.phase = (
-        (120, 8, 10.0, 6.0) if args.quick else (250, 12, 20.0, 10.0)
+        (120, 8, 10.0, 8.0) if args.quick else (250, 12, 20.0, 12.0)
     )
     return args
 
@@ -130,15 +153,17 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{'yes' if landed else 'NO (every run is rendezvous)'}")  # fmt: skip
     timing = dm.Timing(args.latency, args.delay)
     results: dict[str, Any] = {"dispatch_on_this_checkout": landed}
+    rows = []
     with lab(args, args.pages) as (server, client, site, log):
-        here = launch(args, server, site, args.pages)
-        results["calibration"] = calibrate(args, client, here, log)
-        ideal = sum(results["calibration"][k] for k in ("fast", "fast", "fast", "slow"))
-        bench = Bench(args, client, here, log, timing, ideal)
-        rows = [unequal(bench, policy) for policy in args.policies]
         results["machine"] = machine_facts(client)
+        if "unequal" in args.scenarios:
+            here = launch(args, server, site, args.pages)
+            results["calibration"] = rates = calibrate(args, client, here, log)
+            ideal = 3 * rates["fast"] + rates["slow"]
+            bench = Bench(args, client, here, log, timing, ideal)
+            rows = [unequal(bench, policy) for policy in args.policies]
     results["machine"]["crawler_code"] = code_fingerprint()
-    if not args.no_elastic:
+    if "elastic" in args.scenarios:
         results["elastic"] = elastic(args, timing)
     return finish(args, rows, results)
 
@@ -253,7 +278,7 @@ def _check(row: dict[str, Any], timing: dm.Timing) -> list[str]:
 
 def elastic(args: argparse.Namespace, timing: dm.Timing) -> dict[str, Any]:
     """Scenario 2 on a site of twice the pages a host, all nodes of concurrency C."""
-    pages_a_host = 2 * args.pages
+    pages_a_host = ELASTIC_PAGES
     print(f"Elastic: {args.hosts} hosts x {pages_a_host} pages, an event every "
           f"{args.phase:.0f} s", flush=True)  # fmt: skip
     with lab(args, pages_a_host) as (server, client, site, log):
@@ -266,11 +291,21 @@ def elastic(args: argparse.Namespace, timing: dm.Timing) -> dict[str, Any]:
     figures = dispatchelastic.measure(
         nodes, events, samples, pages, latency=args.latency
     )
+    for figure in figures:
+        figure["t"] = figure["at"] - nodes[0].started
     return {
         **dm.fetch_counts(pages, here.total),
+        "twice_first_fetched_by": dm.twice_first_by(pages),
         **dm.gaps(pages, timing),
         "pages_by_node": dm.by_node(pages),
         "events": figures,
+        "shards_owned": [
+            (
+                round(t - events[0]["at"], 1) if events else t,
+                {n: len(e.get("shards") or []) for n, e in entries.items()},
+            )
+            for t, entries in samples
+        ],
         "exits": {n.label: n.process.returncode for n in nodes},
     }
 
@@ -288,7 +323,9 @@ def finish(
             f"{elastic['lost']} lost, smallest gap after an answer "
             f"{elastic['min_end_to_start_gap']:.2f} s (delay {args.delay} s)"
         )
-        lines += [f"  {event}" for event in elastic["events"]]
+        lines.append(f"  fetched twice, by the node that fetched first: "
+                     f"{elastic['twice_first_fetched_by']}")  # fmt: skip
+        lines.append(report.table(elastic["events"], ELASTIC_COLUMNS))
     print("\n".join(lines))
     results |= {
         "command": " ".join([".venv/bin/python -m bench.dispatch", *sys.argv[1:]]),

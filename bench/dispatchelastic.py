@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from bench.dispatchmeasure import Sample
 
 SHARDS = 64  # FRONTIER_SHARDS' default, which the runs keep
+# Seconds after a joiner first shows in the node table that its join is measured
+# over (or until the next event, if sooner): a few maintenance rounds.
+JOIN_WINDOW = 6.0
 SHARE = 0.8  # a joiner owns its share once it holds this much of 1/n of the shards
 # (what happens, to whom) at phase 1, 2, ...: the node labels of the scenario.
 SCRIPT = (("join", "e3"), ("join", "e4"), ("kill", "e2"), ("drain", "e1"),
@@ -81,7 +84,7 @@ def measure(
     latency: float,
 ) -> list[dict[str, Any]]:
     """Each event's figures (see the module docstring)."""
-    ends = [e["at"] for e in events[1:]] + [float("inf")]
+    ends = [_effect(e, samples) for e in events[1:]] + [float("inf")]
     by_label = {node.label: node for node in nodes}
     figures = []
     for event, until in zip(events, ends, strict=True):
@@ -93,10 +96,26 @@ def measure(
             row["in_flight_at_kill"] = dm.in_flight_at(
                 pages, node.label, event["at"], latency
             )
+            ages = [
+                event["at"] - r["t"]
+                for r in dm.twice_first(pages)
+                if r["node"] == node.label and r["t"] <= event["at"]
+            ]
+            row["twice_after_kill"] = len(ages)
+            row["oldest_twice_before_kill"] = round(max(ages), 2) if ages else None
         else:
             row |= _drain(event, node, samples)
         figures.append(row)
     return figures
+
+
+def _effect(event: dict[str, Any], samples: list[Sample]) -> float:
+    """When an event starts to change who owns what: a joiner once it shows in
+    the node table, a kill or a drain at once."""
+    if event["event"] != "join":
+        return float(event["at"])
+    seen = [t for t, e in samples if event["node"] in e]
+    return seen[0] if seen else float("inf")
 
 
 def _join(
@@ -105,9 +124,13 @@ def _join(
     """Shards moved by a join (owners before it vs once it owns its share or the
     next event comes), against 1/n of the shards."""
     label = event["node"]
-    before = [entries for t, entries in samples if label not in entries]
-    after = [(t, e) for t, e in samples if label in e and t < until]
-    if not before or not after:
+    seen = [t for t, e in samples if label in e]
+    if not seen:
+        return {"moved": None}
+    end = min(seen[0] + JOIN_WINDOW, until)
+    after = [(t, e) for t, e in samples if label in e and t < end]
+    before = [e for t, e in samples if t < seen[0]]
+    if not before:
         return {"moved": None}
     live = len(after[-1][1])
     target = shards / live

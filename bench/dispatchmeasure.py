@@ -49,6 +49,27 @@ def fetch_counts(pages: list[dict[str, Any]], total: int) -> dict[str, Any]:
     }
 
 
+def twice_first(pages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first fetch of each page fetched more than once."""
+    first: dict[tuple[str, str], dict[str, Any]] = {}
+    again: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in sorted(pages, key=lambda r: r["t"]):
+        page = (row["host"], row["path"])
+        if page in first:
+            again[page] = first[page]
+        else:
+            first[page] = row
+    return list(again.values())
+
+
+def twice_first_by(pages: list[dict[str, Any]]) -> dict[str, int]:
+    """Pages fetched more than once, by the node that fetched them first."""
+    counts: dict[str, int] = {}
+    for row in twice_first(pages):
+        counts[row["node"]] = counts.get(row["node"], 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def by_node(pages: list[dict[str, Any]]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for row in pages:
