@@ -12,17 +12,21 @@ project's, as in the crawl.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from scrapy.spiderloader import get_spider_loader
 
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.defaults import install_defaults, install_pre_crawler_settings
+from crawler.frontier.frontierconfig import FrontierConfig
+from crawler.frontier.store.crawlshards import CrawlShards
+from crawler.policy.order import ORDERS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    import redis
     from scrapy import Spider
     from scrapy.settings import BaseSettings
 
@@ -127,3 +131,17 @@ def _which_spider(names: Sequence[str]) -> str:
         f"this project has {len(names)} spiders ({', '.join(names)}): name the one "
         "whose crawl is meant (or set FRONTIER_KEY_PREFIX, or pass --prefix)"
     )
+
+
+def crawl_shards(
+    client: redis.Redis, keys: CrawlKeys, settings: BaseSettings
+) -> CrawlShards:
+    """The crawl's shards in *client*'s Redis, ranked in the order the crawl was
+    queued with (kept in its meta hash), whatever the command's settings say;
+    raises a one-line ``ValueError`` on a bad frontier setting."""
+    config = FrontierConfig.from_settings(settings, keys.prefix)
+    stored = client.hget(keys.meta, "frontier_order")
+    order = stored.decode(errors="replace") if isinstance(stored, bytes) else ""
+    if order not in ORDERS:
+        order = config.order
+    return CrawlShards.on(client, replace(config, prefix=keys.prefix, order=order))

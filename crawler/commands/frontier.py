@@ -1,9 +1,10 @@
 """``scrapy frontier <subcommand> [SPIDER]``: watch and steer a crawl's frontier.
 
 Subcommands live in ``SUBCOMMANDS`` (name -> function): ``hosts``
-(``crawler.reports.hosts``), ``status``, ``seed``, ``pause``, ``resume``, ``set``,
-``reset`` (``crawler.commands.steering``), ``retry`` and ``web`` (the live dashboard,
-``crawler.commands.web``). The crawl is the one the
+(``crawler.reports.hosts``), ``status``, ``seed``, ``pause``, ``resume``, ``reset``
+(``crawler.commands.steering``), ``set`` (``crawler.commands.runtimesettings``),
+``nodes`` and ``drain`` (``crawler.commands.nodes``), ``retry`` and ``web`` (the
+live dashboard, ``crawler.commands.web``). The crawl is the one the
 spider SPIDER runs (``crawler.commands.crawltarget``: ``FRONTIER_KEY_PREFIX``, else
 the spider's name; without SPIDER, the project's only spider), or ``--prefix``, in
 the Redis its settings name; with none named, the Redis of that crawl if it runs in
@@ -32,12 +33,15 @@ from crawler.commands.crawltarget import (
     spider_names,
     split_spider,
 )
+from crawler.commands.nodes import drain, nodes
 from crawler.commands.retry import add_retry_options, retry
+from crawler.commands.runtimesettings import set_setting
 from crawler.commands.steering import (
     CONTROL_SUBCOMMANDS,
     ControlError,
     add_control_options,
     bind_arguments,
+    set_word_count,
 )
 from crawler.commands.steering import status as crawl_status
 from crawler.commands.web import add_web_options, web
@@ -69,7 +73,7 @@ REDIS_COMMAND_ERRORS = (
     redis.RedisError,
 )
 # Words each subcommand takes after the spider's name (None: any number).
-_WORDS: dict[str, int | None] = {"seed": None, "set": 2}
+_WORDS: dict[str, int | None] = {"seed": None, "set": 2, "drain": 1}
 
 
 class Command(ScrapyCommand):
@@ -122,8 +126,8 @@ class Command(ScrapyCommand):
         """The crawl meant, with the subcommand's words bound to *opts*."""
         assert self.settings is not None
         expected = _WORDS.get(name, 0)
-        if name == "set" and opts.unset:
-            expected = 1
+        if name == "set":
+            expected = set_word_count(words, unset=opts.unset)
         names = [] if opts.prefix else spider_names(self.settings)
         spider, words = split_spider(words, names, expected=expected)
         if spider is not None and opts.prefix:
@@ -163,6 +167,9 @@ SUBCOMMANDS: dict[
     "hosts": hosts,
     **CONTROL_SUBCOMMANDS,
     "status": status,
+    "set": set_setting,
+    "nodes": nodes,
+    "drain": drain,
     "retry": retry,
     "web": web,
 }

@@ -8,13 +8,10 @@ meta, depth), past the seen filter that would refuse it as a link.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import IO, TYPE_CHECKING
 
+from crawler.commands.crawltarget import crawl_shards
 from crawler.commands.steering import ControlError
-from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.store.crawlshards import CrawlShards
-from crawler.policy.order import ORDERS
 
 if TYPE_CHECKING:
     import argparse
@@ -45,15 +42,10 @@ def retry(
     if not opts.failed:
         raise ControlError("retry needs --failed: it re-queues requests that failed")
     try:
-        config = FrontierConfig.from_settings(opts.settings, keys.prefix)
+        # Queued again as the crawl ranks its queues, whatever this command's settings.
+        shards = crawl_shards(client, keys, opts.settings)
     except ValueError as exc:
         raise ControlError(str(exc)) from None
-    # Queued again as the crawl ranks its queues, whatever this command's settings.
-    stored = client.hget(keys.meta, "frontier_order")
-    order = stored.decode(errors="replace") if isinstance(stored, bytes) else ""
-    if order not in ORDERS:
-        order = config.order
-    shards = CrawlShards.on(client, replace(config, prefix=keys.prefix, order=order))
     host = opts.host.lower() if opts.host else None
     failed = shards.failed(host)
     count = shards.retry_failed(failed, time.time())

@@ -1,4 +1,6 @@
-"""``scrapy frontier status|seed|pause|resume|set|reset``: watch and steer a crawl.
+"""``scrapy frontier status|seed|pause|resume|reset``: watch and steer a crawl (``set``
+is ``crawler.commands.runtimesettings``'s, ``nodes`` and ``drain``
+``crawler.commands.nodes``').
 
 Each subcommand takes the crawl's Redis client and keys, the parsed options and the
 output stream, and returns the exit status. ``bind_arguments`` puts on the options
@@ -9,6 +11,7 @@ what the subcommand needs besides them: ``words`` (the words after its name) and
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -16,9 +19,7 @@ from typing import IO, TYPE_CHECKING
 
 from scrapy.exceptions import UsageError
 
-from crawler.context.runsettings import with_runtime_settings
 from crawler.crawlstate import controls
-from crawler.crawlstate.controls import check_runtime_name, read_control, setting_field
 from crawler.crawlstate.readers import (
     check_deletable,
     crawl_key_count,
@@ -40,9 +41,11 @@ if TYPE_CHECKING:
 
     from crawler.crawlstate.keys import CrawlKeys
 
+# ``set``'s one-word form: KEY=VALUE, KEY a setting's name.
+ONE_WORD_SETTING = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 # Seeds pushed by one RPUSH.
 SEED_BATCH = 1000
-_HEARTBEAT = "within one heartbeat (FRONTIER_MAINTENANCE_INTERVAL)"
+HEARTBEAT = "within one heartbeat (FRONTIER_MAINTENANCE_INTERVAL)"
 
 
 class ControlError(RuntimeError):
@@ -55,6 +58,14 @@ def add_control_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--unset", action="store_true", help="set: drop KEY's run-time value"
+    )
+    parser.add_argument(
+        "--node",
+        metavar="NODE",
+        help="set: the run-time value of node NODE only (it wins over the crawl's)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="nodes: the node table as JSON"
     )
     parser.add_argument(
         "--yes", action="store_true", help="reset: delete without asking"
@@ -71,17 +82,23 @@ def bind_arguments(
     settings: BaseSettings,
 ) -> None:
     """Check the words after subcommand *name* (raises ``UsageError``) and put
-    them, with *settings*, on *opts*. Only ``seed`` and ``set`` take words."""
+    them, with *settings*, on *opts*. Only ``seed``, ``set`` and ``drain`` take
+    words."""
+    if opts.node is not None and name != "set":
+        raise UsageError(f"--node is for set only, not {name}")
     fewest: int = 0
     most: int | None = 0
     if name == "seed":
         fewest, most = (0 if opts.file else 1), None
     elif name == "set":
-        fewest = most = 1 if opts.unset else 2
+        fewest = most = set_word_count(words, unset=opts.unset)
+    elif name == "drain":
+        fewest = most = 1
     if len(words) < fewest or (most is not None and len(words) > most):
         usage = {
-            "set": "set [SPIDER] KEY VALUE | set [SPIDER] KEY --unset",
+            "set": "set [SPIDER] [--node NODE] KEY VALUE | KEY=VALUE | KEY --unset",
             "seed": "seed [SPIDER] URL... | seed [SPIDER] --file PATH",
+            "drain": "drain [SPIDER] NODE",
         }
         raise UsageError(
             f"usage: scrapy frontier {usage.get(name, name + ' [SPIDER]')}; got "
@@ -89,6 +106,12 @@ def bind_arguments(
         )
     opts.words = list(words)
     opts.settings = settings
+
+
+def set_word_count(words: Sequence[str], *, unset: bool) -> int:
+    """How many words ``set`` takes after the spider's name: 1 for ``KEY --unset``
+    and ``KEY=VALUE``, else 2 (``KEY VALUE``)."""
+    return 1 if unset or (words and ONE_WORD_SETTING.match(words[-1])) else 2
 
 
 # --- subcommands ---------------------------------------------------------------------
@@ -129,7 +152,7 @@ def seed(
     pushed += _push(client, keys, batch)
     out.write(
         f"Pushed {pushed} seeds to {keys.seeds!r}, skipped {skipped}: running nodes "
-        f"take them {_HEARTBEAT}, a crawl started later at its start\n"
+        f"take them {HEARTBEAT}, a crawl started later at its start\n"
     )
     return 0 if pushed else 1
 
@@ -139,7 +162,7 @@ def pause(
 ) -> int:
     """Stop every node handing out requests (in-flight ones finish)."""
     controls.pause(client, keys)
-    out.write(f"Crawl {keys.prefix!r} paused: nodes stop fetching {_HEARTBEAT}\n")
+    out.write(f"Crawl {keys.prefix!r} paused: nodes stop fetching {HEARTBEAT}\n")
     return 0
 
 
@@ -148,51 +171,9 @@ def resume(
 ) -> int:
     """Let the nodes of a paused crawl fetch again."""
     if controls.resume(client, keys):
-        out.write(f"Crawl {keys.prefix!r} resumed: nodes fetch again {_HEARTBEAT}\n")
+        out.write(f"Crawl {keys.prefix!r} resumed: nodes fetch again {HEARTBEAT}\n")
     else:
         out.write(f"Crawl {keys.prefix!r} was not paused\n")
-    return 0
-
-
-def set_setting(
-    client: redis.Redis, keys: CrawlKeys, opts: argparse.Namespace, out: IO[str]
-) -> int:
-    """Give a run-time setting a new value for every node, or drop it (--unset)."""
-    name = opts.words[0].upper()
-    try:
-        check_runtime_name(name)
-    except ValueError as exc:
-        raise ControlError(str(exc)) from None
-    if opts.unset:
-        if client.hdel(keys.control, setting_field(name)):
-            out.write(
-                f"{name} of crawl {keys.prefix!r} dropped: nodes go back to their "
-                f"own value {_HEARTBEAT}\n"
-            )
-        else:
-            out.write(f"{name} had no run-time value in crawl {keys.prefix!r}\n")
-        return 0
-    value = opts.words[1]
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ControlError(f"{name}: the value given is not UTF-8 text") from None
-    in_force = read_control(client.hgetall(keys.control)).settings  # type: ignore[arg-type]
-    try:
-        with_runtime_settings(opts.settings, {name: value})
-    except ValueError as exc:
-        raise ControlError(str(exc)) from None
-    try:
-        with_runtime_settings(opts.settings, {**in_force, name: value})
-    except ValueError as exc:
-        raise ControlError(
-            f"{exc} (a run-time value in force: `scrapy frontier set NAME --unset` "
-            "drops it)"
-        ) from None
-    client.hset(keys.control, setting_field(name), value)
-    out.write(
-        f"{name} = {value!r} in crawl {keys.prefix!r}: nodes apply it {_HEARTBEAT}\n"
-    )
     return 0
 
 
@@ -231,7 +212,6 @@ CONTROL_SUBCOMMANDS: dict[
     "seed": seed,
     "pause": pause,
     "resume": resume,
-    "set": set_setting,
     "reset": reset,
 }
 

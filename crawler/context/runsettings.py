@@ -17,7 +17,7 @@ from scrapy.settings import BaseSettings
 
 from crawler.crawlstate.controls import canonical_name, check_runtime_name
 from crawler.policy.politeness import PolitenessConfig
-from crawler.policy.typedsettings import get_int
+from crawler.policy.typedsettings import as_float, as_int, get_int
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -65,7 +65,8 @@ def with_runtime_settings(
     Raises a one-line ``ValueError`` naming the setting when a name is not in
     RUNTIME_SETTINGS or when the result would stop a crawl at start-up: the
     politeness policy must build (``PolitenessConfig.from_settings``), and
-    ``DEPTH_LIMIT`` must be an integer >= 0. *settings* is not changed.
+    ``DEPTH_LIMIT`` must be an integer >= 0, and the node's own settings must
+    pass ``check_node_value``. *settings* is not changed.
     """
     for name in overrides:
         check_runtime_name(name)
@@ -74,4 +75,18 @@ def with_runtime_settings(
     for name, value in overrides.items():
         result.set(canonical_name(name), value, priority=RUNTIME_PRIORITY)
     RunSettings.from_settings(result, machine_zone="UTC")
+    for name, value in overrides.items():
+        check_node_value(canonical_name(name), value)
     return result
+
+
+def check_node_value(name: str, value: object) -> None:
+    """Raise a one-line ``ValueError`` naming *name* unless *value* would do at
+    start-up for one of the node's own settings: ``CONCURRENT_REQUESTS`` a positive
+    integer, ``FRONTIER_NODE_WEIGHT`` a number >= 0 (0: measured). The node's
+    runtime applies them (its downloader's concurrency, its dispatch weight);
+    other names pass."""
+    if name == "CONCURRENT_REQUESTS":
+        as_int(value, name, at_least=1)
+    elif name == "FRONTIER_NODE_WEIGHT":
+        as_float(value, name, at_least=0, note="(0: measured)")

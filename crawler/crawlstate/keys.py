@@ -210,6 +210,13 @@ class Keys:
         return self.tag + "owner"
 
     @property
+    def loan(self) -> str:
+        """STRING ``<node id>|<since>``: the node this shard moved to when that node
+        had free capacity and the shard's home had hosts waiting
+        (``crawler.policy.dispatch``); it holds while that node lives."""
+        return self.tag + "loan"
+
+    @property
     def waiting(self) -> str:
         """ZSET host -> time (ms) its politeness delay ends, for hosts with requests."""
         return self.tag + "waiting"

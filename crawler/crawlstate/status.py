@@ -21,14 +21,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from crawler.crawlstate.controls import Control, read_control
+from crawler.crawlstate.nodetable import NodeStatus, node_status
 from crawler.crawlstate.readers import (
     alive,
     decoded,
     finite_number,
     mapping,
-    registry_entry,
     whole_count,
-    whole_number,
 )
 from crawler.policy.fates import FAILED_FATES, FATES
 from crawler.policy.order import TIERS_PER_DEPTH
@@ -66,29 +65,6 @@ class ShardFigures:
     next_ready: float | None = None
     next_held: float | None = None
     owner: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class NodeStatus:
-    """One entry of the node registry; None where the entry did not say."""
-
-    node_id: str
-    alive: bool
-    heartbeat: float | None = None
-    started: float | None = None
-    shards: tuple[int, ...] = ()
-    pages: int | None = None
-    pages_per_min: float | None = None
-
-    def rate(self) -> float | None:
-        """Pages a minute: the node's own figure, else its average since start."""
-        if self.pages_per_min is not None:
-            return self.pages_per_min
-        pages, heartbeat, started = self.pages, self.heartbeat, self.started
-        if pages is None or heartbeat is None or started is None:
-            return None
-        minutes = (heartbeat - started) / 60
-        return pages / minutes if minutes > 0 else None
 
 
 @dataclass(slots=True)
@@ -246,7 +222,7 @@ def read_status(client: redis.Redis, keys: CrawlKeys, shards: int) -> CrawlStatu
     entries = {decoded(node): raw for node, raw in registry.items()}
     living = alive(client, keys, {*entries, *(o for o in owners if o is not None)})
     status.nodes = [
-        _node(node, entries[node], living[node]) for node in sorted(entries)
+        node_status(node, entries[node], living[node]) for node in sorted(entries)
     ]
     status.orphans = [s for s, o in enumerate(owners) if o is None or not living[o]]
     return status
@@ -309,24 +285,3 @@ def _add_counters(status: CrawlStatus, counters: dict[bytes, bytes]) -> None:
         elif name.startswith(FATE_FIELD) and name[len(FATE_FIELD) :] in FATES:
             fate = name[len(FATE_FIELD) :]
             status.fates[fate] = status.fates.get(fate, 0) + whole_count(value)
-
-
-def _node(node_id: str, raw: bytes, alive: bool) -> NodeStatus:
-    """The registry entry *raw* of *node_id*, read defensively."""
-    entry = registry_entry(raw)
-    if entry is None:
-        return NodeStatus(node_id, alive)
-    shards = entry.get("shards")
-    return NodeStatus(
-        node_id,
-        alive,
-        heartbeat=finite_number(entry.get("heartbeat")),
-        started=finite_number(entry.get("started")),
-        shards=tuple(
-            sorted({s for s in shards if isinstance(s, int) and s >= 0})
-            if isinstance(shards, list)
-            else ()
-        ),
-        pages=whole_number(entry.get("pages")),
-        pages_per_min=finite_number(entry.get("pages_per_min")),
-    )

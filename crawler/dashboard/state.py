@@ -24,12 +24,14 @@ from crawler.frontier.node.progress import PACE_MINUTES, pace_fields
 from crawler.policy.progress import fraction_done
 from crawler.policy.tiers import BadHealthRecordError, HostHealth
 from crawler.reports.hosts import health_text
+from crawler.reports.nodes import node_fields
 from crawler.reports.status import crawl_rate, drain_estimate, shard_ranges
 
 if TYPE_CHECKING:
     import redis
 
     from crawler.crawlstate.keys import CrawlKeys
+    from crawler.crawlstate.nodetable import NodeStatus
 
 # Timeout records counted for "paused hosts"; with more, the count is not shown.
 HEALTH_LIMIT = 10_000
@@ -123,22 +125,24 @@ def status_state(status: CrawlStatus, *, now: float) -> dict[str, Any]:
         "orphans": shard_ranges(status.orphans) if status.work_left else None,
         "pages_per_min": crawl_rate(status),
         "progress": progress_state(status, now=now),
-        "nodes": [
-            {
-                "id": text(node.node_id),
-                "alive": node.alive,
-                "heartbeat_age": None
-                if node.heartbeat is None
-                else now - node.heartbeat,
-                "shards": shard_ranges(node.shards),
-                "pages": node.pages,
-                "pages_per_min": node.rate(),
-                "idle": status.idle_reason(node.shards, now=now)
-                if node.alive
-                else None,
-            }
-            for node in status.nodes
-        ],
+        "nodes": [node_state(node, status, now=now) for node in status.nodes],
+    }
+
+
+def node_state(node: NodeStatus, status: CrawlStatus, *, now: float) -> dict[str, Any]:
+    """One row of the nodes panel: the node table's fields (``scrapy frontier nodes
+    --json``'s), its shards as ranges, why it is idle, every text cut and made
+    valid UTF-8."""
+    fields = node_fields(node, status.control, now=now)
+    texts = ("id", "host", "weight_from", "state", "dispatch")
+    return fields | {
+        **{name: text(fields[name]) for name in texts if fields[name] is not None},
+        "shards": shard_ranges(node.shards),
+        "shard_count": len(node.shards),
+        "settings": {
+            text(name): text(value) for name, value in fields["settings"].items()
+        },
+        "idle": status.idle_reason(node.shards, now=now) if node.alive else None,
     }
 
 

@@ -55,6 +55,20 @@ FRONTIER_MAINTENANCE_INTERVAL = 5.0
 # This node's id in the crawl (scrapyd, several machines: one name per node); empty:
 # <host>-<hash of the working directory>-<n>, the same after a restart in place.
 FRONTIER_NODE_NAME = ""
+# Which node owns which shard (docs/operations.md#nodes-of-different-sizes):
+# "rendezvous" (every node alike), "round-robin" (shard i to the i-th node),
+# "weighted" (shares in proportion to each node's weight), "least-load" and "pick-2"
+# (weighted, and a node with free capacity takes shards with hosts waiting from the
+# most loaded node, or the more loaded of two picked at random). Chosen on
+# bench/dispatch.py's figures.
+FRONTIER_DISPATCH = "least-load"
+# This node's weight among the nodes (any positive number, set on every node or on
+# none); 0: its capacity measured while it is saturated (pages/s). Run-time
+# setting: `scrapy frontier set --node NODE FRONTIER_NODE_WEIGHT=4`.
+FRONTIER_NODE_WEIGHT = 0.0
+# Seconds a shard that moved to free capacity stays before it may move again, so
+# shards do not ping-pong between nodes.
+FRONTIER_DISPATCH_HOLD = 30.0
 # Seconds between two progress log lines (done, failed, queued, held, in flight,
 # pages/min, elapsed, time to drain the queue, why this node is idle); like Scrapy's
 # LOGSTATS_INTERVAL, which the frontier turns off. Logged at the heartbeat that passes

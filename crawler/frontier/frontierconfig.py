@@ -14,6 +14,7 @@ from crawler.context.components import page_store_on
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.importance import Importance
+from crawler.policy.dispatch import POLICIES
 from crawler.policy.hosts import SHARD_BY_CHOICES, ShardBy
 from crawler.policy.order import check_order
 from crawler.policy.sharding import check_shards
@@ -52,6 +53,11 @@ class FrontierConfig:
     importance: Importance | None = None
     # Some sites have depth limits of their own (FRONTIER_SITE_STRATEGY).
     site_depth_limits: bool = False
+    # Which node owns which shard (crawler.policy.dispatch), how long a moved shard
+    # stays, and this node's weight at start (0: measured).
+    dispatch: str = "rendezvous"
+    dispatch_hold: float = 30.0
+    node_weight: float = 0.0
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> FrontierConfig:
@@ -85,6 +91,9 @@ class FrontierConfig:
             ),
             reparse_from_store=page_store_on(settings),
             node_name=check_node_name(settings.get("FRONTIER_NODE_NAME") or ""),
+            dispatch=get_choice(settings, "FRONTIER_DISPATCH", POLICIES),
+            dispatch_hold=get_float(settings, "FRONTIER_DISPATCH_HOLD", at_least=0),
+            node_weight=get_float(settings, "FRONTIER_NODE_WEIGHT", at_least=0),
             order=order,
             importance=(
                 Importance.from_settings(settings) if order == "importance" else None

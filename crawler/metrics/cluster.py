@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
     from prometheus_client.core import Metric
 
+    from crawler.crawlstate.controls import Control
+    from crawler.crawlstate.nodetable import NodeStatus
     from crawler.crawlstate.status import CrawlStatus
 
 logger = logging.getLogger(__name__)
@@ -133,6 +135,76 @@ def status_families(status: CrawlStatus) -> Iterator[Metric]:
     for fate in FATES:
         fates.add_metric([fate], status.fates.get(fate, 0))
     yield fates
+    yield from node_families(status)
+
+
+# The per-node gauges of the node table: (name, help, the node's figure or None).
+NODE_GAUGES: tuple[
+    tuple[str, str, Callable[[NodeStatus, Control], float | None]], ...
+] = (
+    (
+        "crawler_node_capacity_pages_per_second",
+        "Pages/s the node measured while saturated (absent until measured).",
+        lambda node, _: node.capacity,
+    ),
+    (
+        "crawler_node_weight",
+        "The node's dispatch weight in force (FRONTIER_NODE_WEIGHT or measured).",
+        lambda node, _: node.weight,
+    ),
+    (
+        "crawler_node_concurrency",
+        "CONCURRENT_REQUESTS in force on the node.",
+        lambda node, _: node.concurrency,
+    ),
+    (
+        "crawler_node_in_flight_requests",
+        "Requests in the node's downloader now.",
+        lambda node, _: node.in_flight,
+    ),
+    (
+        "crawler_node_ready_hosts",
+        "Hosts ready (delay over, not busy) in the shards the node owns.",
+        lambda node, _: node.ready_hosts,
+    ),
+    (
+        "crawler_node_load_ratio",
+        "(in flight + ready hosts) / concurrency: above 1, hosts wait for the node.",
+        lambda node, _: node.load,
+    ),
+    (
+        "crawler_node_pages_per_minute",
+        "Pages the node fetched a minute, over the last minute.",
+        lambda node, _: node.pages_per_min,
+    ),
+    (
+        "crawler_node_draining",
+        "1 while the node drains (told to by `scrapy frontier drain`, or says so).",
+        lambda node, control: float(
+            node.node_id in control.draining or node.state == "draining"
+        ),
+    ),
+    (
+        "crawler_node_shards",
+        "Shards the node owns.",
+        lambda node, _: len(node.shards),
+    ),
+)
+
+
+def node_families(status: CrawlStatus) -> Iterator[Metric]:
+    """One gauge family per figure of the node table, labelled by node: live
+    nodes only, and only the figures their entry holds (older nodes write fewer)."""
+    live = [node for node in status.nodes if node.alive]
+    for name, help_text, figure in NODE_GAUGES:
+        family = GaugeMetricFamily(
+            name, f"Each live node: {help_text}", labels=["node"]
+        )
+        for node in live:
+            value = figure(node, status.control)
+            if value is not None:
+                family.add_metric([node.node_id], value)
+        yield family
 
 
 def _totals(status: CrawlStatus) -> Iterator[Metric]:

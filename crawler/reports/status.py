@@ -14,6 +14,8 @@ from crawler.revisit.duestatus import OVERDUE_GRACE
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from crawler.crawlstate.controls import Control
+    from crawler.crawlstate.nodetable import NodeStatus
     from crawler.crawlstate.status import CrawlStatus
     from crawler.revisit.duestatus import DueStatus
 
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
 # values are cut.
 CELL_WIDTH = 48
 VALUE_WIDTH = 200
+# What a cell shows for a field the node's entry does not hold (an older node).
+ABSENT = "-"
 # --- rendering ----------------------------------------------------------------------
 
 
@@ -126,13 +130,20 @@ def _node_lines(status: CrawlStatus, *, now: float) -> list[str]:
             shard_ranges(node.shards) or "-",
             str(node.pages) if node.pages is not None else "?",
             f"{rate:.1f}" if (rate := node.rate()) is not None else "?",
+            weight_text(node),
+            load_text(node),
+            state_text(node, status.control),
         ]
         for node in status.nodes
     ]
     headers = ["node", "state", "heartbeat", "shards", "pages", "pages/min"]
+    headers += ["weight", "load", "doing"]
     lines += table(headers, rows, left=3)
     lines.append(
-        "(pages/min: over the node's last heartbeat interval, else since it started)"
+        "(pages/min: over the node's last heartbeat interval, else since it "
+        "started; weight: its dispatch weight and where it comes from; load: (in "
+        "flight + ready hosts) / concurrency; doing: draining, saturated, idle or "
+        "working, as the node says; `scrapy frontier nodes` shows more)"
     )
     for node in status.nodes:
         if node.alive and (why := status.idle_reason(node.shards, now=now)):
@@ -144,6 +155,33 @@ def _node_lines(status: CrawlStatus, *, now: float) -> list[str]:
             f"{status.shards}: pass the crawl's -s FRONTIER_SHARDS"
         )
     return lines
+
+
+def weight_text(node: NodeStatus) -> str:
+    """``2.00 (measured)``; ``-`` for a node that does not say."""
+    if node.weight is None:
+        return ABSENT
+    source = f" ({cell(node.weight_from, 12)})" if node.weight_from else ""
+    return f"{node.weight:.2f}{source}"
+
+
+def load_text(node: NodeStatus) -> str:
+    """``0.75``; ``-`` for a node that does not say."""
+    return number_text(node.load, "{:.2f}")
+
+
+def state_text(node: NodeStatus, control: Control) -> str:
+    """What the node says it does (``draining``, ``saturated``, ``idle``,
+    ``working``); ``drain asked`` once told to drain and before it says so."""
+    asked = node.node_id in control.draining
+    if asked and node.state != "draining":
+        return "drain asked"
+    return ABSENT if node.state is None else cell(node.state, 16)
+
+
+def number_text(value: float | None, form: str = "{}") -> str:
+    """*value* in *form*; ``-`` for None (a field an older node does not write)."""
+    return ABSENT if value is None else form.format(value)
 
 
 def table(headers: list[str], rows: list[list[str]], *, left: int = 0) -> list[str]:

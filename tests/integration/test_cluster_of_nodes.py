@@ -22,10 +22,12 @@ import redis as redis_py
 from scrapy.settings import Settings
 
 from crawler.crawlstate.keys import CrawlKeys
+from crawler.defaults.frontier import FRONTIER_DISPATCH
 from crawler.frontier.frontierconfig import FrontierConfig
+from crawler.frontier.node.handover import read_loans
 from crawler.frontier.store.store import FrontierStore, Pending, PopOrder
+from crawler.policy.dispatch import homes
 from crawler.policy.order import level_of
-from crawler.policy.ownership import owner_of
 from tests.integration.test_node_failures import page_fetches, scrapy_crawl
 from tests.servers import ROOT, running_site, wait_for
 from tests.site import bfs_depths
@@ -53,6 +55,7 @@ EXIT_TIMEOUT = 180.0
 CLUSTER_SETTINGS = (
     f"DOWNLOAD_DELAY={DELAY}",
     "FRONTIER_MAINTENANCE_INTERVAL=0.3",
+    "FRONTIER_NODE_WEIGHT=1",
     "FRONTIER_NODE_TTL=2",
     "FRONTIER_LEASE_TIMEOUT=3",
     f"FRONTIER_SHARDS={SHARDS}",
@@ -150,12 +153,20 @@ def owners(redis: redis_py.Redis) -> list[str | None]:
 
 
 def settled(redis: redis_py.Redis, nodes: list[Node]) -> bool:
-    """Whether every one of *nodes* is alive and holds exactly its rendezvous share."""
+    """Whether every one of *nodes* is alive and holds exactly its share: the shards
+    whose home it is (equal weights: FRONTIER_NODE_WEIGHT=1 on every node), but
+    those lent to another live node (moved to its free capacity)."""
     ids = node_ids(redis, nodes)
     if len(ids) != len(nodes):
         return False
-    live = list(ids.values())
-    return owners(redis) == [owner_of(s, live) for s in range(SHARDS)]
+    live = set(ids.values())
+    home = homes(dict.fromkeys(live, 1.0), SHARDS, FRONTIER_DISPATCH)
+    loans = read_loans(redis, CrawlKeys(PREFIX), SHARDS)
+    expected = [
+        loans[s].node if s in loans and loans[s].node in live else home[s]
+        for s in range(SHARDS)
+    ]
+    return owners(redis) == expected
 
 
 def leases_of(redis: redis_py.Redis, node_id: str) -> int:

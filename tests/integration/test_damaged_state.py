@@ -12,6 +12,7 @@ import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from crawler.crawlstate.keys import CrawlKeys
+from crawler.frontier.node.membership import NodeReport
 from tests.integration.test_analysis import config_of, queue, worker_of
 from tests.integration.test_crawl import crawl, fetched
 from tests.integration.test_node_failures import run, scrapy_crawl
@@ -213,11 +214,11 @@ def test_a_registry_entry_no_node_wrote_owns_no_shards(redis, entry, heartbeat):
     found: list[str] = []
     node = member(redis, "good")
     node.on_damage = lambda count, what: found.append(what)
-    assert node.beat(time.time(), pages=0) == frozenset(range(NODE_SHARDS))
+    assert node.beat(time.time(), NodeReport(pages=0)) == frozenset(range(NODE_SHARDS))
     assert found
     other = member(redis, "other")  # negative control: a real second node shares
-    other.beat(time.time(), pages=0)
-    assert node.beat(time.time(), pages=0) != frozenset(range(NODE_SHARDS))
+    other.beat(time.time(), NodeReport(pages=0))
+    assert node.beat(time.time(), NodeReport(pages=0)) != frozenset(range(NODE_SHARDS))
 
 
 def test_owner_keys_of_the_wrong_type_are_claimed_and_released(redis):
@@ -227,7 +228,7 @@ def test_owner_keys_of_the_wrong_type_are_claimed_and_released(redis):
     found: list[str] = []
     node = member(redis, "good")
     node.on_damage = lambda count, what: found.append(what)
-    assert node.beat(time.time(), pages=0) == frozenset(range(NODE_SHARDS))
+    assert node.beat(time.time(), NodeReport(pages=0)) == frozenset(range(NODE_SHARDS))
     assert len(found) == NODE_SHARDS
     redis.delete(keys.shard(0).owner)
     redis.hset(keys.shard(0).owner, "not", "a string")

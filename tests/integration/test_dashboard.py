@@ -20,6 +20,7 @@ import pytest
 from parsel import Selector
 
 from crawler.crawlstate.keys import CrawlKeys
+from tests.integration.test_node_commands import node_cluster  # noqa: F401 (a fixture)
 from tests.integration.test_redis_cluster import redis_cluster  # noqa: F401 (a fixture)
 from tests.servers import ROOT, running_site, stop, wait_for
 
@@ -355,6 +356,31 @@ def test_hostile_host_names_and_node_ids_are_shown_as_text(redis, redis_url, tmp
     ]  # fmt: skip
     assert page.css("#total-done::attr(data-value)").getall() == ["0"]
     assert page.css("#state::attr(data-state)").get() == "running"  # node starting
+
+
+@pytest.mark.usefixtures("node_cluster")
+def test_the_nodes_panel_shows_each_nodes_capacity_and_load(redis, redis_url, tmp_path):
+    redis.hset(KEYS.control, "drain:slow", "1")
+    with dashboard(redis_url) as url:
+        page = browser(url, tmp_path)
+    rows = {
+        row.attrib["data-node"]: {
+            cell.attrib["data-field"]: cell.css("::text").get()
+            for cell in row.css("td[data-field]")
+        }
+        for row in page.css("#nodes tbody tr")
+    }
+    assert list(rows) == ["fast", "gone", "junk", "old", "slow"]
+    assert rows["fast"] == {
+        "weight": "3.50 (measured)", "capacity": "3.50", "concurrency": "16",
+        "in-flight": "12", "ready-hosts": "8", "load": "1.25", "doing": "saturated",
+        "moves": "2/1",
+    }  # fmt: skip
+    assert rows["slow"]["capacity"] == "-"  # not measured yet
+    assert rows["slow"]["doing"] == "drain asked"
+    assert set(rows["old"].values()) == {"-"}  # an entry without issue 24's fields
+    fast = page.css("#nodes tbody tr[data-node=fast] td::text").getall()
+    assert fast[3] == "5: 0-4"
 
 
 def test_the_dashboard_reads_a_crawl_on_a_redis_cluster(

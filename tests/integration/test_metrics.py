@@ -28,6 +28,8 @@ from crawler.metrics.collector import NodeCollector
 from crawler.metrics.exporter import metrics_registry
 from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_honest_exits import assert_one_line_stop, scrapy_crawl
+from tests.integration.test_node_commands import KEYS as NODE_KEYS
+from tests.integration.test_node_commands import node_cluster  # noqa: F401 (a fixture)
 from tests.servers import RestartableRedis
 
 if TYPE_CHECKING:
@@ -301,3 +303,38 @@ def test_the_endpoint_answers_with_stale_gauges_while_redis_is_down(
         stop(server)
         client.close()
         server_redis.stop()
+
+
+@pytest.mark.usefixtures("node_cluster")
+def test_each_live_nodes_capacity_and_load_are_scraped_as_gauges(redis):
+    """The node table of test_node_commands' cluster (crawl 'bfs'): two nodes with
+    issue 24's fields, an older one without, a dead one."""
+    redis.hset(NODE_KEYS.control, "drain:slow", "1")
+    cluster = ClusterGauges(refresh=5.0, clock=FakeClock())
+    cluster.attach(lambda: read_status(redis, NODE_KEYS, 8))
+    server, port = serve(cluster)
+    try:
+        families = scrape(OTHER_HOST, port)
+    finally:
+        stop(server)
+
+    def by_node(name: str) -> dict[str, float]:
+        return {
+            key.partition("node=")[2].rstrip("}"): value
+            for key, value in families[name].items()
+        }
+
+    assert by_node("crawler_node_capacity_pages_per_second") == {"fast": 3.5}
+    assert by_node("crawler_node_weight") == {"fast": 3.5, "slow": 1.0}
+    assert by_node("crawler_node_concurrency") == {"fast": 16, "slow": 4}
+    assert by_node("crawler_node_in_flight_requests") == {"fast": 12, "slow": 1}
+    assert by_node("crawler_node_ready_hosts") == {"fast": 8, "slow": 0}
+    assert by_node("crawler_node_load_ratio") == {"fast": 1.25, "slow": 0.25}
+    # the older node writes pages a minute and shards too; the dead one is left out
+    assert by_node("crawler_node_pages_per_minute") == {
+        "fast": 150.0,
+        "old": 30.5,
+        "slow": 150.0,
+    }
+    assert by_node("crawler_node_shards") == {"fast": 5, "old": 1, "slow": 2}
+    assert by_node("crawler_node_draining") == {"fast": 0, "old": 0, "slow": 1}

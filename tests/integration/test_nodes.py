@@ -10,9 +10,12 @@ import pytest
 from scrapy.settings import Settings
 
 from crawler.crawlstate.keys import CrawlKeys
+from crawler.defaults.frontier import FRONTIER_DISPATCH
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.node.membership import Membership
-from crawler.policy.ownership import shards_of
+from crawler.frontier.node.handover import hand_over, read_loans
+from crawler.frontier.node.membership import Membership, NodeReport
+from crawler.frontier.store.store import FrontierStore
+from crawler.policy.dispatch import homes
 from tests.servers import wait_for
 
 if TYPE_CHECKING:
@@ -46,17 +49,20 @@ def owners(redis: redis_py.Redis) -> list[bytes | None]:
 
 def test_a_lone_node_owns_every_shard(redis):
     alone = member(redis, "a")
-    assert alone.beat(time.time(), pages=0) == frozenset(range(SHARDS))
+    assert alone.beat(time.time(), NodeReport(pages=0)) == frozenset(range(SHARDS))
     assert owners(redis) == [b"a"] * SHARDS
 
 
 def test_a_joining_node_gets_its_share_only_after_the_owner_lets_go(redis):
     a, b = member(redis, "a"), member(redis, "b")
-    a.beat(time.time(), pages=0)
-    b_share = shards_of("b", ["a", "b"], SHARDS)
-    assert b.beat(time.time(), pages=0) == frozenset()  # all still held by a
-    a.beat(time.time(), pages=0)  # a sees b alive and releases b's share
-    assert b.beat(time.time(), pages=0) == b_share
+    a.beat(time.time(), NodeReport(pages=0))
+    home = homes({"a": 1.0, "b": 1.0}, SHARDS, FRONTIER_DISPATCH)
+    b_share = frozenset(s for s, node in home.items() if node == "b")
+    assert (
+        b.beat(time.time(), NodeReport(pages=0)) == frozenset()
+    )  # all still held by a
+    a.beat(time.time(), NodeReport(pages=0))  # a sees b alive and releases b's share
+    assert b.beat(time.time(), NodeReport(pages=0)) == b_share
     assert a.owned == frozenset(range(SHARDS)) - b_share
     assert set(owners(redis)) == {b"a", b"b"}
 
@@ -64,19 +70,19 @@ def test_a_joining_node_gets_its_share_only_after_the_owner_lets_go(redis):
 def test_a_clean_leave_hands_the_shards_over_at_once(redis):
     a, b = member(redis, "a"), member(redis, "b")
     for node in (a, b, a, b):
-        node.beat(time.time(), pages=0)
+        node.beat(time.time(), NodeReport(pages=0))
     b.leave()
-    assert a.beat(time.time(), pages=0) == frozenset(range(SHARDS))
+    assert a.beat(time.time(), NodeReport(pages=0)) == frozenset(range(SHARDS))
     assert redis.hkeys(CrawlKeys("nodes").nodes) == [b"a"]
 
 
 def test_a_dead_nodes_shards_go_to_the_others_after_its_ttl(redis):
     a, b = member(redis, "a"), member(redis, "b")
     for node in (a, b, a, b):
-        node.beat(time.time(), pages=0)
+        node.beat(time.time(), NodeReport(pages=0))
     assert b.owned  # then b dies: no leave, no more heartbeats
     taken = wait_for(
-        lambda: a.beat(time.time(), pages=0) == frozenset(range(SHARDS)),
+        lambda: a.beat(time.time(), NodeReport(pages=0)) == frozenset(range(SHARDS)),
         timeout=5 * TTL,
         interval=0.1,
     )
@@ -87,11 +93,115 @@ def test_a_dead_nodes_shards_go_to_the_others_after_its_ttl(redis):
 def test_the_registry_entry_says_who_the_node_is_and_what_it_does(redis):
     a = member(redis, "a")
     start = time.time()
-    a.beat(start, pages=0)
-    a.beat(start + 1.0, pages=30)
+    a.beat(start, NodeReport(pages=0))
+    a.beat(start + 1.0, NodeReport(pages=30))
     entry = json.loads(redis.hget(CrawlKeys("nodes").nodes, "a"))
     assert entry["id"] == "a"
     assert entry["shards"] == list(range(SHARDS))
     assert entry["pages"] == 30
     assert entry["pages_per_min"] == pytest.approx(1800.0)
     assert entry["heartbeat"] == start + 1.0
+
+
+# --- work moved to free capacity, and drained nodes ----------------------------------
+
+
+def make_ready(redis: redis_py.Redis, shards: dict[int, int]) -> None:
+    """Put *count* hosts in each shard's ready set, as the push script would."""
+    keys = CrawlKeys("nodes")
+    for shard, count in shards.items():
+        hosts = {f"h{shard}-{i}.example": i for i in range(count)}
+        redis.zadd(keys.shard(shard).ready, hosts)
+
+
+def loan_holders(redis: redis_py.Redis) -> dict[int, str]:
+    keys = CrawlKeys("nodes")
+    return {shard: loan.node for shard, loan in read_loans(redis, keys, SHARDS).items()}
+
+
+SATURATED = NodeReport(concurrency=4, in_flight=4)  # every slot busy
+IDLE = NodeReport(concurrency=16, in_flight=0)
+
+
+def test_an_idle_node_takes_shards_with_waiting_hosts_from_a_saturated_one(redis):
+    a, b = member(redis, "a"), member(redis, "b")
+    a.beat(time.time(), SATURATED)  # alone: every shard
+    busy = {0: 6, 1: 5, 2: 4, 3: 3}
+    make_ready(redis, busy)
+    a.beat(time.time(), SATURATED)  # its entry now says: 18 hosts ready, 0 free
+    b.beat(time.time(), IDLE)  # the first heartbeat only joins
+    assert b.owned == frozenset()
+    taken = b.beat(time.time(), IDLE)
+    assert taken
+    assert taken <= set(busy)
+    assert sum(busy[s] for s in taken) <= 16  # about its free slots
+    assert all(owners(redis)[s] == b"b" for s in taken)  # at once: a cannot pop them
+    assert loan_holders(redis) == dict.fromkeys(taken, "b")
+    assert b.moves["pulled"] == len(taken)
+    # a lets them go at its next heartbeat, and counts them given.
+    a.beat(time.time(), SATURATED)
+    assert not a.owned & taken
+    assert a.moves["given"] == len(taken)
+
+
+def test_a_moved_shard_stays_put_for_the_hold(redis):
+    a, b = member(redis, "a"), member(redis, "b")
+    a.beat(time.time(), SATURATED)
+    make_ready(redis, {0: 6, 1: 5})
+    a.beat(time.time(), SATURATED)
+    b.beat(time.time(), IDLE)
+    taken = b.beat(time.time(), IDLE)
+    assert taken
+    # Now b is the saturated one and a idles: a may not take them back yet.
+    b.beat(time.time(), SATURATED)
+    a.beat(time.time(), IDLE)
+    assert not a.beat(time.time(), IDLE) & taken
+    assert all(owners(redis)[s] == b"b" for s in taken)
+
+
+def test_no_shard_moves_while_no_node_is_saturated(redis):
+    a, b = member(redis, "a"), member(redis, "b")
+    a.beat(time.time(), IDLE)
+    make_ready(redis, {0: 2, 1: 2})  # fewer ready hosts than a's free slots
+    a.beat(time.time(), IDLE)
+    b.beat(time.time(), IDLE)
+    b.beat(time.time(), IDLE)
+    assert loan_holders(redis) == {}
+    assert b.moves["pulled"] == 0
+
+
+def test_a_drained_node_hands_its_shards_over_at_once_and_takes_none(redis):
+    a, b = member(redis, "a"), member(redis, "b")
+    for node in (a, b, a, b):
+        node.beat(time.time(), IDLE)
+    held_by_b = b.owned
+    assert held_by_b
+    store = FrontierStore.on(redis, a.config)
+    assert hand_over(store.shards, "b") == len(held_by_b)
+    assert set(owners(redis)) == {b"a"}  # before either heartbeat
+    assert b.beat(time.time(), NodeReport(draining=True)) == frozenset()
+    assert a.beat(time.time(), IDLE) == frozenset(range(SHARDS))
+    entry = json.loads(redis.hget(CrawlKeys("nodes").nodes, "b"))
+    assert (entry["state"], entry["weight"]) == ("draining", 0.0)
+    # The drained node stays out while it is still alive.
+    assert a.beat(time.time(), IDLE) == frozenset(range(SHARDS))
+
+
+def test_the_entry_publishes_capacity_weight_and_load(redis):
+    a = member(redis, "a")
+    start = time.time()
+    make_ready(redis, {0: 10})
+    a.beat(start, NodeReport(pages=0, concurrency=4, in_flight=4))
+    a.beat(start + 5.0, NodeReport(pages=100, concurrency=4, in_flight=4))
+    entry = json.loads(redis.hget(CrawlKeys("nodes").nodes, "a"))
+    assert entry["capacity"] == pytest.approx(20.0)  # saturated: 100 pages in 5 s
+    assert (entry["weight"], entry["weight_from"]) == (pytest.approx(20.0), "measured")
+    assert entry["ready_hosts"] == 10
+    assert entry["load"] == pytest.approx((4 + 10) / 4)
+    assert entry["state"] == "saturated"
+    assert (entry["concurrency"], entry["in_flight"]) == (4, 4)
+    assert entry["dispatch"] == FRONTIER_DISPATCH
+    weighted = member(redis, "w")
+    weighted.beat(start, NodeReport(weight_setting=3.0))
+    entry = json.loads(redis.hget(CrawlKeys("nodes").nodes, "w"))
+    assert (entry["weight"], entry["weight_from"]) == (3.0, "setting")

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from crawler.defaults.frontier import FRONTIER_DISPATCH
+from crawler.policy.dispatch import home_of
 from crawler.policy.hosts import host_of, shard_key
-from crawler.policy.ownership import shards_of
 from crawler.policy.sharding import shard_of
 from tests.integration.test_dashboard import browser, crawling, dashboard
 from tests.servers import ROOT, running_site, stop, wait_for
@@ -121,7 +122,8 @@ def idle_name(other: str, hosts: list[str]) -> str:
     taken = {shard_of(shard_key(host, "host"), SHARDS) for host in hosts}
     for index in range(10_000):
         name = f"idle-{index}"
-        if not shards_of(name, [other, name], SHARDS) & taken:
+        weights = {other: 1.0, name: 1.0}  # neither is saturated: none measured
+        if all(home_of(s, weights, FRONTIER_DISPATCH) == other for s in taken):
             return name
     raise AssertionError("no such name in 10,000")
 

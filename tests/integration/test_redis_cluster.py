@@ -31,7 +31,7 @@ from crawler.crawlstate.embedded import redis_server_binary
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.dedup import bloom_hashes
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.node.membership import Membership
+from crawler.frontier.node.membership import Membership, NodeReport
 from crawler.frontier.store.store import FrontierStore, Pending, PopOrder
 from crawler.policy.order import level_of
 from crawler.policy.sharding import shard_of
@@ -285,7 +285,9 @@ def test_the_frontier_scripts_run_on_shards_spread_over_the_nodes(
         cluster, store.shards.crawl_keys, store.shards.config, node_id=NODE
     )
     now = time.time()
-    assert membership.beat(now, pages=0) == frozenset(range(SHARDS))  # claim script
+    assert membership.beat(now, NodeReport(pages=0)) == frozenset(
+        range(SHARDS)
+    )  # claim script
     hosts = hosts_of_every_shard(per_shard=2)
     batch = [
         Pending(shard_of(h, SHARDS), h, level_of(d), dedup(f"{h} {d}"), f"{h} {d}")
@@ -429,7 +431,7 @@ def test_links_are_queued_before_their_page_lets_go_of_its_lease(
     store = store_on(cluster, settings)
     Membership(
         cluster, store.shards.crawl_keys, store.shards.config, node_id=NODE
-    ).beat(time.time(), pages=0)
+    ).beat(time.time(), NodeReport(pages=0))
     hosts = hosts_of_every_shard(per_shard=1)
     page = hosts[0]
     page_shard = shard_of(page, SHARDS)
@@ -468,7 +470,7 @@ def test_a_request_moving_between_shards_is_never_missed(
     store = store_on(cluster, settings)
     Membership(
         cluster, store.shards.crawl_keys, store.shards.config, node_id=NODE
-    ).beat(time.time(), pages=0)
+    ).beat(time.time(), NodeReport(pages=0))
     by_node: dict[int, list[str]] = {}
     for host in hosts_of_every_shard(per_shard=1):
         node = node_of_shard(redis_cluster, cluster, shard_of(host, SHARDS))

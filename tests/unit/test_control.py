@@ -10,6 +10,7 @@ from crawler.context.runsettings import RunSettings, with_runtime_settings
 from crawler.crawlstate.controls import (
     RUNTIME_SETTINGS,
     Control,
+    drain_field,
     read_control,
     setting_field,
 )
@@ -45,6 +46,33 @@ def project_settings() -> Settings:
             {b"set:POLITENESS_OVERRIDES": b""},
             Control(settings={"POLITENESS_OVERRIDES": ""}),
         ),
+        ({b"drain:n1": b"1"}, Control(draining=frozenset({"n1"}))),
+        ({"drain:n1": "1", "drain:n2": "1"}, Control(draining=frozenset({"n1", "n2"}))),
+        # hostile drains: another value, no node, a node id that is not UTF-8
+        ({b"drain:n1": b"yes"}, Control(ignored=("drain:n1",))),
+        ({b"drain:": b"1"}, Control(ignored=("drain:",))),
+        ({b"drain:\xff": b"1"}, Control(ignored=("drain:\\xff",))),
+        (
+            {b"node:n1:set:CONCURRENT_REQUESTS": b"4"},
+            Control(node_settings={"n1": {"CONCURRENT_REQUESTS": "4"}}),
+        ),
+        # Scrapy's alias, and a node id holding colons (the setting follows the last)
+        (
+            {b"node:host:7:set:DOWNLOAD_DELAY": b"2"},
+            Control(node_settings={"host:7": {"POLITENESS_MIN_DELAY": "2"}}),
+        ),
+        # hostile per-node fields: no node, no setting, a setting not run-time
+        ({b"node::set:DEPTH_LIMIT": b"2"}, Control(ignored=("node::set:DEPTH_LIMIT",))),
+        ({b"node:n1:set:": b"2"}, Control(ignored=("node:n1:set:",))),
+        ({b"node:n1": b"2"}, Control(ignored=("node:n1",))),
+        (
+            {b"node:n1:set:FRONTIER_SHARDS": b"2"},
+            Control(ignored=("node:n1:set:FRONTIER_SHARDS",)),
+        ),
+        (
+            {b"node:n1:set:DEPTH_LIMIT": b"\xff"},
+            Control(ignored=("node:n1:set:DEPTH_LIMIT",)),
+        ),
     ],
 )
 def test_read_control_parses_the_control_hash(fields, expected):
@@ -53,7 +81,35 @@ def test_read_control_parses_the_control_hash(fields, expected):
 
 def test_setting_fields_are_what_read_control_reads():
     fields = {setting_field(name): "1" for name in RUNTIME_SETTINGS}
-    assert read_control(fields).settings == dict.fromkeys(sorted(RUNTIME_SETTINGS), "1")
+    fields |= {setting_field(name, "n:1"): "2" for name in RUNTIME_SETTINGS}
+    fields[drain_field("n:2")] = "1"
+    control = read_control(fields)
+    assert control.settings == dict.fromkeys(sorted(RUNTIME_SETTINGS), "1")
+    assert control.node_settings == {"n:1": dict.fromkeys(RUNTIME_SETTINGS, "2")}
+    assert control.draining == {"n:2"}
+    assert not control.ignored
+
+
+def test_a_nodes_own_settings_win_over_the_crawl_wide_ones():
+    control = read_control(
+        {
+            "set:DEPTH_LIMIT": "3",
+            "set:CONCURRENT_REQUESTS": "16",
+            "node:slow:set:CONCURRENT_REQUESTS": "4",
+            "node:slow:set:FRONTIER_NODE_WEIGHT": "0.25",
+            "node:other:set:DEPTH_LIMIT": "9",
+        }
+    )
+    assert control.settings_for("slow") == {
+        "CONCURRENT_REQUESTS": "4",
+        "DEPTH_LIMIT": "3",
+        "FRONTIER_NODE_WEIGHT": "0.25",
+    }
+    assert control.settings_for("fast") == {
+        "CONCURRENT_REQUESTS": "16",
+        "DEPTH_LIMIT": "3",
+    }
+    assert control.settings_for("other")["DEPTH_LIMIT"] == "9"
 
 
 @pytest.mark.parametrize(
@@ -70,6 +126,9 @@ def test_setting_fields_are_what_read_control_reads():
         ("POLITENESS_MIN_DELAY", "1.5", 1.5),
         ("DEPTH_LIMIT", "0", 0),
         ("DEPTH_LIMIT", "3", 3),
+        ("CONCURRENT_REQUESTS", "4", 4),
+        ("FRONTIER_NODE_WEIGHT", "2.5", 2.5),
+        ("FRONTIER_NODE_WEIGHT", "0", 0.0),
     ],
 )
 def test_a_good_runtime_value_applies_as_dash_s_would(name, value, read):
@@ -105,6 +164,12 @@ def test_a_good_runtime_value_applies_as_dash_s_would(name, value, read):
         ("POLITENESS_MIN_DELAY", "-1"),
         ("DEPTH_LIMIT", "-1"),
         ("DEPTH_LIMIT", "three"),
+        ("CONCURRENT_REQUESTS", "0"),
+        ("CONCURRENT_REQUESTS", "2.5"),
+        ("CONCURRENT_REQUESTS", "many"),
+        ("FRONTIER_NODE_WEIGHT", "-1"),
+        ("FRONTIER_NODE_WEIGHT", "nan"),
+        ("FRONTIER_NODE_WEIGHT", "heavy"),
     ],
 )
 def test_a_bad_runtime_value_fails_in_one_line_naming_the_setting(name, value):
@@ -124,7 +189,7 @@ def test_a_bad_depth_limit_at_start_fails_in_one_line_naming_it(value):
 
 
 @pytest.mark.parametrize(
-    "name", ["FRONTIER_SHARDS", "REDIS_URL", "depth_limit", "CONCURRENT_REQUESTS"]
+    "name", ["FRONTIER_SHARDS", "REDIS_URL", "depth_limit", "CONCURRENT_ITEMS"]
 )
 def test_only_runtime_settings_may_change(name):
     with pytest.raises(ValueError, match=f"^{name} cannot change while a crawl runs"):

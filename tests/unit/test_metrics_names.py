@@ -19,7 +19,8 @@ from crawler.metrics.exporter import metrics_registry
 
 NAME = re.compile(r"^(crawler|process)_[a-z][a-z0-9_]*[a-z0-9]$")
 # Labels whose values come from small fixed sets.
-BOUNDED_LABELS = {"fate", "status_class", "outcome", "tier", "depth", "state"}
+# ``node``: a crawl's node ids, one a crawling process (tens, not thousands).
+BOUNDED_LABELS = {"fate", "status_class", "outcome", "tier", "depth", "state", "node"}
 # Words that say a unit, and the unit's base name (Prometheus: base units).
 UNIT_WORDS = {"bytes": "bytes", "seconds": "seconds", "latency": "seconds"}
 
@@ -76,6 +77,8 @@ def test_the_endpoint_serves_the_families_the_issue_asks_for(families):
         "crawler_revisits_due",
         "crawler_nodes_alive",
         "crawler_cluster_gauges_age_seconds",
+        "crawler_node_shards",
+        "crawler_node_pages_per_minute",
     } <= names
 
 

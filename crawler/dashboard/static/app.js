@@ -126,14 +126,37 @@ function showProgress(progress, rate) {
   document.getElementById("next-held").textContent = held;
 }
 
+// A node's figure, or "-" for a field its entry does not hold (an older node).
+function figure(value, digits) {
+  if (value === null || value === undefined) return "-";
+  return digits === undefined ? String(value) : Number(value).toFixed(digits);
+}
+
+function nodeCells(node) {
+  const weight = node.weight === null ? "-" :
+    `${node.weight.toFixed(2)}${node.weight_from ? ` (${node.weight_from})` : ""}`;
+  const doing = node.drain_asked && node.state !== "draining" ? "drain asked" : figure(node.state);
+  const moves = node.shards_in === null && node.shards_out === null ? "-" :
+    `${figure(node.shards_in)}/${figure(node.shards_out)}`;
+  return [
+    ["weight", weight], ["capacity", figure(node.capacity, 2)],
+    ["concurrency", figure(node.concurrency)], ["in-flight", figure(node.in_flight)],
+    ["ready-hosts", figure(node.ready_hosts)], ["load", figure(node.load, 2)],
+  ].map(([name, text]) => el("td", text, {class: "num", "data-field": name}))
+    .concat([el("td", doing, {"data-field": "doing"}),
+             el("td", moves, {class: "num", "data-field": "moves"})]);
+}
+
 function showNodes(nodes, orphans) {
   fillBody(document.getElementById("nodes"), nodes.map((node) => {
     const row = el("tr", null, {"data-node": node.id, "data-alive": node.alive});
     const rate = node.pages_per_min === null ? "?" : node.pages_per_min.toFixed(1);
+    const shards = node.shards ? `${node.shard_count}: ${node.shards}` : "-";
     row.append(el("td", node.id), el("td", node.alive ? "alive" : "dead"),
-      el("td", age(node.heartbeat_age)), el("td", node.shards || "-"),
+      el("td", age(node.heartbeat_age)), el("td", shards),
       el("td", node.pages === null ? "?" : node.pages, {class: "num"}),
-      el("td", rate, {class: "num"}), el("td", node.idle || "", {class: "idle"}));
+      el("td", rate, {class: "num"}), ...nodeCells(node),
+      el("td", node.idle || "", {class: "idle"}));
     return row;
   }));
   // A finished crawl needs no owners (orphans is null): no list then.

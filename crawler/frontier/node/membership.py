@@ -1,10 +1,13 @@
 """This node's membership in the crawl: its registration, heartbeat and shards.
 
-Every heartbeat (each maintenance round) the node renews its heartbeat key, rewrites
-its entry in the registry, reads which nodes are alive, and claims the shards that
-rendezvous hashing gives it among them. A shard's owner key is a lease only its
-holder renews; a node takes a shard only when the key is free (released by its old
-owner, or expired with a dead one), and the pop script refuses a node that does not
+Every heartbeat (each maintenance round) the node renews its heartbeat key, reads
+the node table (which nodes are alive, their weights and loads), claims the shards
+that ``FRONTIER_DISPATCH`` gives it among them (``crawler.policy.dispatch``), takes
+shards with waiting hosts from a saturated node when it has capacity to spare
+(``node/handover.py``), and rewrites its entry: its capacity, weight and load. A
+shard's owner key is a lease only its holder renews; a node takes a shard only when
+the key is free (released by its old owner, or expired with a dead one) or by an
+atomic hand-over from its holder, and the pop script refuses a node that does not
 hold the key, so two nodes never serve one shard at once.
 """
 
@@ -14,6 +17,7 @@ import json
 import logging
 import math
 import os
+import random
 import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -23,12 +27,24 @@ from redis.exceptions import ResponseError
 from crawler import __version__
 from crawler.crawlstate.damage import delete_if_wrong_type, retyped
 from crawler.crawlstate.readers import registry_entry
+from crawler.frontier.node.capacity import CapacityMeter, Sample, is_saturated
+from crawler.frontier.node.handover import move_shards, read_loans, ready_by_shard
 from crawler.frontier.node.nodeid import NodeIdentity, node_identity
 from crawler.frontier.store.scripts import queue_script
-from crawler.policy.ownership import shards_of
+from crawler.policy.dispatch import (
+    Loan,
+    NodeLoad,
+    donor_for,
+    published_weight,
+    shards_to_take,
+    state_of,
+    wanted_shards,
+    weights_in_force,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
+    from typing import Any
 
     from redis import Redis
 
@@ -59,6 +75,19 @@ return 0
 """
 
 
+@dataclass(frozen=True, slots=True)
+class NodeReport:
+    """What the node's engine says at a heartbeat: pages fetched, its concurrency
+    in force, its requests in flight, its weight setting (0: measured) and whether
+    it was told to drain."""
+
+    pages: int = 0
+    concurrency: int = 16
+    in_flight: int = 0
+    weight_setting: float = 0.0
+    draining: bool = False
+
+
 @dataclass
 class Membership:
     """This node's registration and the shards it holds.
@@ -77,7 +106,12 @@ class Membership:
     started: float = 0.0
     # Shards whose owner key already held this node's id at its first heartbeat.
     resumed: frozenset[int] = frozenset()
-    _last_beat: tuple[float, int] = (0.0, 0)
+    # Shards gained and lost since the start; shards pulled from and given to others.
+    moves: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(("in", "out", "pulled", "given"), 0)
+    )
+    meter: CapacityMeter = field(default_factory=CapacityMeter)
+    weight: float | None = None  # the weight published; None: not measured yet
     _identity: NodeIdentity | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -87,31 +121,143 @@ class Membership:
         self._claim = self.client.register_script(CLAIM)
         self._release = self.client.register_script(RELEASE)
         self._owner_keys = [self.keys.shard(s).owner for s in range(self.config.shards)]
+        self._rng = random.Random(self.node_id)  # pick-2's pairs  # noqa: S311
 
-    def beat(self, now: float, pages: int) -> frozenset[int]:
-        """Renew this node's heartbeat and shards; the shards it holds now."""
+    def beat(self, now: float, report: NodeReport | None = None) -> frozenset[int]:
+        """Renew this node's heartbeat and shards, take work to spare capacity, and
+        publish its entry; the shards it holds now."""
+        report = report or NodeReport()
         first = not self.started
         if first:
             self.started = now
         ttl = int(self.config.node_ttl * 1000)
         self.client.set(self.keys.heartbeat(self.node_id), "1", px=ttl)
-        wanted = shards_of(self.node_id, self.live_nodes(now), self.config.shards)
+        table = self.node_table(now)
+        own = report.weight_setting or self.weight
+        weights = weights_in_force(
+            {node: _entry_weight(entry) for node, entry in table.items()}
+            | {self.node_id: 0.0 if report.draining else own}
+        )
+        loans = read_loans(self.client, self.keys, self.config.shards)
+        wanted: frozenset[int] = frozenset()
+        if not report.draining:
+            live = {*table, self.node_id}
+            wanted = wanted_shards(
+                self.node_id,
+                weights,
+                self.config.shards,
+                self.config.dispatch,
+                loans=loans,
+                live=live,
+            )
         held, renewed = self._claim_all(wanted, ttl)
         if first:
             self.resumed = renewed
         self._release_all(self.owned - wanted)
-        if held != self.owned:
+        ready = ready_by_shard(self.client, self.keys, held, now)
+        me = NodeLoad(
+            self.node_id,
+            report.concurrency,
+            report.in_flight,
+            sum(ready.values()),
+            held,
+        )
+        if not report.draining and not first:
+            held |= self._pull(me, table, loans, now, ttl)
+        self._count_moves(held)
+        self.moves["given"] += sum(
+            1
+            for shard in self.owned - held
+            if (loan := loans.get(shard)) is not None and loan.node != self.node_id
+        )
+        self.owned = held
+        self.meter.record(
+            Sample(
+                now,
+                report.pages,
+                report.concurrency,
+                is_saturated(report.concurrency, report.in_flight, me.waiting),
+            )
+        )
+        self._publish_weight(report)
+        self._register(now, report, me)
+        return held
+
+    def _publish_weight(self, report: NodeReport) -> None:
+        """The weight this node publishes: its setting, else its measured capacity
+        once it drifts far enough from the weight in force."""
+        if report.weight_setting > 0:
+            self.weight = report.weight_setting
+        else:
+            self.weight = published_weight(self.weight, self.meter.capacity)
+
+    def _pull(
+        self,
+        me: NodeLoad,
+        table: Mapping[str, dict[str, Any]],
+        loans: Mapping[int, Loan],
+        now: float,
+        ttl: int,
+    ) -> frozenset[int]:
+        """Shards taken, as loans, from a saturated node while this one idles."""
+        others = [_load_of(node, entry) for node, entry in table.items()]
+        donor = donor_for(me, others, self.config.dispatch, self._rng)
+        if donor is None:
+            return frozenset()
+        # The donor's entry is a heartbeat old: read its shards' hosts afresh.
+        ready = ready_by_shard(self.client, self.keys, donor.shards, now)
+        fresh = NodeLoad(
+            donor.node, donor.concurrency, donor.in_flight, sum(ready.values()),
+            donor.shards,
+        )  # fmt: skip
+        hold = self.config.dispatch_hold
+        pinned = {s for s, loan in loans.items() if now - loan.since < hold}
+        wanted = shards_to_take(me, fresh, ready, pinned)
+        moves = dict.fromkeys(wanted, self.node_id)
+        taken = move_shards(
+            self.client,
+            self.keys,
+            moves,
+            giver=donor.node,
+            lease_ms=ttl,
+            loan_since=now,
+        )
+        if taken:
+            self.moves["pulled"] += len(taken)
             logger.info(
-                "Node %(node)s now owns %(count)d of %(shards)d shards",
+                "Node %(node)s took %(count)d shards with %(hosts)d hosts ready from "
+                "node %(donor)s (load %(load).1f), which had more than it could fetch",
                 {
                     "node": self.node_id,
-                    "count": len(held),
-                    "shards": self.config.shards,
+                    "count": len(taken),
+                    "hosts": sum(ready[s] for s in taken),
+                    "donor": donor.node,
+                    "load": fresh.load,
                 },
             )
-        self.owned = held
-        self._register(now, pages)
-        return held
+        return taken
+
+    def _count_moves(self, held: frozenset[int]) -> None:
+        """Count and log the shards gained and lost since the last heartbeat."""
+        if held == self.owned:
+            return
+        self.moves["in"] += len(held - self.owned)
+        self.moves["out"] += len(self.owned - held)
+        logger.info(
+            "Node %(node)s now owns %(count)d of %(shards)d shards",
+            {"node": self.node_id, "count": len(held), "shards": self.config.shards},
+        )
+
+    def node_table(self, now: float) -> dict[str, dict[str, Any]]:
+        """The other live nodes' registry entries (unreadable ones as empty)."""
+        live = set(self.live_nodes(now)) - {self.node_id}
+        entries = self._entries()
+        table = {}
+        for raw, value in entries.items():
+            node = raw.decode("utf-8", "replace")
+            if node in live:
+                table[node] = registry_entry(value) or {}
+        return table
 
     def live_nodes(self, now: float) -> list[str]:
         """Ids of the registered nodes whose heartbeat is alive; forgets dead ones
@@ -235,11 +381,10 @@ class Membership:
                 raise
         return run()
 
-    def _register(self, now: float, pages: int) -> None:
-        """Rewrite this node's registry entry (read by `scrapy frontier status`)."""
-        last_time, last_pages = self._last_beat
-        rate = (pages - last_pages) * 60 / (now - last_time) if last_time else 0.0
-        self._last_beat = (now, pages)
+    def _register(self, now: float, report: NodeReport, load: NodeLoad) -> None:
+        """Rewrite this node's entry in the node table (read by the other nodes'
+        dispatch, `scrapy frontier nodes|status`, the dashboard and metrics)."""
+        capacity = self.meter.capacity
         entry = {
             "id": self.node_id,
             "host": socket.gethostname(),
@@ -248,8 +393,19 @@ class Membership:
             "version": __version__,
             "heartbeat": now,
             "shards": sorted(self.owned),
-            "pages": pages,
-            "pages_per_min": round(rate, 1),
+            "pages": report.pages,
+            "pages_per_min": round(self.meter.pages_per_min(), 1),
+            "concurrency": report.concurrency,
+            "in_flight": report.in_flight,
+            "ready_hosts": load.ready_hosts,
+            "capacity": None if capacity is None else round(capacity, 2),
+            "weight": 0.0 if report.draining else self.weight,
+            "weight_from": _weight_source(report, self.weight),
+            "load": round(load.load, 2),
+            "state": state_of(load, draining=report.draining),
+            "dispatch": self.config.dispatch,
+            "shards_in": self.moves["in"],
+            "shards_out": self.moves["out"],
         }
         retyped(
             self.client,
@@ -258,6 +414,40 @@ class Membership:
             lambda: self.client.hset(self.keys.nodes, self.node_id, json.dumps(entry)),
             self.on_damage,
         )
+
+
+def _weight_source(report: NodeReport, weight: float | None) -> str:
+    if report.weight_setting > 0:
+        return "setting"
+    return "default" if weight is None else "measured"
+
+
+def _entry_weight(entry: Mapping[str, Any]) -> float | None:
+    """A node's published weight; None if it has none yet (or wrote none we read)."""
+    weight = entry.get("weight")
+    if isinstance(weight, int | float) and math.isfinite(weight) and weight >= 0:
+        return float(weight)
+    return None
+
+
+def _count(entry: Mapping[str, Any], name: str) -> int:
+    value = entry.get(name)
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _load_of(node: str, entry: Mapping[str, Any]) -> NodeLoad:
+    """Another node's load as its entry gives it (an entry without it: no load)."""
+    shards = entry.get("shards")
+    owned = frozenset(
+        s for s in shards if isinstance(s, int)
+    ) if isinstance(shards, list) else frozenset()  # fmt: skip
+    return NodeLoad(
+        node,
+        max(1, _count(entry, "concurrency")),
+        _count(entry, "in_flight"),
+        _count(entry, "ready_hosts"),
+        owned,
+    )
 
 
 def _age(entries: dict[bytes, bytes], node: bytes, now: float) -> float:

@@ -25,7 +25,7 @@ from crawler.crawlstate.connection import check_reachable
 from crawler.crawlstate.damage import retyped
 from crawler.frontier.node.drain import DrainWatch
 from crawler.frontier.node.identity import SettledCrawl, declared_identity, settle
-from crawler.frontier.node.membership import Membership
+from crawler.frontier.node.membership import Membership, NodeReport
 from crawler.frontier.node.runcontrol import ControlFollower
 from crawler.frontier.node.seedintake import SeedIntake
 from crawler.frontier.store.store import FrontierStore
@@ -84,7 +84,7 @@ def join(crawler: Crawler, config: FrontierConfig, now: float) -> Joined:
         membership = Membership(
             client, store.shards.crawl_keys, config, on_damage=store.shards.damaged
         )
-        membership.beat(now, pages=0)
+        membership.beat(now, node_report(crawler, config.node_weight))
         resumed = membership.resume(store, now)
         _stats(crawler).inc_value("frontier/leases_resumed", resumed)
     except Exception:
@@ -92,6 +92,28 @@ def join(crawler: Crawler, config: FrontierConfig, now: float) -> Joined:
         raise
     drain = DrainWatch(store.shards, membership, opened_at=now)
     return Joined(store, crawl, membership, drain)
+
+
+def node_report(
+    crawler: Crawler, weight_setting: float, *, draining: bool = False
+) -> NodeReport:
+    """What this node's engine says for its heartbeat: pages fetched, its
+    concurrency in force (changed at run time on its downloader), requests in
+    flight."""
+    engine = crawler.engine
+    downloader = engine.downloader if engine is not None else None
+    concurrency = (
+        downloader.total_concurrency
+        if downloader is not None
+        else crawler.settings.getint("CONCURRENT_REQUESTS")
+    )
+    return NodeReport(
+        pages=_stats(crawler).get_value("response_received_count", 0),
+        concurrency=max(1, concurrency),
+        in_flight=len(downloader.active) if downloader is not None else 0,
+        weight_setting=weight_setting,
+        draining=draining,
+    )
 
 
 def _stats(crawler: Crawler) -> StatsCollector:
@@ -206,9 +228,11 @@ class NodeRuntime:
 
     def _maintenance_round(self, now: float) -> None:
         owned = self.membership.owned
-        pages = self._stats.get_value("response_received_count", 0)
-        if self.membership.beat(now, pages) - owned:
+        moves = dict(self.membership.moves)
+        report = node_report(self._crawler, self._config.node_weight)
+        if self.membership.beat(now, report) - owned:
             self._link.wake_engine()  # shards gained: there may be work in them
+        self._count_moves(moves)
         # Leases done but not yet acknowledged (Redis was away) are still this node's.
         self._shards.renew(self._work.leases_in_hand(), now)
         self._follow_control()
@@ -227,6 +251,18 @@ class NodeRuntime:
         self._work.count_damage()
         self.progress.maybe_log(self._shards, self.membership.owned, now)
         self.progress.record_pace(self._shards, self.membership.node_id, now)
+
+    def _count_moves(self, before: dict[str, int]) -> None:
+        """Shards gained and lost, pulled and given, in the node's stats."""
+        names = {
+            "in": "frontier/shards_gained",
+            "out": "frontier/shards_lost",
+            "pulled": "dispatch/pulled",
+            "given": "dispatch/given",
+        }
+        for move, stat in names.items():
+            if added := self.membership.moves[move] - before[move]:
+                self._stats.inc_value(stat, added)
 
     def _follow_control(self) -> None:
         """Apply `scrapy frontier pause|resume|set`, read once a heartbeat."""
