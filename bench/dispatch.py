@@ -44,8 +44,6 @@ if TYPE_CHECKING:
 OUT = BENCH / "out"
 POLICIES = ("rendezvous", "round-robin", "weighted", "weighted-set", "least-load",
             "pick-2")  # fmt: skip
-# Pages a host in the elastic scenario: enough for the crawl to outlast its events.
-ELASTIC_PAGES = 24
 TARGET_IDEAL, TARGET_IDLE, TARGET_JOIN = 1.15, 0.10, 0.20
 COLUMNS: list[tuple[str, str, str]] = [
     ("policy", "policy", "{}"),
@@ -58,6 +56,7 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("pages by node", "pages_by_node_text", "{}"),
     ("moves", "moves", "{:d}"),
     ("shards gained", "shards_gained", "{}"),
+    ("pulled", "pulled", "{}"),
     ("twice", "fetched_twice", "{:d}"),
     ("lost", "lost", "{:d}"),
     ("min gap s", "min_end_to_start_gap", "{:.2f}"),
@@ -101,10 +100,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.policies = [p for p in args.policies.split(",") if p]
     if any(p not in POLICIES for p in args.policies) or args.concurrency < 4:
         parser.error(f"policies from {', '.join(POLICIES)}; --concurrency >= 4")
-    # hosts, pages a host (scenario 1; scenario 2 has ELASTIC_PAGES), calibration s,
+    # hosts, pages a host (scenario 1), calibration s,
     # seconds between the elastic scenario's events.
-    args.hosts, args.pages, args.calibrate, args.phase = (
-        (120, 8, 10.0, 8.0) if args.quick else (250, 12, 20.0, 12.0)
+    # the elastic scenario's pages a host (enough to outlast its events).
+    args.hosts, args.pages, args.calibrate, args.phase, args.elastic_pages = (
+        (120, 8, 10.0, 12.0, 40) if args.quick else (250, 16, 20.0, 15.0, 30)
     )
     return args
 
@@ -236,8 +236,10 @@ def unequal(bench: Bench, policy: str) -> dict[str, Any]:
     row["pages_by_node"] = dm.by_node(pages)
     row["pages_by_node_text"] = "/".join(str(v) for v in row["pages_by_node"].values())
     row["moves"] = dm.moves(sampler.samples, after=_all_up(sampler.samples, len(kinds)))
-    gained = [n.stats().get("frontier/shards_gained") for n in nodes]
-    row["shards_gained"] = None if None in gained else sum(gained)
+    for key, stat in (("shards_gained", "frontier/shards_gained"),
+                      ("pulled", "dispatch/pulled")):  # fmt: skip
+        counts = [n.stats().get(stat, 0) for n in nodes]
+        row[key] = sum(counts) if any(n.stats() for n in nodes) else None
     row["exits"] = {n.label: n.process.returncode for n in nodes}
     row["warnings"] = _check(row, timing)
     print(f"  {row['pages']} pages in {row['seconds']:.1f} s = "
@@ -278,7 +280,7 @@ def _check(row: dict[str, Any], timing: dm.Timing) -> list[str]:
 
 def elastic(args: argparse.Namespace, timing: dm.Timing) -> dict[str, Any]:
     """Scenario 2 on a site of twice the pages a host, all nodes of concurrency C."""
-    pages_a_host = ELASTIC_PAGES
+    pages_a_host = args.elastic_pages
     print(f"Elastic: {args.hosts} hosts x {pages_a_host} pages, an event every "
           f"{args.phase:.0f} s", flush=True)  # fmt: skip
     with lab(args, pages_a_host) as (server, client, site, log):

@@ -130,8 +130,8 @@ def _join(
     end = min(seen[0] + JOIN_WINDOW, until)
     after = [(t, e) for t, e in samples if label in e and t < end]
     before = [e for t, e in samples if t < seen[0]]
-    if not before:
-        return {"moved": None}
+    if not before or not after:  # another event came first: not this join's alone
+        return {"moved": None, "registered_after": round(seen[0] - event["at"], 1)}
     live = len(after[-1][1])
     target = shards / live
     owned = [t for t, e in after if len(e[label].get("shards") or []) >= SHARE * target]

@@ -231,14 +231,12 @@ def table_load(samples: list[Sample]) -> dict[str, Any]:
 
 
 def _idle(entry: dict[str, Any]) -> bool:
-    return bool(
-        entry.get("in_flight", 0) < entry.get("concurrency", 0)
-        and not entry.get("ready_hosts")
-    )
+    """Free slots and no ready host in its shards (``NodeLoad.idle``)."""
+    free = entry.get("concurrency", 0) - entry.get("in_flight", 0)
+    return bool(free > 0 and not entry.get("ready_hosts"))
 
 
 def _saturated_waiting(entry: dict[str, Any]) -> bool:
-    return bool(
-        entry.get("in_flight", 0) >= entry.get("concurrency", 1)
-        and entry.get("ready_hosts", 0) > 0
-    )
+    """More ready hosts than free slots (``NodeLoad.saturated``)."""
+    free = max(0, entry.get("concurrency", 0) - entry.get("in_flight", 0))
+    return bool(entry.get("ready_hosts", 0) > free)
