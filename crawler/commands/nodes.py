@@ -18,6 +18,7 @@ from crawler.commands.crawltarget import crawl_shards
 from crawler.commands.steering import HEARTBEAT, ControlError
 from crawler.crawlstate import controls
 from crawler.crawlstate.nodetable import read_node_table
+from crawler.frontier.node.handover import hand_over
 from crawler.reports.nodes import node_fields, render_nodes
 
 if TYPE_CHECKING:
@@ -64,10 +65,6 @@ def drain(
         shards = crawl_shards(client, keys, opts.settings)
     except ValueError as exc:
         raise ControlError(str(exc)) from None
-    # The integrator's (issue 24): imported here so that the other subcommands do
-    # not depend on it.
-    from crawler.frontier.node.handover import hand_over  # noqa: PLC0415
-
     controls.drain(client, keys, node_id)
     moved = hand_over(shards, node_id, time.time())
     others = sum(other.alive for other in table.nodes) - 1

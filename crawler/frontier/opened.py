@@ -170,6 +170,8 @@ class OpenFrontier:
         self._exchange.sweep()  # a request the engine is through with: an ack to write
         if self._exchange or self._runtime.control.paused:
             return True
+        if self._runtime.draining:
+            return False  # the crawl's work is the other nodes' now
         if self._shards.summaries.has_work():
             return True
         now = time.time()
@@ -197,7 +199,8 @@ class OpenFrontier:
 
     def next_request(self) -> Request | None:
         """See ``FrontierScheduler.next_request``."""
-        if self._runtime.control.paused:
+        if self._runtime.control.paused or self._runtime.draining:
+            self._exchange.sweep()  # acks of requests done still go out
             return None
         self._exchange.sweep()  # acks of requests done since the last ask ride along
         now = time.time()

@@ -206,12 +206,20 @@ def published_weight(
     return current
 
 
-def weights_in_force(published: Mapping[str, float | None]) -> dict[str, float]:
+def weights_in_force(
+    published: Mapping[str, float | None], concurrency: Mapping[str, int]
+) -> dict[str, float]:
     """Each live node's weight for dispatch: its published weight, or, while it has
-    none (not measured yet), the median of the others' (1 when none has one)."""
-    known = sorted(weight for weight in published.values() if weight)
-    middle = known[len(known) // 2] if known else 1.0
+    none (not measured yet), its concurrency times the median pace a slot of the
+    measured nodes gives (its concurrency alone when none is measured): a node of a
+    quarter of the others' slots starts with about a quarter of their share."""
+    per_slot = sorted(
+        weight / concurrency[node]
+        for node, weight in published.items()
+        if weight and concurrency.get(node, 0) > 0
+    )
+    rate = per_slot[len(per_slot) // 2] if per_slot else 1.0
     return {
-        node: weight if weight is not None else middle
+        node: weight if weight is not None else rate * max(1, concurrency.get(node, 1))
         for node, weight in published.items()
     }

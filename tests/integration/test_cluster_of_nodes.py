@@ -85,7 +85,7 @@ class Cluster:
     directory: Path
     nodes: dict[str, Node] = field(default_factory=dict)
 
-    def start(self, label: str, seeds: str = "") -> Node:
+    def start(self, label: str, seeds: str = "", extra: tuple[str, ...] = ()) -> Node:
         headers = json.dumps({"X-Crawler-Node": label})
         command = scrapy_crawl(
             f"REDIS_URL={self.redis_url}",
@@ -94,6 +94,7 @@ class Cluster:
             # Each node plays a machine of its own: a joining node must not take the
             # id (and so the shards) a killed node freed in this directory.
             f"FRONTIER_NODE_NAME={label}",
+            *extra,
             seeds=seeds,
         )
         path = self.directory / f"{label}.log"

@@ -11,7 +11,10 @@ import time
 from typing import Any
 
 import pytest
+from scrapy.settings import Settings
 
+from crawler.frontier.frontierconfig import FrontierConfig
+from crawler.frontier.node.membership import Membership, NodeReport
 from tests.integration.test_frontier_commands import KEYS, frontier, one_line_error
 
 pytestmark = pytest.mark.integration
@@ -307,11 +310,48 @@ def test_drain_refuses_an_unknown_or_dead_node_in_one_line(
 
 
 def test_drain_tells_the_node_and_hands_its_shards_over(redis, redis_url, node_cluster):
-    pytest.importorskip("crawler.frontier.node.handover", reason="issue 24's hand_over")
+    owners = {0: "fast", 1: "fast", 5: "slow", 6: "slow", 7: "old"}
+    for shard, owner in owners.items():
+        redis.set(KEYS.shard(shard).owner, owner, px=30_000)
     result = frontier(redis_url, "drain", "slow")
     assert result.returncode == 0, result.stderr
     assert redis.hget(KEYS.control, "drain:slow") == b"1"
-    assert "shards handed over" in result.stdout
+    assert "Node 'slow' of crawl 'bfs' drains: 2 shards handed over to the 2 other" in (
+        result.stdout
+    )
+    for shard in (5, 6):  # at once, to a live node that is not draining
+        assert redis.get(KEYS.shard(shard).owner) in {b"fast", b"old"}
+    for shard in (0, 1, 7):
+        assert redis.get(KEYS.shard(shard).owner) == owners[shard].encode()
     listed = json.loads(frontier(redis_url, "nodes", "--json").stdout)
     slow = next(node for node in listed["nodes"] if node["id"] == "slow")
     assert slow["drain_asked"] is True
+
+
+def test_nodes_reads_the_entries_real_nodes_write(redis, redis_url, settings):
+    config = FrontierConfig.from_settings(Settings(settings(FRONTIER_SHARDS=8)), "bfs")
+    redis.hset(KEYS.meta, "schema_version", "4")
+    fast = Membership(redis, KEYS, config, "fast")
+    slow = Membership(redis, KEYS, config, "slow")
+    now = time.time()
+    fast.beat(now, NodeReport(pages=40, concurrency=16, in_flight=9))
+    slow.beat(now, NodeReport(pages=5, concurrency=4, in_flight=4, weight_setting=0.5))
+    result = frontier(redis_url, "nodes", "--json")
+    assert result.returncode == 0, result.stderr
+    by_id = {node["id"]: node for node in json.loads(result.stdout)["nodes"]}
+    assert list(by_id) == ["fast", "slow"]
+    owned = {
+        shard: redis.get(KEYS.shard(shard).owner).decode()
+        for shard in range(8)
+        if redis.exists(KEYS.shard(shard).owner)
+    }
+    for node_id, node in by_id.items():
+        assert node["alive"] is True
+        assert node["shards"] == [s for s, owner in owned.items() if owner == node_id]
+        assert node["host"] == socket.gethostname()
+        assert node["pid"] == os.getpid()
+    assert (by_id["fast"]["concurrency"], by_id["fast"]["in_flight"]) == (16, 9)
+    assert (by_id["slow"]["concurrency"], by_id["slow"]["in_flight"]) == (4, 4)
+    assert (by_id["slow"]["weight"], by_id["slow"]["weight_from"]) == (0.5, "setting")
+    text = frontier(redis_url, "nodes").stdout
+    assert "0.50 (setting)" in rows(text)["slow"]

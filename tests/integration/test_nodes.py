@@ -53,18 +53,26 @@ def test_a_lone_node_owns_every_shard(redis):
     assert owners(redis) == [b"a"] * SHARDS
 
 
-def test_a_joining_node_gets_its_share_only_after_the_owner_lets_go(redis):
+def test_a_joining_node_takes_its_share_at_its_first_heartbeat(redis):
     a, b = member(redis, "a"), member(redis, "b")
     a.beat(time.time(), NodeReport(pages=0))
     home = homes({"a": 1.0, "b": 1.0}, SHARDS, FRONTIER_DISPATCH)
     b_share = frozenset(s for s, node in home.items() if node == "b")
-    assert (
-        b.beat(time.time(), NodeReport(pages=0)) == frozenset()
-    )  # all still held by a
-    a.beat(time.time(), NodeReport(pages=0))  # a sees b alive and releases b's share
-    assert b.beat(time.time(), NodeReport(pages=0)) == b_share
+    assert b.beat(time.time(), NodeReport(pages=0)) == b_share  # taken from a
+    assert {s for s, owner in enumerate(owners(redis)) if owner == b"b"} == b_share
+    assert b.resumed == frozenset()  # a's requests in flight stay a's
+    a.beat(time.time(), NodeReport(pages=0))  # a sees b alive and lets its share be
     assert a.owned == frozenset(range(SHARDS)) - b_share
-    assert set(owners(redis)) == {b"a", b"b"}
+    assert b.beat(time.time(), NodeReport(pages=0)) == b_share
+
+
+def test_a_joining_node_takes_nothing_from_a_dead_holder_before_its_ttl(redis):
+    a = member(redis, "a")
+    a.beat(time.time(), NodeReport(pages=0))
+    redis.delete(CrawlKeys("nodes").heartbeat("a"))  # a died; its owner keys remain
+    b = member(redis, "b")
+    assert b.beat(time.time(), NodeReport(pages=0)) == frozenset()
+    assert set(owners(redis)) == {b"a"}
 
 
 def test_a_clean_leave_hands_the_shards_over_at_once(redis):
@@ -119,19 +127,27 @@ def loan_holders(redis: redis_py.Redis) -> dict[int, str]:
     return {shard: loan.node for shard, loan in read_loans(redis, keys, SHARDS).items()}
 
 
-SATURATED = NodeReport(concurrency=4, in_flight=4)  # every slot busy
+SATURATED = NodeReport(concurrency=16, in_flight=16)  # every slot busy
 IDLE = NodeReport(concurrency=16, in_flight=0)
+
+
+def homes_of(node: str, a: NodeReport = SATURATED, b: NodeReport = IDLE) -> list[int]:
+    """The shards whose home is *node* among nodes a and b, neither measured yet:
+    weighed by their concurrency."""
+    weights = {"a": float(a.concurrency), "b": float(b.concurrency)}
+    home = homes(weights, SHARDS, FRONTIER_DISPATCH)
+    return sorted(s for s, owner in home.items() if owner == node)
 
 
 def test_an_idle_node_takes_shards_with_waiting_hosts_from_a_saturated_one(redis):
     a, b = member(redis, "a"), member(redis, "b")
     a.beat(time.time(), SATURATED)  # alone: every shard
-    busy = {0: 6, 1: 5, 2: 4, 3: 3}
+    busy = dict(zip(homes_of("a")[:4], (6, 5, 4, 3), strict=True))
     make_ready(redis, busy)
     a.beat(time.time(), SATURATED)  # its entry now says: 18 hosts ready, 0 free
-    b.beat(time.time(), IDLE)  # the first heartbeat only joins
-    assert b.owned == frozenset()
-    taken = b.beat(time.time(), IDLE)
+    joined = b.beat(time.time(), IDLE)  # the first heartbeat takes its share
+    assert joined == frozenset(homes_of("b"))
+    taken = b.beat(time.time(), IDLE) - joined
     assert taken
     assert taken <= set(busy)
     assert sum(busy[s] for s in taken) <= 16  # about its free slots
@@ -147,10 +163,10 @@ def test_an_idle_node_takes_shards_with_waiting_hosts_from_a_saturated_one(redis
 def test_a_moved_shard_stays_put_for_the_hold(redis):
     a, b = member(redis, "a"), member(redis, "b")
     a.beat(time.time(), SATURATED)
-    make_ready(redis, {0: 6, 1: 5})
+    make_ready(redis, dict(zip(homes_of("a")[:2], (6, 5), strict=True)))
     a.beat(time.time(), SATURATED)
-    b.beat(time.time(), IDLE)
-    taken = b.beat(time.time(), IDLE)
+    joined = b.beat(time.time(), IDLE)
+    taken = b.beat(time.time(), IDLE) - joined
     assert taken
     # Now b is the saturated one and a idles: a may not take them back yet.
     b.beat(time.time(), SATURATED)
@@ -162,7 +178,9 @@ def test_a_moved_shard_stays_put_for_the_hold(redis):
 def test_no_shard_moves_while_no_node_is_saturated(redis):
     a, b = member(redis, "a"), member(redis, "b")
     a.beat(time.time(), IDLE)
-    make_ready(redis, {0: 2, 1: 2})  # fewer ready hosts than a's free slots
+    make_ready(
+        redis, dict.fromkeys(homes_of("a", a=IDLE)[:2], 2)
+    )  # fewer than a's slots
     a.beat(time.time(), IDLE)
     b.beat(time.time(), IDLE)
     b.beat(time.time(), IDLE)

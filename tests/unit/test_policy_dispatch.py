@@ -257,7 +257,10 @@ def test_a_measured_weight_is_published_again_only_when_it_drifts():
     assert published_weight(40.0, 0.0) == 40.0
 
 
-def test_unmeasured_nodes_weigh_the_median_of_the_others():
-    assert weights_in_force({"a": None, "b": None}) == {"a": 1.0, "b": 1.0}
-    weights = weights_in_force({"a": 40.0, "b": 10.0, "c": 30.0, "d": None, "e": 0.0})
-    assert weights == {"a": 40.0, "b": 10.0, "c": 30.0, "d": 30.0, "e": 0.0}
+def test_unmeasured_nodes_weigh_their_slots_at_the_measured_pace_of_a_slot():
+    slots = {"a": 16, "b": 4, "c": 16, "d": 8, "e": 16}
+    assert weights_in_force({"a": None, "b": None}, slots) == {"a": 16.0, "b": 4.0}
+    published = {"a": 40.0, "b": 5.0, "c": 32.0, "d": None, "e": 0.0}
+    weights = weights_in_force(published, slots)
+    # Paces a slot: 2.5, 1.25, 2.0 (e drains): the median is 2.0.
+    assert weights == {"a": 40.0, "b": 5.0, "c": 32.0, "d": 16.0, "e": 0.0}

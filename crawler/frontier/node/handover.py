@@ -16,6 +16,7 @@ import math
 import time
 from typing import TYPE_CHECKING
 
+from crawler.crawlstate.controls import read_control
 from crawler.crawlstate.readers import registry_entry
 from crawler.frontier.store.scripts import queue_script
 from crawler.policy.dispatch import POLICIES, Loan, homes, weights_in_force
@@ -121,20 +122,25 @@ def hand_over(shards: CrawlShards, node_id: str, now: float | None = None) -> in
     now = time.time() if now is None else now
     client, keys, config = shards.client, shards.crawl_keys, shards.config
     entries: dict[bytes, bytes] = client.hgetall(keys.nodes)  # type: ignore[assignment]
+    # Nodes told to drain that have not said so in their entry yet get nothing.
+    draining = read_control(client.hgetall(keys.control)).draining  # type: ignore[arg-type]
     published: dict[str, float | None] = {}
+    slots: dict[str, int] = {}
     policy = "rendezvous"
     for raw_id, raw in entries.items():
         node = raw_id.decode("utf-8", "replace")
         entry = registry_entry(raw)
         if node == node_id or entry is None or not client.exists(keys.heartbeat(node)):
             continue
-        if entry.get("state") == "draining":
+        if entry.get("state") == "draining" or node in draining:
             continue
         published[node] = _weight(entry)
+        concurrency = entry.get("concurrency")
+        slots[node] = concurrency if isinstance(concurrency, int) else 1
         policy = _policy(entry, policy)
     owners = _owners(client, keys, config.shards)
     held = {shard for shard, owner in owners.items() if owner == node_id}
-    home = homes(weights_in_force(published), config.shards, policy)
+    home = homes(weights_in_force(published, slots), config.shards, policy)
     moves = {shard: home[shard] for shard in held if shard in home}
     lease_ms = int(config.node_ttl * 1000)
     moved = move_shards(

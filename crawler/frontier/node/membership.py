@@ -43,7 +43,7 @@ from crawler.policy.dispatch import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Collection, Mapping
     from typing import Any
 
     from redis import Redis
@@ -123,9 +123,15 @@ class Membership:
         self._owner_keys = [self.keys.shard(s).owner for s in range(self.config.shards)]
         self._rng = random.Random(self.node_id)  # pick-2's pairs  # noqa: S311
 
-    def beat(self, now: float, report: NodeReport | None = None) -> frozenset[int]:
+    def beat(
+        self,
+        now: float,
+        report: NodeReport | None = None,
+        told_to_drain: frozenset[str] = frozenset(),
+    ) -> frozenset[int]:
         """Renew this node's heartbeat and shards, take work to spare capacity, and
-        publish its entry; the shards it holds now."""
+        publish its entry; the shards it holds now. Nodes *told_to_drain* get no
+        shard, before their own entries say they drain."""
         report = report or NodeReport()
         first = not self.started
         if first:
@@ -137,6 +143,9 @@ class Membership:
         weights = weights_in_force(
             {node: _entry_weight(entry) for node, entry in table.items()}
             | {self.node_id: 0.0 if report.draining else own}
+            | dict.fromkeys(told_to_drain & table.keys(), 0.0),
+            {node: _count(entry, "concurrency") for node, entry in table.items()}
+            | {self.node_id: report.concurrency},
         )
         loans = read_loans(self.client, self.keys, self.config.shards)
         wanted: frozenset[int] = frozenset()
@@ -153,6 +162,7 @@ class Membership:
         held, renewed = self._claim_all(wanted, ttl)
         if first:
             self.resumed = renewed
+            held |= self._take_share(wanted - held, table.keys(), ttl)
         self._release_all(self.owned - wanted)
         ready = ready_by_shard(self.client, self.keys, held, now)
         me = NodeLoad(
@@ -182,6 +192,34 @@ class Membership:
         self._publish_weight(report)
         self._register(now, report, me)
         return held
+
+    def _take_share(
+        self, shards: frozenset[int], live: Collection[str], ttl: int
+    ) -> frozenset[int]:
+        """A joining node takes its share from the live nodes that hold it, at its
+        first heartbeat, instead of waiting for them to let go at theirs."""
+        if not shards:
+            return frozenset()
+        ordered = sorted(shards)
+        pipe = self.client.pipeline(transaction=False)
+        for shard in ordered:
+            pipe.get(self._owner_keys[shard])
+        by_giver: dict[str, dict[int, str]] = {}
+        for shard, raw in zip(ordered, pipe.execute(), strict=True):
+            giver = raw.decode("utf-8", "replace") if raw is not None else None
+            if giver is not None and giver in live:
+                by_giver.setdefault(giver, {})[shard] = self.node_id
+        taken: frozenset[int] = frozenset()
+        for giver, moves in by_giver.items():
+            taken |= move_shards(
+                self.client,
+                self.keys,
+                moves,
+                giver=giver,
+                lease_ms=ttl,
+                loan_since=None,
+            )
+        return taken
 
     def _publish_weight(self, report: NodeReport) -> None:
         """The weight this node publishes: its setting, else its measured capacity

@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from scrapy.utils.asyncio import create_looping_call
+from scrapy.utils.defer import deferred_from_coro
 
 from crawler.context.crawl import CrawlContext
 from crawler.context.hostdelays import machine_zone
 from crawler.context.outage import REDIS_ERRORS, is_outage, use_reactor_retry
 from crawler.crawlstate.connection import check_reachable
+from crawler.crawlstate.controls import clear_drain
 from crawler.crawlstate.damage import retyped
 from crawler.frontier.node.drain import DrainWatch
 from crawler.frontier.node.identity import SettledCrawl, declared_identity, settle
@@ -84,6 +86,8 @@ def join(crawler: Crawler, config: FrontierConfig, now: float) -> Joined:
         membership = Membership(
             client, store.shards.crawl_keys, config, on_damage=store.shards.damaged
         )
+        # A drain is for one run: this node, started again, takes part.
+        clear_drain(client, store.shards.crawl_keys, membership.node_id)
         membership.beat(now, node_report(crawler, config.node_weight))
         resumed = membership.resume(store, now)
         _stats(crawler).inc_value("frontier/leases_resumed", resumed)
@@ -134,6 +138,10 @@ class FrontierWork(Protocol):
     def count_damage(self) -> None:
         """Count in the stats what the store found damaged since the last count."""
 
+    @property
+    def buffered(self) -> int:
+        """Requests pushed to this node and not yet written to Redis."""
+
 
 class NodeRuntime:
     """The heartbeat of a node that joined the crawl, and what it decides."""
@@ -161,10 +169,15 @@ class NodeRuntime:
         self._link = link
         self.progress = progress
         self._work = work
-        self.control = ControlFollower(crawler.settings, machine_zone())
+        self.control = ControlFollower(
+            crawler.settings, machine_zone(), node_id=self.membership.node_id
+        )
+        # CONCURRENT_REQUESTS the node started with, given back by `set --unset`.
+        self._started_concurrency = crawler.settings.getint("CONCURRENT_REQUESTS")
         self._seeds = SeedIntake(crawler, enqueue)
         self._maintenance: AsyncioLoopingCall | LoopingCall | None = None
         self._maintenance_failed = False
+        self._closing = False  # a drained node's close is under way
 
     def start(self) -> None:
         """Start the heartbeat."""
@@ -180,6 +193,10 @@ class NodeRuntime:
         """Give back this node's shards; with FRONTIER_PERSIST=False, delete the
         crawl unless other nodes still work."""
         self.membership.leave()
+        # A drain is for one run: the node started again under this id joins.
+        clear_drain(
+            self._shards.client, self._shards.crawl_keys, self.membership.node_id
+        )
         # The pages done since the last heartbeat count in the crawl's pace.
         self.progress.record_pace(self._shards, self.membership.node_id, time.time())
         if self._config.persist:
@@ -227,15 +244,22 @@ class NodeRuntime:
             )
 
     def _maintenance_round(self, now: float) -> None:
+        self._follow_control()
         owned = self.membership.owned
         moves = dict(self.membership.moves)
-        report = node_report(self._crawler, self._config.node_weight)
-        if self.membership.beat(now, report) - owned:
+        weight = self.control.weight
+        report = node_report(
+            self._crawler,
+            self._config.node_weight if weight is None else weight,
+            draining=self.control.draining,
+        )
+        if self.membership.beat(now, report, self.control.state.draining) - owned:
             self._link.wake_engine()  # shards gained: there may be work in them
         self._count_moves(moves)
         # Leases done but not yet acknowledged (Redis was away) are still this node's.
         self._shards.renew(self._work.leases_in_hand(), now)
-        self._follow_control()
+        if self.control.draining:
+            self._close_when_drained()
         if recovered := self.store.requeue(now):
             self._stats.inc_value("frontier/leases_recovered", recovered)
             logger.info(
@@ -254,15 +278,11 @@ class NodeRuntime:
 
     def _count_moves(self, before: dict[str, int]) -> None:
         """Shards gained and lost, pulled and given, in the node's stats."""
-        names = {
-            "in": "frontier/shards_gained",
-            "out": "frontier/shards_lost",
-            "pulled": "dispatch/pulled",
-            "given": "dispatch/given",
-        }
-        for move, stat in names.items():
-            if added := self.membership.moves[move] - before[move]:
-                self._stats.inc_value(stat, added)
+        moves = self.membership.moves
+        self._stats.inc_value("frontier/shards_gained", moves["in"] - before["in"])
+        self._stats.inc_value("frontier/shards_lost", moves["out"] - before["out"])
+        self._stats.inc_value("dispatch/pulled", moves["pulled"] - before["pulled"])
+        self._stats.inc_value("dispatch/given", moves["given"] - before["given"])
 
     def _follow_control(self) -> None:
         """Apply `scrapy frontier pause|resume|set`, read once a heartbeat."""
@@ -280,6 +300,49 @@ class NodeRuntime:
             self._link.wake_engine()
         if configs is not None:
             self._run.replace(configs)
+        self._apply_concurrency()
+
+    def _apply_concurrency(self) -> None:
+        """CONCURRENT_REQUESTS set at run time (or given back) on the downloader,
+        which reads it at every request it starts."""
+        engine = self._crawler.engine
+        if engine is None:
+            return
+        wanted = self.control.concurrency or self._started_concurrency
+        downloader = engine.downloader
+        if downloader.total_concurrency != wanted:
+            logger.info(
+                "Concurrency of node %(node)s now %(count)d requests (was %(was)d)",
+                {
+                    "node": self.membership.node_id,
+                    "count": wanted,
+                    "was": downloader.total_concurrency,
+                },
+            )
+            downloader.total_concurrency = wanted
+            self._link.wake_engine()
+
+    @property
+    def draining(self) -> bool:
+        """Whether this node was told to drain: it takes no more requests."""
+        return self.control.draining
+
+    def _close_when_drained(self) -> None:
+        """A draining node closes (exit status 0) once nothing of its own is in
+        flight or unwritten: its shards are the other nodes' already."""
+        if self._work.leases_in_hand() or self._work.buffered:
+            return
+        engine = self._crawler.engine
+        if engine is None or self._closing:
+            return
+        self._closing = True
+        logger.info(
+            "Node %(node)s drained: its requests are done and its shards are the "
+            "other nodes'; closing",
+            {"node": self.membership.node_id},
+            extra={"spider": self._crawler.spider},
+        )
+        deferred_from_coro(engine.close_spider_async(reason="drained"))
 
     def _take_seeds(self) -> None:
         """Enqueue what any client pushed to the crawl's seed list in Redis."""
