@@ -100,9 +100,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.policies = [p for p in args.policies.split(",") if p]
     if any(p not in POLICIES for p in args.policies) or args.concurrency < 4:
         parser.error(f"policies from {', '.join(POLICIES)}; --concurrency >= 4")
-    # hosts, pages a host (scenario 1), calibration s,
-    # seconds between the elastic scenario's events.
-    # the elastic scenario's pages a host (enough to outlast its events).
+    # Hosts, pages a host (scenario 1), calibration s, seconds between the elastic
+    # scenario's events, its pages a host (enough for the crawl to outlast them).
     args.hosts, args.pages, args.calibrate, args.phase, args.elastic_pages = (
         (120, 8, 10.0, 12.0, 40) if args.quick else (250, 16, 20.0, 15.0, 30)
     )
