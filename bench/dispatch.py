@@ -71,7 +71,7 @@ ELASTIC_COLUMNS: list[tuple[str, str, str]] = [
     ("1/n", "one_nth", "{:.1f}"),
     ("joiner owns", "joiner_owns", "{:d}"),
     ("registered s", "registered_after", "{:.1f}"),
-    ("owns share s", "owns_share_after", "{:.1f}"),
+    ("share s after reg.", "owns_share_after", "{:.1f}"),
     ("in flight", "in_flight_at_kill", "{:d}"),
     ("twice", "twice_after_kill", "{:d}"),
     ("oldest twice s", "oldest_twice_before_kill", "{:.2f}"),
