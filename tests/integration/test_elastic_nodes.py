@@ -152,9 +152,15 @@ def test_a_node_with_spare_capacity_takes_shards_from_a_saturated_one(
         cluster(redis_url, tmp_path) as nodes,
     ):
         seeds = ",".join(site.seeds)
-        nodes.start("small", seeds=seeds, extra=("CONCURRENT_REQUESTS=2",))
+        nodes.start(
+            "small",
+            seeds=seeds,
+            extra=("CONCURRENT_REQUESTS=2", "FRONTIER_DISPATCH=least-load"),
+        )
         assert wait_for(site.pages, START_TIMEOUT)
-        nodes.start("big", extra=("CONCURRENT_REQUESTS=16",))
+        nodes.start(
+            "big", extra=("CONCURRENT_REQUESTS=16", "FRONTIER_DISPATCH=least-load")
+        )
         assert nodes.wait_all(EXIT_TIMEOUT)
         crawl = crawl_of(site, nodes, 0.0)
         fetches = page_fetches(site)

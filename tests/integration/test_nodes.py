@@ -27,7 +27,9 @@ SHARDS = 16
 TTL = 1.0
 
 
-def member(redis: redis_py.Redis, node_id: str) -> Membership:
+def member(
+    redis: redis_py.Redis, node_id: str, dispatch: str = FRONTIER_DISPATCH
+) -> Membership:
     settings = Settings()
     settings.setmodule("crawler.defaults")
     settings.update(
@@ -36,6 +38,7 @@ def member(redis: redis_py.Redis, node_id: str) -> Membership:
             "FRONTIER_NODE_TTL": TTL,
             "FRONTIER_MAINTENANCE_INTERVAL": 0.1,
             "FRONTIER_LEASE_TIMEOUT": 5,
+            "FRONTIER_DISPATCH": dispatch,
         }
     )
     config = FrontierConfig.from_settings(settings, "nodes")
@@ -127,6 +130,7 @@ def loan_holders(redis: redis_py.Redis) -> dict[int, str]:
     return {shard: loan.node for shard, loan in read_loans(redis, keys, SHARDS).items()}
 
 
+PULLING = "least-load"  # the tests of work moved to free capacity
 SATURATED = NodeReport(concurrency=16, in_flight=16)  # every slot busy
 IDLE = NodeReport(concurrency=16, in_flight=0)
 
@@ -135,12 +139,12 @@ def homes_of(node: str, a: NodeReport = SATURATED, b: NodeReport = IDLE) -> list
     """The shards whose home is *node* among nodes a and b, neither measured yet:
     weighed by their concurrency."""
     weights = {"a": float(a.concurrency), "b": float(b.concurrency)}
-    home = homes(weights, SHARDS, FRONTIER_DISPATCH)
+    home = homes(weights, SHARDS, PULLING)
     return sorted(s for s, owner in home.items() if owner == node)
 
 
 def test_an_idle_node_takes_shards_with_waiting_hosts_from_a_saturated_one(redis):
-    a, b = member(redis, "a"), member(redis, "b")
+    a, b = member(redis, "a", PULLING), member(redis, "b", PULLING)
     a.beat(time.time(), SATURATED)  # alone: every shard
     busy = dict(zip(homes_of("a")[:4], (6, 5, 4, 3), strict=True))
     make_ready(redis, busy)
@@ -161,7 +165,7 @@ def test_an_idle_node_takes_shards_with_waiting_hosts_from_a_saturated_one(redis
 
 
 def test_a_moved_shard_stays_put_for_the_hold(redis):
-    a, b = member(redis, "a"), member(redis, "b")
+    a, b = member(redis, "a", PULLING), member(redis, "b", PULLING)
     a.beat(time.time(), SATURATED)
     make_ready(redis, dict(zip(homes_of("a")[:2], (6, 5), strict=True)))
     a.beat(time.time(), SATURATED)
@@ -176,7 +180,7 @@ def test_a_moved_shard_stays_put_for_the_hold(redis):
 
 
 def test_no_shard_moves_while_no_node_is_saturated(redis):
-    a, b = member(redis, "a"), member(redis, "b")
+    a, b = member(redis, "a", PULLING), member(redis, "b", PULLING)
     a.beat(time.time(), IDLE)
     make_ready(
         redis, dict.fromkeys(homes_of("a", a=IDLE)[:2], 2)
