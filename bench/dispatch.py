@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shutil
 import sys
 import tempfile
 import time
@@ -50,6 +51,7 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("pages", "pages", "{:d}"),
     ("s", "seconds", "{:.1f}"),
     ("x ideal", "over_ideal", "{:.2f}"),
+    ("x ideal, 95%", "over_ideal_95", "{:.2f}"),
     ("idle-while-waiting", "idle_while_waiting", "{:.1%}"),
     ("idle (table)", "table_idle_while_waiting", "{:.1%}"),
     ("idle", "idle", "{:.1%}"),
@@ -121,6 +123,8 @@ def lab(args: argparse.Namespace, pages: int) -> Iterator[tuple[Any, ...]]:
         try:
             with procs.running_site(ROOT, shape, log, extra) as site:
                 yield server, client, site, log
+            args.out.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log, args.out / f"dispatch-requests-{pages}.jsonl")
         finally:
             client.close()
             server.stop()
@@ -229,6 +233,10 @@ def unequal(bench: Bench, policy: str) -> dict[str, Any]:
     row |= dm.fetch_counts(pages, here.total) | dm.gaps(pages, timing)
     row["ideal_seconds"] = here.total / ideal_rate
     row["over_ideal"] = row["seconds"] / row["ideal_seconds"] if pages else None
+    first_95 = dm.tail(pages, 0.95)
+    row["over_ideal_95"] = (
+        None if first_95 is None else first_95 / (0.95 * row["ideal_seconds"])
+    )
     concurrency = {n.label: n.concurrency for n in nodes}
     row |= dm.idle_while_waiting(pages, concurrency, timing)
     row |= dm.table_load(sampler.samples)
