@@ -191,8 +191,10 @@ def calibrate(
             here, f"calibrate-{kind}", concurrency,
             CLOSESPIDER_TIMEOUT=args.calibrate,
         )  # fmt: skip
-        dn.wait_all([node], time.monotonic() + args.calibrate + 60)
-        dn.stop_all([node])
+        try:
+            dn.wait_all([node], time.monotonic() + args.calibrate + 60)
+        finally:  # Ctrl-C must not leave it running
+            dn.stop_all([node])
         pages = dm.pages_of(_crawl_rows(log, seen), {node.label})
         rates[kind] = dm.rate(pages, skip=3.0)
         print(f"Calibration: {kind} (C={concurrency}) alone: {rates[kind]:.1f} pages/s")
