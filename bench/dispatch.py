@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import shutil
 import sys
 import tempfile
 import time
@@ -50,6 +51,7 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("pages", "pages", "{:d}"),
     ("s", "seconds", "{:.1f}"),
     ("x ideal", "over_ideal", "{:.2f}"),
+    ("x ideal, 95%", "over_ideal_95", "{:.2f}"),
     ("idle-while-waiting", "idle_while_waiting", "{:.1%}"),
     ("idle (table)", "table_idle_while_waiting", "{:.1%}"),
     ("idle", "idle", "{:.1%}"),
@@ -121,6 +123,8 @@ def lab(args: argparse.Namespace, pages: int) -> Iterator[tuple[Any, ...]]:
         try:
             with procs.running_site(ROOT, shape, log, extra) as site:
                 yield server, client, site, log
+            args.out.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(log, args.out / f"dispatch-requests-{pages}.jsonl")
         finally:
             client.close()
             server.stop()
@@ -187,8 +191,10 @@ def calibrate(
             here, f"calibrate-{kind}", concurrency,
             CLOSESPIDER_TIMEOUT=args.calibrate,
         )  # fmt: skip
-        dn.wait_all([node], time.monotonic() + args.calibrate + 60)
-        dn.stop_all([node])
+        try:
+            dn.wait_all([node], time.monotonic() + args.calibrate + 60)
+        finally:  # Ctrl-C must not leave it running
+            dn.stop_all([node])
         pages = dm.pages_of(_crawl_rows(log, seen), {node.label})
         rates[kind] = dm.rate(pages, skip=3.0)
         print(f"Calibration: {kind} (C={concurrency}) alone: {rates[kind]:.1f} pages/s")
@@ -229,6 +235,10 @@ def unequal(bench: Bench, policy: str) -> dict[str, Any]:
     row |= dm.fetch_counts(pages, here.total) | dm.gaps(pages, timing)
     row["ideal_seconds"] = here.total / ideal_rate
     row["over_ideal"] = row["seconds"] / row["ideal_seconds"] if pages else None
+    first_95 = dm.tail(pages, 0.95)
+    row["over_ideal_95"] = (
+        None if first_95 is None else first_95 / (0.95 * row["ideal_seconds"])
+    )
     concurrency = {n.label: n.concurrency for n in nodes}
     row |= dm.idle_while_waiting(pages, concurrency, timing)
     row |= dm.table_load(sampler.samples)

@@ -6,9 +6,10 @@ The site logs each request with the time it arrived (``t``) and answers it
 ``t <= x < t + latency``. A host *waits* from the end of one fetch plus its delay
 (and a little slack) until its next fetch starts; it waits on the node that fetched
 it last (its owner then). A node is *idle* while it has fewer requests in flight
-than its concurrency. Idle-while-waiting is the node-time a node was idle while
-another node, itself at full concurrency, had a host waiting: work that free
-capacity elsewhere could have taken. One caveat: the log cannot tell a host whose
+than its concurrency and no host of its own waits (free capacity, nothing to
+do). Idle-while-waiting is the node-time a node was idle while another node had
+more hosts waiting than free slots: work that free capacity elsewhere could have
+taken. One caveat: the log cannot tell a host whose
 next page is not yet discovered from one whose page waits; the crawls seed every
 host's root and link pages densely, so nearly all pages are known early on.
 """
@@ -95,6 +96,13 @@ def gaps(pages: list[dict[str, Any]], timing: Timing) -> dict[str, float | None]
     }
 
 
+def tail(pages: list[dict[str, Any]], share: float) -> float | None:
+    """Seconds from the first page until *share* of the pages were fetched."""
+    if len(pages) < 2:
+        return None
+    return float(pages[int(share * (len(pages) - 1))]["t"] - pages[0]["t"])
+
+
 def rate(pages: list[dict[str, Any]], skip: float) -> float:
     """Pages a second of *pages* after their first *skip* seconds (start-up)."""
     if not pages:
@@ -124,8 +132,9 @@ class Intervals:
 def idle_while_waiting(
     pages: list[dict[str, Any]], concurrency: dict[str, int], timing: Timing
 ) -> dict[str, Any]:
-    """Share of node-time idle while another, saturated node had a host waiting
-    (see the module's docstring), over the crawl from its first to its last page."""
+    """Share of node-time idle (free slots, no host of its own waiting) while
+    another node had more hosts waiting than free slots (``NodeLoad``'s idle and
+    saturated, read at the site), over the crawl from its first to its last page."""
     if len(pages) < 2:
         return {"idle_while_waiting": None}
     flight = {
@@ -141,10 +150,11 @@ def idle_while_waiting(
     wasted = dict.fromkeys(concurrency, 0)
     for step in range(steps):
         x = start + step * GRID
-        busy = {n: flight[n].open_at(x) >= c for n, c in concurrency.items()}
-        blocked = {n for n in concurrency if busy[n] and waiting[n].open_at(x) > 0}
+        free = {n: max(0, c - flight[n].open_at(x)) for n, c in concurrency.items()}
+        ready = {n: waiting[n].open_at(x) for n in concurrency}
+        blocked = {n for n in concurrency if ready[n] > free[n]}
         for node in concurrency:
-            if not busy[node]:
+            if free[node] and not ready[node]:
                 idle_time[node] += 1
                 wasted[node] += bool(blocked - {node})
     total = steps * len(concurrency)
