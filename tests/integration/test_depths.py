@@ -20,7 +20,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 from twisted.internet import reactor
 
-from crawler.commands.steering import set_setting
+from crawler.commands.runtimesettings import set_setting
 from crawler.crawlstate import controls
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.spiders.bfs import BfsSpider
@@ -158,6 +158,7 @@ async def test_a_depth_limit_raised_while_the_crawl_runs_is_repaired_to(
         try:
             opts = argparse.Namespace(
                 words=["DEPTH_LIMIT", str(LIMIT)],
+                node=None,
                 unset=False,
                 settings=Settings(values),
             )
