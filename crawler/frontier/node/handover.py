@@ -142,7 +142,7 @@ def hand_over(shards: CrawlShards, node_id: str, now: float | None = None) -> in
             continue
         if entry.get("state") == "draining" or node in draining:
             continue
-        published[node] = _weight(entry)
+        published[node] = entry_weight(entry)
         concurrency = entry.get("concurrency")
         slots[node] = concurrency if isinstance(concurrency, int) else 1
         policy = _policy(entry, policy)
@@ -172,7 +172,9 @@ def _owners(client: Redis, keys: CrawlKeys, shards: int) -> dict[int, str]:
     }
 
 
-def _weight(entry: Mapping[str, object]) -> float | None:
+def entry_weight(entry: Mapping[str, object]) -> float | None:
+    """A node's published weight in its entry; None if it has none yet (or wrote
+    none we read)."""
     weight = entry.get("weight")
     if isinstance(weight, int | float) and math.isfinite(weight) and weight >= 0:
         return float(weight)

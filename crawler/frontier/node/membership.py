@@ -28,7 +28,12 @@ from crawler import __version__
 from crawler.crawlstate.damage import delete_if_wrong_type, retyped
 from crawler.crawlstate.readers import registry_entry
 from crawler.frontier.node.capacity import CapacityMeter, Sample, is_saturated
-from crawler.frontier.node.handover import move_shards, read_loans, ready_by_shard
+from crawler.frontier.node.handover import (
+    entry_weight,
+    move_shards,
+    read_loans,
+    ready_by_shard,
+)
 from crawler.frontier.node.nodeid import NodeIdentity, node_identity
 from crawler.frontier.store.scripts import queue_script
 from crawler.policy.dispatch import (
@@ -176,7 +181,7 @@ class Membership:
         if report.draining:
             return frozenset()
         weights = weights_in_force(
-            {node: _entry_weight(entry) for node, entry in table.items()}
+            {node: entry_weight(entry) for node, entry in table.items()}
             | {self.node_id: report.weight_setting or self.weight}
             | dict.fromkeys(told_to_drain & table.keys(), 0.0),
             {node: _count(entry, "concurrency") for node, entry in table.items()}
@@ -293,8 +298,8 @@ class Membership:
 
     def node_table(self, now: float) -> dict[str, dict[str, Any]]:
         """The other live nodes' registry entries (unreadable ones as empty)."""
-        live = set(self.live_nodes(now)) - {self.node_id}
         entries = self._entries()
+        live = set(self._live_of(entries, now)) - {self.node_id}
         table = {}
         for raw, value in entries.items():
             node = raw.decode("utf-8", "replace")
@@ -309,7 +314,10 @@ class Membership:
         An entry no node wrote (not UTF-8, not a JSON entry) or a heartbeat without
         a TTL is not a node: deleted and counted, so it owns no shards.
         """
-        entries = self._entries()
+        return self._live_of(self._entries(), now)
+
+    def _live_of(self, entries: dict[bytes, bytes], now: float) -> list[str]:
+        """``live_nodes`` of the registry *entries* already read."""
         ids = [key.decode("utf-8", "replace") for key in entries]
         pipe = self.client.pipeline(transaction=False)
         for node in ids:
@@ -463,14 +471,6 @@ def _weight_source(report: NodeReport, weight: float | None) -> str:
     if report.weight_setting > 0:
         return "setting"
     return "default" if weight is None else "measured"
-
-
-def _entry_weight(entry: Mapping[str, Any]) -> float | None:
-    """A node's published weight; None if it has none yet (or wrote none we read)."""
-    weight = entry.get("weight")
-    if isinstance(weight, int | float) and math.isfinite(weight) and weight >= 0:
-        return float(weight)
-    return None
 
 
 def _count(entry: Mapping[str, Any], name: str) -> int:
