@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from crawler.defaults.frontier import FRONTIER_DISPATCH
-from crawler.policy.dispatch import home_of
+from crawler.policy.dispatch import homes
 from crawler.policy.hosts import host_of, shard_key
 from crawler.policy.sharding import shard_of
 from tests.integration.test_dashboard import browser, crawling, dashboard
@@ -123,7 +123,8 @@ def idle_name(other: str, hosts: list[str]) -> str:
     for index in range(10_000):
         name = f"idle-{index}"
         weights = {other: 1.0, name: 1.0}  # neither is saturated: none measured
-        if all(home_of(s, weights, FRONTIER_DISPATCH) == other for s in taken):
+        home = homes(weights, SHARDS, FRONTIER_DISPATCH)
+        if all(home[s] == other for s in taken):
             return name
     raise AssertionError("no such name in 10,000")
 
