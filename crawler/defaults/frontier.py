@@ -60,7 +60,8 @@ FRONTIER_NODE_NAME = ""
 # "weighted" (shares in proportion to each node's weight), "least-load" and "pick-2"
 # (weighted, and a node with free capacity takes shards with hosts waiting from the
 # most loaded node, or the more loaded of two picked at random). Chosen on
-# bench/dispatch.py's figures (least-load: 1.07 x the ideal, weighted 1.45 x).
+# bench/dispatch.py's figures (least-load 1.11 x the ideal, pick-2 1.09 x: equal
+# within run-to-run variation; weighted 1.20 x, rendezvous 3.62 x).
 FRONTIER_DISPATCH = "least-load"
 # This node's weight among the nodes (any positive number, set on every node or on
 # none); 0: its capacity measured while it is saturated (pages/s). Run-time
