@@ -15,7 +15,9 @@ from crawler.context.crawl import CrawlContext
 from crawler.policy.backoff import BackoffConfig, decode
 from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_timeouts import crawl
+from tests.integration.test_traffic import frontier, redis_url
 from tests.servers import running_site
+from tests.site import host_address
 
 if TYPE_CHECKING:
     from tests.servers import RunningSite
@@ -25,6 +27,7 @@ pytestmark = pytest.mark.integration
 LIMIT = 0.3  # the host accepts one request every LIMIT s, and answers 429 sooner
 DELAY = 0.05  # the politeness delay: six times faster than the host allows
 PAGES = 24
+HOST = host_address(0)
 
 
 def limited(settings: Any, node: str, **overrides: Any) -> dict[str, Any]:
@@ -95,3 +98,22 @@ async def test_a_node_that_takes_the_host_over_keeps_what_it_taught(settings, re
 
 def crawler_config(crawler: Any) -> BackoffConfig:
     return CrawlContext.of(crawler).delays.config.backoff
+
+
+@deferred_f_from_coro_f
+async def test_timeouts_teach_a_delay_and_the_hosts_report_says_why(settings, redis):
+    """A host that leaves every other request unanswered: each timeout raises its
+    learnt delay, and `scrapy frontier hosts` shows it with the reason."""
+    with running_site(
+        hosts=1, pages=4, links=1, cross=0.0, behave={0: "flaky"}
+    ) as site:
+        values = limited(settings, "one", TIMEOUTS_TIERS=[0.3, 1.0, 2.0])
+        crawler = await crawl(values, site.seeds)
+        statuses = answers(site)
+    table = frontier("hosts", "-s", f"REDIS_URL={redis_url(redis)}")
+
+    assert statuses.count(200) == 4  # every page, each on its second try
+    assert crawler.stats.get_value("politeness/throttled/timeout") == 4
+    assert table.returncode == 0, table.stderr
+    [row] = [line for line in table.stdout.splitlines() if line.startswith(HOST)]
+    assert "throttled (timeout)" in row
