@@ -267,6 +267,7 @@ class Behaviour:
     down: float = 0.0
     busy: float = 0.0  # seconds from the start answering 503 with Retry-After
     refuse: float = 0.0  # seconds from the start refusing connections
+    limit: float = 0.0  # least seconds between two requests it accepts (429 beyond)
     # Pages whose links need JavaScript, and their render mark (tests/dynamicsite.py).
     dynamic: dynamicsite.Dynamic = field(default_factory=dynamicsite.Dynamic)
 
@@ -283,7 +284,9 @@ def parse_behaviour(text: str) -> tuple[int, Behaviour]:
     normally (a host that is down for a while); ``busy:S``
     answers every request 503 with ``Retry-After`` (the seconds left) for the first S
     seconds of the site; ``refuse:S`` refuses connections (robots.txt's too) for the
-    first S seconds. ``static``, ``script``, ``lazy:NAME``, ``scroll``, ``mixed``,
+    first S seconds; ``limit:S`` accepts one request every S seconds (from the arrival
+    of the last one it accepted) and answers any sooner 429 without Retry-After, as
+    a rate-limited server does. ``static``, ``script``, ``lazy:NAME``, ``scroll``, ``mixed``,
     ``slow:S`` and ``third-party:K`` make pages for a browser (``tests.dynamicsite.parse_item``).
     """
     index, sep, items = text.partition("=")
@@ -297,7 +300,7 @@ def parse_behaviour(text: str) -> tuple[int, Behaviour]:
             dynamic = parsed
         elif name in ("flaky", "dead") and not value:
             fields[name] = True
-        elif name in ("delay", "retry-after", "down", "busy", "refuse"):
+        elif name in ("delay", "retry-after", "down", "busy", "refuse", "limit"):
             try:
                 seconds = float(value)
             except ValueError:
@@ -386,6 +389,7 @@ class Site:
         self.requests_seen: dict[int, int] = {}  # host -> requests (flaky hosts)
         self.refused: set[tuple[int, str]] = set()  # answered 503 once (retry-after)
         self.first_request: dict[int, float] = {}  # host -> its first request (down)
+        self.last_accepted: dict[int, float] = {}  # host -> its last request (limit:S)
         self.robots_fetched: dict[int, int] = {}  # host -> /robots.txt fetches (fail:N)
         self.started = time.monotonic()  # busy:S and refuse:S count from here
         self.robots_bodies = {
@@ -564,10 +568,8 @@ class Site:
         behaviour = self.behave.get(host_index)
         if behaviour is None or is_robots_path(request.target):
             return response, None
-        left = behaviour.busy - (time.monotonic() - self.started)
-        if left > 0:
-            header = ("Retry-After", str(math.ceil(left)))
-            return Response(503, b"busy, retry later\n", headers=(header,)), None
+        if (refusal := self._refusal(host_index, behaviour)) is not None:
+            return refusal, None
         if behaviour.dead:
             return HANG, None
         if behaviour.flaky:
@@ -592,6 +594,25 @@ class Site:
         if wait:
             return response, self.latency + wait
         return response, None
+
+    def _refusal(self, host_index: int, behaviour: Behaviour) -> Response | None:
+        """503 with Retry-After while busy:S lasts; 429 over limit:S."""
+        left = behaviour.busy - (time.monotonic() - self.started)
+        if left > 0:
+            header = ("Retry-After", str(math.ceil(left)))
+            return Response(503, b"busy, retry later\n", headers=(header,))
+        if behaviour.limit and self._over_limit(host_index, behaviour.limit):
+            return Response(429, b"too many requests\n")
+        return None
+
+    def _over_limit(self, host_index: int, seconds: float) -> bool:
+        """Whether a request arriving now comes sooner than *seconds* after the last
+        one the host accepted (limit:S); if not, it is the last accepted."""
+        now = time.monotonic()
+        if now - self.last_accepted.get(host_index, -math.inf) < seconds:
+            return True
+        self.last_accepted[host_index] = now
+        return False
 
     def record(
         self, t: float, host_index: int, request: Request, status: int | None
@@ -957,7 +978,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help=(
             "how host INDEX answers all but robots.txt (others answer at once), "
             "e.g. '0=delay:1.5', '1=flaky', '2=dead', '3=retry-after:2', "
-            "'4=busy:20', '5=refuse:20'; pages for a browser: '0=script', "
+            "'4=busy:20', '5=refuse:20', '6=limit:0.5'; pages for a browser: '0=script', "
             "'1=lazy:loadMore;slow:2', '2=scroll;third-party:5', '3=static', "
             "'4=mixed'"
         ),

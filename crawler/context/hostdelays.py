@@ -3,9 +3,12 @@ middlewares.
 
 The frontier asks it for each host's delay when a fetch of that host is done; the
 robots middleware tells it each host's ``Crawl-delay``; the timeouts middleware makes
-hosts back off (``Retry-After``, a dead host's pause); the traffic monitor reads the
-delay in force and its reason. The formula itself is pure, in
-``crawler.policy.politeness``.
+hosts back off (``Retry-After``, a dead host's pause) and tells it of throttles and
+answers, from which each host's delay learns (``crawler.policy.backoff``); the
+frontier's heartbeat shares what was learnt through the crawl state
+(``crawler.frontier.backoffs``); the traffic monitor reads the delay in force and its
+reason. The formulas themselves are pure, in ``crawler.policy.politeness`` and
+``crawler.policy.backoff``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from crawler.policy.backoff import Learnt, Throttle, after_answer, after_throttle
 from crawler.policy.politeness import Delay, DelayReason
 from crawler.policy.timezones import is_known_zone
 
@@ -45,6 +49,9 @@ class HostDelays:
         self._rng = rng or random.Random()  # noqa: S311 (jitter, not secrets)
         self._crawl_delays: dict[str, float] = {}
         self._backoffs: dict[str, tuple[float, DelayReason]] = {}  # host -> until, why
+        self._learnt: dict[str, Learnt] = {}  # host -> its learnt delay
+        # Learnt delays changed since the crawl state last had them (None: forgotten).
+        self._unshared: dict[str, Learnt | None] = {}
 
     @property
     def config(self) -> PolitenessConfig:
@@ -75,22 +82,105 @@ class HostDelays:
         delay = self.config.in_force(
             host, now=now, crawl_delay=self._crawl_delays.get(host)
         )
-        backoff = self._backoff(host, now)
-        if backoff is not None and backoff.seconds > delay.seconds:
-            return backoff
+        for floor in (self._learnt_delay(host), self._backoff(host, now)):
+            if floor is not None and floor.seconds > delay.seconds:
+                delay = floor
         return delay
 
     def delay_for(self, host: str, *, now: float) -> float:
         """Seconds *host* waits after this fetch: the delay in force plus jitter,
-        or longer while the host backs off."""
+        never under what the host taught (its learnt delay), or longer while the
+        host backs off."""
         delay = self.config.in_force(
             host, now=now, crawl_delay=self._crawl_delays.get(host)
         )
         if self._stats is not None and delay.reason == "hourly-cap":
             self._stats.inc_value("politeness/hourly_cap")
         seconds = self.config.jittered(delay.seconds, self._rng.random())
-        backoff = self._backoff(host, now)
-        return max(seconds, backoff.seconds) if backoff is not None else seconds
+        for floor in (self._learnt_delay(host), self._backoff(host, now)):
+            if floor is not None:
+                seconds = max(seconds, floor.seconds)
+        return seconds
+
+    # --- the delay each host taught ------------------------------------------------
+
+    def throttled(self, host: str, reason: Throttle, *, now: float) -> None:
+        """*host* answered 429 or 503, or timed out: its learnt delay rises."""
+        backoff = self.config.backoff
+        if not backoff.enabled:
+            return
+        before = self._learnt.get(host)
+        learnt = after_throttle(
+            backoff, before, in_force=self.in_force(host, now=now).seconds,
+            reason=reason, now=now,
+        )  # fmt: skip
+        self._remember(host, learnt)
+        if self._stats is not None:
+            self._stats.inc_value(f"politeness/throttled/{reason}")
+            if before is None:
+                self._stats.inc_value("politeness/hosts_throttled")
+
+    def answered(self, host: str, *, now: float) -> None:
+        """*host* answered without a throttle: after a quiet run its learnt delay
+        falls, and once at the policy's own delay the host is forgotten."""
+        learnt = self._learnt.get(host)
+        if learnt is None:
+            return
+        policy = self.config.in_force(
+            host, now=now, crawl_delay=self._crawl_delays.get(host)
+        )
+        after = after_answer(
+            self.config.backoff, learnt, policy_delay=policy.seconds, now=now
+        )
+        if after is None:
+            del self._learnt[host]
+            self._unshared[host] = None
+        elif after.delay != learnt.delay:
+            self._remember(host, after)
+        else:
+            self._learnt[host] = after  # this node's count only: nothing to share
+
+    def learnt(self, host: str) -> Learnt | None:
+        """What *host* taught, if anything."""
+        return self._learnt.get(host)
+
+    def adopt(self, learnt: Mapping[str, Learnt]) -> None:
+        """Learnt delays read from the crawl state (hosts this node just took over,
+        or a restart): a host's own record here, if newer, wins."""
+        for host, record in learnt.items():
+            mine = self._learnt.get(host)
+            if mine is None or mine.since < record.since:
+                self._learnt[host] = record
+        self._bound(self._learnt)
+
+    def unshared(self) -> dict[str, Learnt | None]:
+        """The learnt delays changed since the last call (None: forgotten), for
+        the crawl state; given back with ``unshare_failed`` if writing failed."""
+        changed, self._unshared = self._unshared, {}
+        return changed
+
+    def unshare_failed(self, changed: Mapping[str, Learnt | None]) -> None:
+        """Writing *changed* failed (Redis away): keep it for the next heartbeat,
+        under anything changed since."""
+        self._unshared = {**changed, **self._unshared}
+        self._bound(self._unshared)
+
+    def _remember(self, host: str, learnt: Learnt) -> None:
+        self._learnt.pop(host, None)  # the latest change goes last: bounded by age
+        self._learnt[host] = learnt
+        self._bound(self._learnt)
+        self._unshared[host] = learnt
+        self._bound(self._unshared)
+
+    def _learnt_delay(self, host: str) -> Delay | None:
+        learnt = self._learnt.get(host)
+        return None if learnt is None else Delay(learnt.delay, "throttled")
+
+    @staticmethod
+    def _bound(hosts: dict[str, object]) -> None:
+        """At most MAX_REMEMBERED_HOSTS: the oldest go first."""
+        while len(hosts) > MAX_REMEMBERED_HOSTS:
+            del hosts[next(iter(hosts))]
 
     def _backoff(self, host: str, now: float) -> Delay | None:
         """How much longer *host* backs off, and why; forgets ended back-offs."""

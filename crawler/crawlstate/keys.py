@@ -217,6 +217,12 @@ class Keys:
         return self.tag + "loan"
 
     @property
+    def backoffs(self) -> str:
+        """HASH host -> what the host taught by its answers (429, 503, timeouts): its
+        learnt delay, why and since when (``crawler.policy.backoff``)."""
+        return self.tag + "backoffs"
+
+    @property
     def waiting(self) -> str:
         """ZSET host -> time (ms) its politeness delay ends, for hosts with requests."""
         return self.tag + "waiting"

@@ -26,3 +26,11 @@ POLITENESS_JITTER = 0.5
 POLITENESS_OVERRIDES: dict[str, float] = {}
 # Most pages of one host per hour (spread evenly over the hour); empty means no cap.
 POLITENESS_MAX_PAGES_PER_HOST_PER_HOUR = None
+# Learn each host's delay from its answers: a 429, a 503 or a timeout raises it
+# (x1.1, x2 after another throttle), a quiet run lowers it by 3%; shared by every
+# node through the crawl state (docs/politeness.md#back-off-that-learns).
+POLITENESS_BACKOFF = True
+# The longest delay a host's answers can teach, in seconds.
+POLITENESS_MAX_DELAY = 120.0
+# Answers in a row without a throttle before a learnt delay falls by 3%.
+POLITENESS_BACKOFF_QUIET = 30

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
     from crawler.context.hostdelays import HostDelays
+    from crawler.policy.backoff import Throttle
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,8 @@ TIMEOUTS = (DownloadTimeoutError, TxTimeoutError, TCPTimedOutError)
 # The longest Retry-After honoured; a longer one is taken as this.
 MAX_RETRY_AFTER = 3600.0
 RETRY_AFTER_STATUSES = frozenset({429, 503})
+# A 429 or 503 is a throttle: the host's learnt delay rises (crawler.policy.backoff).
+THROTTLE_OF: dict[int, Throttle] = {429: "429", 503: "503"}
 
 
 class TimeoutsMiddleware:
@@ -109,8 +112,12 @@ class TimeoutsMiddleware:
         health = self._records.get(host)
         tier = request.meta.get(TIER, 0)
         self._update(host, health, *after_success(self._config, health, tier=tier))
+        now = time.time()
         if response.status in RETRY_AFTER_STATUSES:
             self._back_off_for_retry_after(host, response)
+            self._delays.throttled(host, THROTTLE_OF[response.status], now=now)
+        else:
+            self._delays.answered(host, now=now)
         return response
 
     def process_exception(
@@ -123,6 +130,7 @@ class TimeoutsMiddleware:
         tier = request.meta.get(TIER, 0)
         self._stats.inc_value(f"timeouts/tier_{tier}")
         health, now = self._records.get(host), time.time()
+        self._delays.throttled(host, "timeout", now=now)
         following = self._config.next_tier(tier)
         if following is None:
             self._stats.inc_value("timeouts/gave_up")

@@ -199,7 +199,10 @@ class TrafficMiddleware:
             fields["last_fetch"] = f"{traffic.last_fetch:.3f}"
         if (delays := self._host_delays()) is not None:
             delay = delays.in_force(host, now=now)
-            fields |= {"delay": f"{delay.seconds:g}", "reason": delay.reason}
+            reason: str = delay.reason
+            if reason == "throttled" and (learnt := delays.learnt(host)) is not None:
+                reason = f"throttled ({learnt.reason})"  # what the host answered
+            fields |= {"delay": f"{delay.seconds:g}", "reason": reason}
         if fields:
             pipe.hset(key, mapping=fields)  # type: ignore[arg-type]
         for metric in RANK_METRICS:

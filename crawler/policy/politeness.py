@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
+from crawler.policy.backoff import BackoffConfig
 from crawler.policy.suffixes import most_specific, suffix_table
 from crawler.policy.timezones import ZoneResolver
 from crawler.policy.typedsettings import as_float, get_float, get_optional_int
@@ -35,6 +36,7 @@ DelayReason = Literal[
     "hourly-cap",
     "retry-after",
     "paused",
+    "throttled",
 ]
 MINUTES_A_DAY = 24 * 60
 SECONDS_AN_HOUR = 3600.0
@@ -91,6 +93,7 @@ class PolitenessConfig:
     floor: float = 0.0
     max_crawl_delay: float = 60.0
     max_pages_per_hour: int | None = None
+    backoff: BackoffConfig = field(default_factory=BackoffConfig)
 
     @classmethod
     def from_settings(
@@ -112,6 +115,7 @@ class PolitenessConfig:
             floor=durations["POLITENESS_MIN_DELAY"],
             max_crawl_delay=durations["ROBOTS_MAX_CRAWL_DELAY"],
             max_pages_per_hour=_hourly_cap(settings),
+            backoff=BackoffConfig.from_settings(settings),
         )
 
     def is_day(self, host: str, *, now: float) -> bool:

@@ -49,8 +49,11 @@ PAGES = ["/", "/p/1.html", "/p/2.html", "/p/3.html"]
 
 def tiered(settings: Any, **overrides: Any) -> dict[str, Any]:
     """Test settings with tiers of 0.5, 2 and 4 s; a host is slow after two
-    escalations within a minute and stays slow; one give-up pauses it for a minute."""
+    escalations within a minute and stays slow; one give-up pauses it for a minute.
+    The gaps measured here are the tiers': the delay a timeout teaches (the back-off
+    that learns) is off, and tested in test_backoff.py."""
     values = {
+        "POLITENESS_BACKOFF": False,
         "TIMEOUTS_TIERS": TIERS,
         "TIMEOUTS_SLOW_AFTER": 2,
         "TIMEOUTS_SLOW_WINDOW": 60,
@@ -224,7 +227,9 @@ async def push_a_seed_while_a_retry_waits(
 
 
 def order_settings(settings: Any) -> dict[str, Any]:
+    """Tiers of 0.2 and 2 s; the back-off off, as in ``tiered``."""
     return settings(
+        POLITENESS_BACKOFF=False,
         TIMEOUTS_TIERS=[0.2, 2],
         TIMEOUTS_SLOW_AFTER=50,
         FRONTIER_MAINTENANCE_INTERVAL=0.05,
@@ -277,7 +282,10 @@ async def crawl_a_dead_host(settings: Any, **overrides: Any) -> tuple[Any, list[
     the crawler, and the arrival times of the host's requests."""
     with running_site(hosts=1, pages=2, links=0, behave={0: "dead"}) as site:
         values = settings(
-            TIMEOUTS_TIERS=[0.2, 0.4, 0.6], TIMEOUTS_SLOW_AFTER=50, **overrides
+            POLITENESS_BACKOFF=False,  # the gaps measured are the tiers' and pause's
+            TIMEOUTS_TIERS=[0.2, 0.4, 0.6],
+            TIMEOUTS_SLOW_AFTER=50,
+            **overrides,
         )
         seeds = [site.seeds[0], site.seeds[0] + "p/1.html"]
         crawler = await crawl(values, seeds)

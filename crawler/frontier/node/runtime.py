@@ -25,6 +25,7 @@ from crawler.context.outage import REDIS_ERRORS, is_outage, use_reactor_retry
 from crawler.crawlstate.connection import check_reachable
 from crawler.crawlstate.controls import clear_drain
 from crawler.crawlstate.damage import retyped
+from crawler.frontier import backoffs
 from crawler.frontier.node.drain import DrainWatch
 from crawler.frontier.node.identity import SettledCrawl, declared_identity, settle
 from crawler.frontier.node.membership import Membership, NodeReport
@@ -174,7 +175,8 @@ class NodeRuntime:
         self._stats = _stats(crawler)
         self._config = config
         # Replaced whole when `scrapy frontier set` changes it.
-        self._run: RunSettingsHolder = CrawlContext.of(crawler).delays.run_settings
+        self._delays = CrawlContext.of(crawler).delays
+        self._run: RunSettingsHolder = self._delays.run_settings
         self.store = joined.store
         self._shards = joined.store.shards
         self.membership = joined.membership
@@ -193,7 +195,8 @@ class NodeRuntime:
         self._closing = False  # a drained node's close is under way
 
     def start(self) -> None:
-        """Start the heartbeat."""
+        """Start the heartbeat, knowing what the hosts of this node's shards taught."""
+        self._adopt_backoffs(self.membership.owned)
         self._maintenance = create_looping_call(self.maintain)
         self._maintenance.start(self._config.maintenance_interval, now=True)
 
@@ -205,6 +208,7 @@ class NodeRuntime:
     def leave(self) -> None:
         """Give back this node's shards; with FRONTIER_PERSIST=False, delete the
         crawl unless other nodes still work."""
+        self._share_backoffs()  # before the shards go: their next owner reads them
         self.membership.leave()
         # A drain is for one run: the node started again under this id joins.
         _clear_drain(self._shards, self.membership.node_id)
@@ -264,9 +268,12 @@ class NodeRuntime:
             self._config.node_weight if weight is None else weight,
             draining=self.control.draining,
         )
-        if self.membership.beat(now, report, self.control.state.draining) - owned:
+        held = self.membership.beat(now, report, self.control.state.draining)
+        if gained := held - owned:
             self._link.wake_engine()  # shards gained: there may be work in them
+            self._adopt_backoffs(gained)
         self._count_moves(moves)
+        self._share_backoffs()
         # Leases done but not yet acknowledged (Redis was away) are still this node's.
         self._shards.renew(self._work.leases_in_hand(), now)
         if self.control.draining:
@@ -286,6 +293,21 @@ class NodeRuntime:
         self._work.count_damage()
         self.progress.maybe_log(self._shards, self.membership.owned, now)
         self.progress.record_pace(self._shards, self.membership.node_id, now)
+
+    def _adopt_backoffs(self, shards: frozenset[int]) -> None:
+        """Read what the hosts of *shards* taught (learnt delays)."""
+        adopted = backoffs.adopt(
+            self._shards.client, self._shards.crawl_keys, shards, self._delays,
+            damaged=self._shards.damaged,
+        )  # fmt: skip
+        self._stats.inc_value("politeness/learnt_adopted", adopted)
+
+    def _share_backoffs(self) -> None:
+        """Write the learnt delays changed since the last heartbeat."""
+        backoffs.share(
+            self._shards.client, self._shards.crawl_keys, self._config, self._delays,
+            damaged=self._shards.damaged,
+        )  # fmt: skip
 
     def _count_moves(self, before: dict[str, int]) -> None:
         """Shards gained and lost, pulled and given, in the node's stats."""
