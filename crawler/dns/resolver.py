@@ -23,6 +23,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
+import idna
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.address import IPv4Address, IPv6Address
 from twisted.internet.interfaces import IHostnameResolver, IHostResolution
@@ -121,7 +122,7 @@ class CrawlResolver:
         literal = ip_literal(host)
         if literal is not None:
             return (literal,)
-        name = dns_name(host)
+        name = dns_name(_ascii(host))
         if name is None:
             self._stats().inc_value("dns/failures")
             return ()
@@ -210,6 +211,19 @@ class UninstalledResolver:
 
     def install_on_reactor(self) -> None:
         return
+
+
+def _ascii(host: str) -> str:
+    """*host* as DNS knows it: Twisted hands over an IDN host decoded
+    (``bücher.example``), from the URL's ``xn--`` form, with the ``idna``
+    package; encoded back with it. A host it refuses stays as it is (and is
+    then no name)."""
+    if host.isascii():
+        return host
+    try:
+        return str(idna.encode(host), "ascii")
+    except idna.IDNAError:
+        return host
 
 
 def _deliver(

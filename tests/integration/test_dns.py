@@ -51,8 +51,12 @@ ZONE = {
     "a.crawl.test": "127.0.0.2",
     "b.crawl.test": "127.0.0.3",
     "slow.crawl.test": "127.0.0.5",  # answered after SLOW seconds
+    "xn--bcher-kva.crawl.test": "127.0.0.3",  # bücher.crawl.test
 }
 SLOW = 0.3
+# The crawled hosts 0 and 1 (Twisted hands the second to the resolver decoded,
+# as bücher.crawl.test).
+NAMES = ("a.crawl.test", "xn--bcher-kva.crawl.test")
 KEYS = CrawlKeys("dnstest")
 # Longest any crawl here may take before its test fails (each takes seconds).
 CRAWL_LIMIT = 60.0
@@ -204,6 +208,14 @@ async def test_a_missing_name_is_remembered_for_the_negative_ttl(dns, redis_url)
 
 
 @deferred_f_from_coro_f
+async def test_an_idn_host_is_asked_in_its_ascii_form(dns):
+    """Twisted's HostnameEndpoint hands over an IDN host decoded."""
+    resolver = new_resolver(dns_settings(dns))
+    assert await resolver.addresses("bücher.crawl.test") == ("127.0.0.3",)
+    assert len(dns.resolver.asked("xn--bcher-kva.crawl.test")) == 1
+
+
+@deferred_f_from_coro_f
 async def test_addresses_and_hosts_file_names_never_go_to_dns(dns):
     resolver = new_resolver(dns_settings(dns))
     assert await resolver.addresses("127.0.0.9") == ("127.0.0.9",)
@@ -291,16 +303,14 @@ async def test_a_crawl_by_name_asks_each_name_once_a_ttl(dns, settings):
         DEFAULT_REQUEST_HEADERS={"Connection": "close"},
     )
     with running_site(hosts=2, pages=30, links=3, cross=0.0) as site, installed(values):
-        seeds = [
-            f"http://{name}:{site.spec.port}/" for name in ZONE if "slow" not in name
-        ]
+        seeds = [f"http://{name}:{site.spec.port}/" for name in NAMES]
         started = time.time()
         crawler = await crawl(values, seeds)
         took = time.time() - started
         pages = site.pages()
     for index in (0, 1):
         assert len([r for r in pages if r["host"] == site.host(index)]) == 30
-    for name in ("a.crawl.test", "b.crawl.test"):
+    for name in NAMES:
         asked = dns.resolver.asked(name)
         assert 2 <= len(asked) <= math.ceil(took / TTL) + 1
         assert all(gap >= TTL - SLACK for gap in gaps(asked)), gaps(asked)
