@@ -105,6 +105,15 @@ class CrawlKeys:
         """STRING with a TTL: the node fetching *origin*'s robots.txt right now."""
         return f"{self.prefix}:robots-lock:{origin}"
 
+    def dns(self, name: str) -> str:
+        """STRING, JSON with a TTL: what DNS answered for *name* (addresses, or
+        none) and until when, shared by every node (``crawler.dns.cache``)."""
+        return f"{self.prefix}:dns:{name}"
+
+    def dns_lock(self, name: str) -> str:
+        """STRING with a TTL: the node asking DNS about *name* right now."""
+        return f"{self.prefix}:dns-lock:{name}"
+
     @property
     def nodes(self) -> str:
         """HASH node id -> JSON of the node (host, pid, start, version, last

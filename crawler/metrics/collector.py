@@ -90,6 +90,26 @@ COUNTERS = (
         "Hosts this node paused after timeouts on every tier (TIMEOUTS_HOST_PAUSE).",
     ),
     (
+        "crawler_dns_lookups_total",
+        "dns/lookups",
+        "Names this node asked of DNS (each answer shared by every node for its TTL).",
+    ),
+    (
+        "crawler_dns_cache_hits_total",
+        "dns/cache_hits",
+        "Names answered from this node's memory or the crawl's Redis, not asked.",
+    ),
+    (
+        "crawler_dns_negative_hits_total",
+        "dns/negative_hits",
+        "Names answered 'no such name' from a cache, not asked.",
+    ),
+    (
+        "crawler_dns_failures_total",
+        "dns/failures",
+        "DNS lookups no server answered in time (the fetch is tried again later).",
+    ),
+    (
         "crawler_redis_errors_total",
         "redis/errors",
         "Calls to Redis that failed because it was away (each tried again).",
@@ -124,9 +144,19 @@ class NodeCollector(Collector):
         for name, key, help_text in COUNTERS:
             yield CounterMetricFamily(name, help_text, value=number(stats.get(key)))
         yield robots_fetches(stats)
+        yield dns_lookup_seconds(stats)
         yield timeouts(stats, self._tiers)
         yield round_trip_seconds(self._round_trips)
         yield from self._cluster.families()
+
+
+def dns_lookup_seconds(stats: Mapping[str, Any]) -> CounterMetricFamily:
+    """Seconds spent in this node's DNS lookups (``dns/lookup_ms_total``)."""
+    return CounterMetricFamily(
+        "crawler_dns_lookup_seconds_total",
+        "Seconds this node spent in DNS lookups, in all (divide by lookups).",
+        value=number(stats.get("dns/lookup_ms_total")) / 1000,
+    )
 
 
 def number(value: object) -> float:

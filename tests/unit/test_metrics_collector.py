@@ -188,6 +188,10 @@ def test_hostile_stats_never_raise(stats):
         ("crawler_hosts_paused_total", "timeouts/paused_hosts"),
         ("crawler_redis_errors_total", "redis/errors"),
         ("crawler_redis_outages_total", "redis/outages"),
+        ("crawler_dns_lookups_total", "dns/lookups"),
+        ("crawler_dns_cache_hits_total", "dns/cache_hits"),
+        ("crawler_dns_negative_hits_total", "dns/negative_hits"),
+        ("crawler_dns_failures_total", "dns/failures"),
     ],
 )
 def test_each_counter_reads_its_stats_key(sample, key):
@@ -198,3 +202,14 @@ def test_each_counter_reads_its_stats_key(sample, key):
     assert found[sample] == 7
     sevens = [name for name, value in found.items() if value == 7]
     assert sevens == [sample]  # no other family reads that key
+
+
+def test_dns_lookup_time_is_served_in_seconds():
+    collector = NodeCollector(
+        lambda: {"dns/lookup_ms_total": 2500},
+        RoundTripTimes(),
+        ClusterGauges(5.0),
+        tiers=3,
+    )
+    found = {s.name: s.value for family in collector.collect() for s in family.samples}
+    assert found["crawler_dns_lookup_seconds_total"] == 2.5

@@ -32,6 +32,7 @@ PREFIXES = (
     "DASHBOARD_",
     "QUIET_",
     "IMPORTANCE_",
+    "DNS_",
 )
 UNPREFIXED = frozenset(
     {"REDIS_URL", "REDIS_CLUSTER", "REDIS_HOST", "REDIS_PORT", "REDIS_PARAMS"}
