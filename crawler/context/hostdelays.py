@@ -17,7 +17,7 @@ import os
 import random
 import re
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from crawler.policy.backoff import Learnt, Throttle, after_answer, after_throttle
 from crawler.policy.politeness import Delay, DelayReason
@@ -177,7 +177,7 @@ class HostDelays:
         return None if learnt is None else Delay(learnt.delay, "throttled")
 
     @staticmethod
-    def _bound(hosts: dict[str, object]) -> None:
+    def _bound(hosts: dict[str, Any]) -> None:
         """At most MAX_REMEMBERED_HOSTS: the oldest go first."""
         while len(hosts) > MAX_REMEMBERED_HOSTS:
             del hosts[next(iter(hosts))]

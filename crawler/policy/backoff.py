@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal, cast
+from typing import TYPE_CHECKING, Literal, TypeGuard, cast
 
 from crawler.policy.typedsettings import get_bool, get_float, get_int
 
@@ -126,9 +126,13 @@ def decode(raw: bytes | str, config: BackoffConfig) -> Learnt | None:
         record.get("reason"),
         record.get("since"),
     )
-    numbers = (delay, since)
-    if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
+    if not (_is_number(delay) and _is_number(since)) or reason not in THROTTLES:
         return None
-    if not (0 < delay < math.inf and 0 <= since < math.inf) or reason not in THROTTLES:
+    if not (0 < delay < math.inf and 0 <= since < math.inf):
         return None
     return Learnt(min(float(delay), config.max_delay), cast("Throttle", reason), since)
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    """An int or a float, not a bool (JSON's true is no number of seconds)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
