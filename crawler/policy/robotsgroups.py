@@ -28,7 +28,16 @@ _WHITESPACE = " \t\n\v\f\r"
 # up to the first other character ("FooBot/1.0" and "Foo Bar" name FooBot and Foo).
 _TOKEN = re.compile(r"[A-Za-z0-9_-]*")
 
-Kind = Literal["user-agent", "allow", "disallow", "sitemap", "crawl-delay", "other"]
+Kind = Literal[
+    "user-agent",
+    "allow",
+    "disallow",
+    "sitemap",
+    "crawl-delay",
+    "content-signal",
+    "content-usage",
+    "other",
+]
 Rule = tuple[Literal["allow", "disallow"], str]
 
 # Key prefixes, matched case-insensitively as the reference parser does (which also
@@ -42,16 +51,22 @@ _KEYS: tuple[tuple[Kind, tuple[str, ...]], ...] = (
     ),
     ("sitemap", ("sitemap", "site-map")),
     ("crawl-delay", ("crawl-delay", "crawldelay", "crawl delay")),
+    # Content signals (crawler.policy.robotssignals): kept, never obeyed as rules.
+    ("content-signal", ("content-signal",)),
+    ("content-usage", ("content-usage",)),
 )
+SIGNAL_KINDS = frozenset({"content-signal", "content-usage"})
 
 
 @dataclass(slots=True)
 class _Group:
-    """One group: its User-agent values, then its rules and Crawl-delay values."""
+    """One group: its User-agent values, then its rules, Crawl-delay values and
+    content signal lines ((kind, value))."""
 
     agents: list[str] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
     delays: list[str] = field(default_factory=list)
+    signals: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +75,15 @@ class Selection:
 
     *rules* come from the groups naming the token, or if none does, from the ``*``
     groups; *specific* says which. *sitemaps* are every ``Sitemap`` value of the
-    file (they belong to no group).
+    file (they belong to no group). *signals* are the ``Content-Signal`` and
+    ``Content-Usage`` lines ((kind, value)) of the same groups.
     """
 
     rules: tuple[Rule, ...]
     crawl_delay: float | None
     sitemaps: tuple[str, ...]
     specific: bool
+    signals: tuple[tuple[str, str], ...] = ()
 
 
 def lines_of(text: str) -> list[str]:
@@ -110,9 +127,10 @@ def groups_of(text: str) -> tuple[list[_Group], list[str]]:
 
     A group is one or more ``User-agent`` lines and the rules after them; it ends at
     the next ``User-agent`` line that follows a rule. Lines that are not
-    ``User-agent``, ``Allow`` or ``Disallow`` (``Crawl-delay``, ``Sitemap``, unknown
-    keys, blank lines) never end a group; rules before any ``User-agent`` line
-    belong to no group and are ignored.
+    ``User-agent``, ``Allow`` or ``Disallow`` (``Crawl-delay``, ``Sitemap``, content
+    signals, unknown keys, blank lines) never end a group, so that the rules we obey
+    are those Google's parser finds; rules before any ``User-agent`` line belong to
+    no group and are ignored.
     """
     groups: list[_Group] = []
     sitemaps: list[str] = []
@@ -131,6 +149,8 @@ def groups_of(text: str) -> tuple[list[_Group], list[str]]:
             current.rules.append(("allow" if kind == "allow" else "disallow", value))
         elif kind == "crawl-delay" and current is not None:
             current.delays.append(value)
+        elif kind in SIGNAL_KINDS and current is not None:
+            current.signals.append((kind, value))
         elif kind == "sitemap":
             sitemaps.append(value)
     return groups, sitemaps
@@ -165,7 +185,8 @@ def select(text: str, token: str) -> Selection:
         chosen = [g for g in groups if any(is_star(a) for a in g.agents)]
     rules = tuple(rule for group in chosen for rule in group.rules if rule[1])
     delays = [delay for group in chosen for delay in group.delays]
-    return Selection(rules, crawl_delay(delays), tuple(sitemaps), specific)
+    signals = tuple(line for group in chosen for line in group.signals)
+    return Selection(rules, crawl_delay(delays), tuple(sitemaps), specific, signals)
 
 
 def crawl_delay(values: list[str]) -> float | None:
