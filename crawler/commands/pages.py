@@ -36,7 +36,7 @@ from crawler.commands.crawltarget import (
     crawl_settings,
     crawl_target,
 )
-from crawler.policy.contentsignals import checked, signals_text
+from crawler.policy.contentsignals import signals_of_json, signals_text
 from crawler.policy.fates import FAILED_FATES, FATES
 from crawler.records.connection import shown
 from crawler.records.database import COLUMNS, RecordsDatabase, RecordsDatabaseError
@@ -267,19 +267,11 @@ def write_jsonl(rows: Iterable[dict[str, Any]], out: IO[str]) -> None:
 
 
 def _decoded(row: dict[str, Any]) -> dict[str, Any]:
-    """*row* with its content signals as an object, not JSON text."""
+    """*row* with its content signals as an object, not JSON text (kept as text if
+    the crawler did not write it)."""
     if isinstance(text := row.get("content_signals"), str):
-        row["content_signals"] = _signals(text)
+        row["content_signals"] = signals_of_json(text) or text
     return row
-
-
-def _signals(text: str) -> Any:
-    """The content signals JSON *text* holds; the text itself if it is no JSON
-    (a row the crawler did not write)."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 def _shown(column: str, value: object) -> str:
@@ -290,7 +282,7 @@ def _shown(column: str, value: object) -> str:
     if column == "importance" and isinstance(value, float):
         return f"{value:.{IMPORTANCE_DIGITS}g}"
     if column == "content_signals" and isinstance(value, str):
-        signals = checked(_signals(value))
+        signals = signals_of_json(value)
         return signals_text(signals) if signals else value
     return str(value)
 

@@ -189,6 +189,15 @@ def signals_json(signals: Signals | None) -> str | None:
     )
 
 
+def signals_of_json(text: str) -> Signals | None:
+    """The signals a ``content_signals`` column holds; None if *text* is not
+    signals as JSON (a value the crawler did not write)."""
+    try:
+        return checked(json.loads(text))
+    except (ValueError, RecursionError):  # not JSON; nested past the stack
+        return None
+
+
 def signals_text(signals: Mapping[str, Mapping[str, str]]) -> str:
     """*signals* on one line for people: ``robots:content-signal search=yes,ai-train=no;
     header:content-usage train-ai=n``."""

@@ -19,6 +19,7 @@ from crawler.policy.contentsignals import (
     parse_content_signal,
     parse_content_usage,
     signals_json,
+    signals_of_json,
     signals_text,
 )
 from tests.unit.properties import PROPERTY
@@ -196,6 +197,20 @@ def test_signals_are_recorded_as_sorted_compact_json() -> None:
     )
     assert signals_json(None) is None
     assert signals_json({}) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "signals"),
+    [
+        ('{"header:x":{"a":"1"}}', {"header:x": {"a": "1"}}),
+        ("not json", None),
+        ("[1, 2]", None),
+        ('{"header:x":{"a":1}}', None),
+        ("[" * 100_000, None),
+    ],
+)
+def test_a_column_is_read_back_as_signals_or_none(text: str, signals: object) -> None:
+    assert signals_of_json(text) == signals
 
 
 def test_signals_are_shown_on_one_line() -> None:
