@@ -69,6 +69,10 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         ("crawler.robots.middleware.RobotsMiddleware", 100),
         # Rotating User-Agent and Referer.
         ("crawler.middlewares.useragent.UserAgentMiddleware", 500),
+        # Each page's content signals (robots.txt's, its headers') for its record:
+        # below Scrapy's retry (550) and redirect (600) middlewares, so only the
+        # answer a page is recorded with reaches it.
+        ("crawler.middlewares.contentsignals.ContentSignalsMiddleware", 530),
         # Render or not (crawler/render): after robots.txt and the frontier's
         # decisions (only a request about to go out is rendered), and before the
         # timeouts (560), which give a rendered request its tier's render timeout;

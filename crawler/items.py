@@ -41,6 +41,10 @@ class PageRecord:
     # for it by then (FRONTIER_ORDER = importance); None in any other order.
     importance: float | None = None
     inlinks: int | None = None
+    # The content signals it was served with, by source (robots.txt's Content-Signal
+    # and Content-Usage, its own headers'), each key -> value as the site gave it
+    # (crawler.policy.contentsignals); None when it was served with none.
+    content_signals: dict[str, dict[str, str]] | None = None
 
 
 @dataclass(slots=True, frozen=True)

@@ -81,3 +81,10 @@ LINK_CREDIT = "frontier_link_credit"
 # some (bfs: those in scope, not yielded before) for the site history middleware
 # (crawler.spiders.sitehistory); without it, the middleware counts what is yielded.
 SITE_LINKS = "frontier_site_links"
+# The content signals robots.txt states for a request's URL, set by the robots
+# middleware as [the URL, signals] (crawler.policy.contentsignals.Signals): a copy
+# that travelled to another URL's request in a spider's meta is told apart.
+ROBOTS_SIGNALS = "frontier_robots_signals"
+# A response's content signals, robots.txt's and its own headers', set by the content
+# signals middleware for its page record.
+CONTENT_SIGNALS = "frontier_content_signals"

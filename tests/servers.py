@@ -28,7 +28,7 @@ from tests.dynamicsite import is_subresource_path, rendered_page
 from tests.site import SiteSpec, read_log
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Iterator, Mapping, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 # Seconds a stopped site may take to exit before it is killed.
@@ -102,6 +102,7 @@ def running_site(
     behave: Mapping[int, str] | None = None,
     hostile: bool = False,
     fates: bool = False,
+    headers: Mapping[int, Sequence[str]] | None = None,
 ) -> Iterator[RunningSite]:
     """Serve the test site on 127.0.0.2... until the block ends.
 
@@ -111,7 +112,9 @@ def running_site(
     in ``--behave`` syntax (``{0: "delay:1.5", 1: "flaky", 2: "dead",
     3: "retry-after:1"}``); other hosts answer at once. *hostile* makes host 0 serve
     ``tests.site.HOSTILE_INDEX`` and answer 200 to any other path; *fates* makes
-    host 0 serve ``tests.site.FATE_PAGES``, linked from its root.
+    host 0 serve ``tests.site.FATE_PAGES``, linked from its root. *headers* maps a
+    host index to headers some of its pages send, in ``--header`` syntax without
+    the index (``{0: ["1,2|Content-Usage: train-ai=n", "*|X-Any: 1"]}``).
     """
     with tempfile.TemporaryDirectory(prefix="site-") as tmp:
         log_path = Path(tmp) / "requests.jsonl"
@@ -125,6 +128,8 @@ def running_site(
             command += ["--robots", f"{index}={items}"]
         for index, items in (behave or {}).items():
             command += ["--behave", f"{index}={items}"]
+        for index, fields in (headers or {}).items():
+            command += [arg for f in fields for arg in ("--header", f"{index}={f}")]
         if hostile:
             command.append("--hostile")
         if fates:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import functools
 import html
@@ -313,6 +314,40 @@ def parse_behaviour(text: str) -> tuple[int, Behaviour]:
     return int(index), Behaviour(**fields, dynamic=dynamic)
 
 
+@dataclass(frozen=True)
+class PageHeader:
+    """A header some pages of one host send (see --header)."""
+
+    pages: frozenset[int] | None  # None: every page
+    name: str
+    value: str
+
+    def applies(self, page: int) -> bool:
+        return self.pages is None or page in self.pages
+
+
+def parse_header(text: str) -> tuple[int, PageHeader]:
+    """``INDEX=PAGES|NAME: VALUE`` -> (host index, header); ValueError if malformed.
+
+    PAGES is ``*`` (every page) or page numbers joined by commas (0: the root).
+    """
+    index, sep, rest = text.partition("=")
+    pages, bar, field_line = rest.partition("|")
+    name, colon, value = field_line.partition(":")
+    numbers = [n.strip() for n in pages.split(",")]
+    if (
+        not sep
+        or not index.strip().isdigit()
+        or not bar
+        or not colon
+        or not name.strip()
+        or not (pages.strip() == "*" or all(n.isdigit() for n in numbers))
+    ):
+        raise ValueError(f"--header wants INDEX=PAGES|NAME: VALUE, got {text!r}")
+    chosen = None if pages.strip() == "*" else frozenset(int(n) for n in numbers)
+    return int(index), PageHeader(chosen, name.strip(), value.strip())
+
+
 def is_robots_path(path: str) -> bool:
     """robots.txt and its redirect hops, which follow --robots, never --behave."""
     return path == "/robots.txt" or path.startswith("/robots-")
@@ -378,9 +413,11 @@ class Site:
         behave: Mapping[int, Behaviour] | None = None,
         hostile: bool = False,
         fates: bool = False,
+        headers: Sequence[tuple[int, PageHeader]] = (),
     ) -> None:
         """Build the filler corpus once so rendering a page is just slicing."""
         self.spec = spec
+        self.headers = list(headers)
         self.hostile = hostile
         self.fates = fates
         self.latency = latency
@@ -415,7 +452,19 @@ class Site:
             return _hostile(path)
         if j is None and self.fates and host_index == 0 and path in FATE_PAGES:
             return FATE_PAGES[path]
-        return NOT_FOUND if j is None else self.page(host_index, j)
+        return NOT_FOUND if j is None else self._with_headers(host_index, j)
+
+    def _with_headers(self, host_index: int, j: int) -> Response:
+        """Page *j* with the --header fields it sends."""
+        page = self.page(host_index, j)
+        extra = tuple(
+            (header.name, header.value)
+            for index, header in self.headers
+            if index == host_index and header.applies(j)
+        )
+        return (
+            dataclasses.replace(page, headers=page.headers + extra) if extra else page
+        )
 
     def _subresource(self, host_index: int, path: str) -> Response:
         """A rendered page's own subrequest; only pages made for a browser have them
@@ -871,6 +920,7 @@ async def serve(args: argparse.Namespace, log: IO[str] | None) -> None:
         behave=dict(args.behave),
         hostile=args.hostile,
         fates=args.fates,
+        headers=args.header,
     )
     refuse = {i: b.refuse for i, b in site.behave.items() if b.refuse}
     for i in refuse:
@@ -984,6 +1034,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         ),
     )
     parser.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="INDEX=PAGES|NAME: VALUE",
+        help="a header the pages PAGES (* or numbers joined by commas) of host "
+        "INDEX send, e.g. '0=1,2|Content-Usage: train-ai=n'",
+    )
+    parser.add_argument(
         "--hostile",
         action="store_true",
         help=f"host 0 serves {HOSTILE_INDEX} (hostile links) and 200 for any path",
@@ -998,9 +1056,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     try:
         args.robots = [parse_robots(text) for text in args.robots]
         args.behave = [parse_behaviour(text) for text in args.behave]
+        args.header = [parse_header(text) for text in args.header]
     except ValueError as exc:
         parser.error(str(exc))
-    for option in ("robots", "behave"):
+    for option in ("robots", "behave", "header"):
         if any(index >= args.hosts for index, _ in getattr(args, option)):
             parser.error(f"--{option} INDEX must name one of the --hosts")
     third_parties = [b.dynamic.third_party for _, b in args.behave]

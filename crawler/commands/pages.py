@@ -3,8 +3,10 @@
 Rows of ``RECORDS_DATABASE_URL`` (``-s`` overrides it), filtered by ``--host``
 (exact), ``--status`` (exact; 0 lists the URLs that failed without an HTTP answer),
 ``--failed`` (every URL that failed for good, HTTP errors included), ``--fate``
-(one fate of ``crawler.policy.fates``) and ``--title`` (a case-insensitive
-substring), sorted by URL (``--order importance``: the most important first, as
+(one fate of ``crawler.policy.fates``), ``--title`` (a case-insensitive
+substring) and ``--signal KEY=VALUE`` (served with that content signal, from
+robots.txt or a header; ``--signal KEY``: with any value; repeated: all of them),
+sorted by URL (``--order importance``: the most important first, as
 ``FRONTIER_ORDER = importance`` handed them out; ``inlinks``, ``depth``,
 ``fetched``), at most ``--limit``. Rows are those of one crawl: by
 default the crawl the command means (``crawler.commands.crawltarget``: the project's
@@ -12,7 +14,8 @@ only spider, or ``FRONTIER_KEY_PREFIX``) and rows written before rows named thei
 crawl; ``--crawl NAME`` (a key prefix) only that crawl's; ``--all-crawls`` every
 row. Standard error says which crawl is shown. ``--format``:
 ``table`` (default: an aligned summary for a terminal), ``csv`` (a header line, then
-every column), ``json`` (one array of objects) or ``jsonl`` (one object a line).
+every column), ``json`` (one array of objects) or ``jsonl`` (one object a line); a
+page's content signals are JSON text in CSV, an object in JSON.
 ``-o FILE`` writes to a file instead of standard output. The database is opened
 read-only: querying never creates one.
 """
@@ -33,11 +36,12 @@ from crawler.commands.crawltarget import (
     crawl_settings,
     crawl_target,
 )
+from crawler.policy.contentsignals import signals_of_json, signals_text
 from crawler.policy.fates import FAILED_FATES, FATES
 from crawler.records.connection import shown
 from crawler.records.database import COLUMNS, RecordsDatabase, RecordsDatabaseError
 from crawler.records.query import ORDERS
-from crawler.reports.hosts import cell
+from crawler.reports.hosts import CELL_WIDTH, cell
 
 if TYPE_CHECKING:
     import argparse
@@ -54,8 +58,11 @@ TABLE_COLUMNS = (
     "length",
     "title",
     "fetched_at",
+    "content_signals",
 )
 _RIGHT_ALIGNED = frozenset({"status", "depth", "importance", "inlinks", "length"})
+# Cells wider than the hosts table's: the last column aligns nothing after it.
+WIDTHS = {"content_signals": 160}
 # Significant digits of an importance in the table (CSV and JSON keep them all).
 IMPORTANCE_DIGITS = 4
 FORMATS = ("table", "csv", "json", "jsonl")
@@ -69,7 +76,7 @@ class Command(ScrapyCommand):
     def syntax(self) -> str:
         return (
             "[--host H] [--status N] [--failed | --fate F] [--title TEXT] "
-            "[--order O] [--format F] [-o FILE]"
+            "[--signal KEY[=VALUE]]... [--order O] [--format F] [-o FILE]"
         )
 
     def short_desc(self) -> str:
@@ -90,6 +97,15 @@ class Command(ScrapyCommand):
         fates.add_argument("--fate", choices=FATES, help="only URLs of this fate")
         parser.add_argument(
             "--title", help="only pages whose title holds this text (any case)"
+        )
+        parser.add_argument(
+            "--signal",
+            action="append",
+            default=[],
+            metavar="KEY[=VALUE]",
+            help="only pages served with this content signal (ai-train=no, "
+            "train-ai=n...) from robots.txt or a header; KEY alone: any value; "
+            "repeat for pages with all of them",
         )
         crawls = parser.add_mutually_exclusive_group()
         crawls.add_argument(
@@ -127,6 +143,7 @@ class Command(ScrapyCommand):
             raise UsageError(f"scrapy pages takes no arguments, got {args!r}")
         if opts.limit is not None and opts.limit < 0:
             raise UsageError(f"--limit must be >= 0, got {opts.limit}")
+        opts.signals = signal_filters(opts.signal)
         # The add-on's default (a database under .crawl/) below the project's.
         url = crawl_settings(self.settings).get("RECORDS_DATABASE_URL") or ""
         try:
@@ -166,6 +183,7 @@ def write_pages(url: str, opts: argparse.Namespace) -> int:
             status=opts.status,
             title=opts.title,
             fates=fates,
+            signals=opts.signals,
             crawl=opts.crawl,
             unknown_crawl=opts.unknown_crawl,
             limit=opts.limit,
@@ -180,6 +198,18 @@ def write_pages(url: str, opts: argparse.Namespace) -> int:
     finally:
         database.close()
     return 0
+
+
+def signal_filters(given: Iterable[str]) -> tuple[tuple[str, str | None], ...]:
+    """``--signal`` values as (key, value or None for any); ``UsageError`` for one
+    without a key."""
+    filters: list[tuple[str, str | None]] = []
+    for text in given:
+        key, equals, value = text.partition("=")
+        if not key.strip():
+            raise UsageError(f"--signal wants KEY or KEY=VALUE, got {text!r}")
+        filters.append((key.strip(), value.strip() if equals else None))
+    return tuple(filters)
 
 
 def shown_crawl(crawl: str | None, unknown: bool, url: str) -> str:
@@ -197,7 +227,10 @@ def shown_crawl(crawl: str | None, unknown: bool, url: str) -> str:
 def write_table(rows: Iterable[dict[str, Any]], out: IO[str]) -> None:
     """An aligned table of TABLE_COLUMNS (every row is read first, for widths)."""
     lines = [list(TABLE_COLUMNS)]
-    lines += [[cell(_shown(c, row[c])) for c in TABLE_COLUMNS] for row in rows]
+    lines += [
+        [cell(_shown(c, row[c]), WIDTHS.get(c, CELL_WIDTH)) for c in TABLE_COLUMNS]
+        for row in rows
+    ]
     if len(lines) == 1:
         out.write("No pages match\n")
         return
@@ -223,21 +256,34 @@ def write_json(rows: Iterable[dict[str, Any]], out: IO[str]) -> None:
     """One JSON array of objects, one object a line (streamed, never held)."""
     out.write("[")
     for index, row in enumerate(rows):
-        out.write(("," if index else "") + "\n" + json.dumps(row, ensure_ascii=False))
+        text = json.dumps(_decoded(row), ensure_ascii=False)
+        out.write(("," if index else "") + "\n" + text)
     out.write("\n]\n")
 
 
 def write_jsonl(rows: Iterable[dict[str, Any]], out: IO[str]) -> None:
     for row in rows:
-        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        out.write(json.dumps(_decoded(row), ensure_ascii=False) + "\n")
+
+
+def _decoded(row: dict[str, Any]) -> dict[str, Any]:
+    """*row* with its content signals as an object, not JSON text (kept as text if
+    the crawler did not write it)."""
+    if isinstance(text := row.get("content_signals"), str):
+        row["content_signals"] = signals_of_json(text) or text
+    return row
 
 
 def _shown(column: str, value: object) -> str:
-    """A table cell: empty for NULL, an importance to IMPORTANCE_DIGITS digits."""
+    """A table cell: empty for NULL, an importance to IMPORTANCE_DIGITS digits,
+    content signals on one line."""
     if value is None:
         return ""
     if column == "importance" and isinstance(value, float):
         return f"{value:.{IMPORTANCE_DIGITS}g}"
+    if column == "content_signals" and isinstance(value, str):
+        signals = signals_of_json(value)
+        return signals_text(signals) if signals else value
     return str(value)
 
 

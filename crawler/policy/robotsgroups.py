@@ -7,7 +7,10 @@ So the file is read here as RFC 9309 2.1-2.2 and Google's reference parser
 (github.com/google/robotstxt, robots.cc) read it: lines, groups, the groups of our
 token (else of ``*``), merged. ``crawler.policy.robotsmatch`` matches URLs against
 the ``Allow`` and ``Disallow`` values selected. Deliberate departures from the
-reference parser are listed in docs/politeness.md.
+reference parser are listed in docs/politeness.md. The ``Content-Signal`` and
+``Content-Usage`` lines of our groups are selected too, for
+``crawler.policy.robotssignals``; they never change which Allow and Disallow rules
+apply.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 # Google ignores the bytes of a line past 8 x 2083 (the longest URL a browser takes),
 # keeping 16663 of them (its buffer ends with a NUL).
@@ -28,7 +31,16 @@ _WHITESPACE = " \t\n\v\f\r"
 # up to the first other character ("FooBot/1.0" and "Foo Bar" name FooBot and Foo).
 _TOKEN = re.compile(r"[A-Za-z0-9_-]*")
 
-Kind = Literal["user-agent", "allow", "disallow", "sitemap", "crawl-delay", "other"]
+Kind = Literal[
+    "user-agent",
+    "allow",
+    "disallow",
+    "sitemap",
+    "crawl-delay",
+    "content-signal",
+    "content-usage",
+    "other",
+]
 Rule = tuple[Literal["allow", "disallow"], str]
 
 # Key prefixes, matched case-insensitively as the reference parser does (which also
@@ -42,16 +54,22 @@ _KEYS: tuple[tuple[Kind, tuple[str, ...]], ...] = (
     ),
     ("sitemap", ("sitemap", "site-map")),
     ("crawl-delay", ("crawl-delay", "crawldelay", "crawl delay")),
+    # Content signals (crawler.policy.robotssignals): kept, never obeyed as rules.
+    ("content-signal", ("content-signal",)),
+    ("content-usage", ("content-usage",)),
 )
+SIGNAL_KINDS = frozenset({"content-signal", "content-usage"})
 
 
 @dataclass(slots=True)
 class _Group:
-    """One group: its User-agent values, then its rules and Crawl-delay values."""
+    """One group: its User-agent values, then its rules, Crawl-delay values and
+    content signal lines ((kind, value))."""
 
     agents: list[str] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
     delays: list[str] = field(default_factory=list)
+    signals: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +78,16 @@ class Selection:
 
     *rules* come from the groups naming the token, or if none does, from the ``*``
     groups; *specific* says which. *sitemaps* are every ``Sitemap`` value of the
-    file (they belong to no group).
+    file (they belong to no group). *signals* are the ``Content-Signal`` and
+    ``Content-Usage`` lines ((kind, value)) of the groups that apply to the token,
+    grouped as draft-ietf-aipref-attach-05 groups them (``Groups``).
     """
 
     rules: tuple[Rule, ...]
     crawl_delay: float | None
     sitemaps: tuple[str, ...]
     specific: bool
+    signals: tuple[tuple[str, str], ...] = ()
 
 
 def lines_of(text: str) -> list[str]:
@@ -105,35 +126,56 @@ def directive(line: str) -> tuple[Kind, str] | None:
     return "other", value
 
 
-def groups_of(text: str) -> tuple[list[_Group], list[str]]:
+class Groups(NamedTuple):
+    """A file's groups, twice: *rules* as Google's parser groups lines (the Allow,
+    Disallow and Crawl-delay we obey), *signals* as draft-ietf-aipref-attach-05
+    section 3 does (its Content-Usage lines are rules, so they end a group too:
+    the content signals of each group); and the file's ``Sitemap`` values."""
+
+    rules: list[_Group]
+    signals: list[_Group]
+    sitemaps: list[str]
+
+
+def groups_of(text: str) -> Groups:
     """The groups of *text* and its ``Sitemap`` values.
 
     A group is one or more ``User-agent`` lines and the rules after them; it ends at
-    the next ``User-agent`` line that follows a rule. Lines that are not
-    ``User-agent``, ``Allow`` or ``Disallow`` (``Crawl-delay``, ``Sitemap``, unknown
-    keys, blank lines) never end a group; rules before any ``User-agent`` line
-    belong to no group and are ignored.
+    the next ``User-agent`` line that follows a rule. For the rules we obey, lines
+    that are not ``User-agent``, ``Allow`` or ``Disallow`` (``Crawl-delay``,
+    ``Sitemap``, content signals, unknown keys, blank lines) never end a group, as
+    in Google's parser; for content signals, a signal line ends one as a rule does.
+    Rules before any ``User-agent`` line belong to no group and are ignored.
     """
-    groups: list[_Group] = []
-    sitemaps: list[str] = []
+    found = Groups([], [], [])
     current: _Group | None = None
+    signals: _Group | None = None  # the current group of found.signals
     for line in lines_of(text):
-        found = directive(line)
-        if found is None:
+        parsed = directive(line)
+        if parsed is None:
             continue
-        kind, value = found
+        kind, value = parsed
         if kind == "user-agent":
             if current is None or current.rules:
                 current = _Group()
-                groups.append(current)
+                found.rules.append(current)
+            if signals is None or signals.rules or signals.signals:
+                signals = _Group()
+                found.signals.append(signals)
             current.agents.append(value)
+            signals.agents.append(value)
         elif kind in ("allow", "disallow") and current is not None:
-            current.rules.append(("allow" if kind == "allow" else "disallow", value))
+            rule: Rule = ("allow" if kind == "allow" else "disallow", value)
+            current.rules.append(rule)
+            assert signals is not None  # made with current
+            signals.rules.append(rule)
         elif kind == "crawl-delay" and current is not None:
             current.delays.append(value)
+        elif kind in SIGNAL_KINDS and signals is not None:
+            signals.signals.append((kind, value))
         elif kind == "sitemap":
-            sitemaps.append(value)
-    return groups, sitemaps
+            found.sitemaps.append(value)
+    return found
 
 
 def names(agent: str, token: str) -> bool:
@@ -158,14 +200,23 @@ def select(text: str, token: str) -> Selection:
     groups, merged; if neither exists, no rules. A group naming the token applies
     even when it has no rules (everything is then allowed).
     """
-    groups, sitemaps = groups_of(text)
-    chosen = [g for g in groups if any(names(a, token) for a in g.agents)]
-    specific = bool(chosen)
-    if not specific:
-        chosen = [g for g in groups if any(is_star(a) for a in g.agents)]
+    groups = groups_of(text)
+    chosen, specific = applying(groups.rules, token)
     rules = tuple(rule for group in chosen for rule in group.rules if rule[1])
     delays = [delay for group in chosen for delay in group.delays]
-    return Selection(rules, crawl_delay(delays), tuple(sitemaps), specific)
+    signal_groups, _specific = applying(groups.signals, token)
+    signals = tuple(line for group in signal_groups for line in group.signals)
+    sitemaps = tuple(groups.sitemaps)
+    return Selection(rules, crawl_delay(delays), sitemaps, specific, signals)
+
+
+def applying(groups: list[_Group], token: str) -> tuple[list[_Group], bool]:
+    """The *groups* that apply to *token*: those naming it, else the ``*`` ones;
+    and whether they name it."""
+    chosen = [g for g in groups if any(names(a, token) for a in g.agents)]
+    if chosen:
+        return chosen, True
+    return [g for g in groups if any(is_star(a) for a in g.agents)], False
 
 
 def crawl_delay(values: list[str]) -> float | None:

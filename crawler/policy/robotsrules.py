@@ -13,9 +13,12 @@ from typing import TYPE_CHECKING
 from crawler.policy.robotsfetch import MAX_BYTES, redirect_target
 from crawler.policy.robotsgroups import select
 from crawler.policy.robotsmatch import Matcher, compiled, path_of
+from crawler.policy.robotssignals import RobotsSignals, robots_signals
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+
+    from crawler.policy.contentsignals import Signals
 
 # Departures from Google's reference parser, where RFC 9309 says otherwise (see
 # docs/politeness.md and tests/unit/test_robots_reference.py): the URL is normalized
@@ -54,13 +57,15 @@ def robots_text(body: bytes) -> tuple[str, bool]:
 class RobotsRules:
     """A parsed robots.txt, as it applies to one product token (*user_agent*).
 
-    *matcher* holds the rules selected for the token.
+    *matcher* holds the rules selected for the token, *signals* the content signal
+    rules of the same groups.
     """
 
     matcher: Matcher
     user_agent: str
     crawl_delay: float | None
     sitemaps: tuple[str, ...]
+    signals: RobotsSignals
 
     def allows(self, url: str) -> bool:
         try:
@@ -68,6 +73,16 @@ class RobotsRules:
         except ValueError:  # a URL that cannot be split; the downloader will refuse it
             return True
         return self.matcher.allows(path)
+
+    def signals_for(self, url: str) -> Signals:
+        """The content signals the file states for *url* (empty: none)."""
+        if not self.signals.rules:
+            return {}
+        try:
+            path = path_of(url)
+        except ValueError:
+            return {}
+        return self.signals.for_path(path)
 
 
 def parse_rules(text: str, *, user_agent: str, base_url: str) -> RobotsRules | None:
@@ -82,9 +97,10 @@ def parse_rules(text: str, *, user_agent: str, base_url: str) -> RobotsRules | N
         selection = select(text, user_agent)
         matcher = compiled(selection.rules)
         sitemaps = sitemap_urls(selection.sitemaps, base_url)
+        signals = robots_signals(selection.signals)
     except Exception:  # noqa: BLE001 (hostile input: the caller counts and logs it)
         return None
-    return RobotsRules(matcher, user_agent, selection.crawl_delay, sitemaps)
+    return RobotsRules(matcher, user_agent, selection.crawl_delay, sitemaps, signals)
 
 
 def sitemap_urls(values: Iterable[str], base_url: str) -> tuple[str, ...]:

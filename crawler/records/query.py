@@ -33,7 +33,9 @@ class PagesQuery:
     exactly, *title* as a case-insensitive substring, *fate* one of *fates* (a row
     of an earlier version, without a fate, counts as failed when its status is 0),
     written by the crawl *crawl* (its key prefix), and with *unknown_crawl* also
-    the rows of no known crawl (written before rows said so); at most *limit*."""
+    the rows of no known crawl (written before rows said so), served with every
+    content signal of *signals* (``(key, value)``, from any source; a value of None:
+    any value); at most *limit*."""
 
     host: str | None = None
     crawl: str | None = None
@@ -41,6 +43,7 @@ class PagesQuery:
     status: int | None = None
     title: str | None = None
     fates: Collection[str] | None = None
+    signals: tuple[tuple[str, str | None], ...] = ()
     limit: int | None = None
     order: str = "url"
 
@@ -67,6 +70,12 @@ class PagesQuery:
         if self.fates is not None:
             fates = sorted(self.fates)
             where.append(_fate_filter(fates, "fate" in present, values, mark))
+        for key, value in self.signals:
+            if "content_signals" not in present:
+                where.append("1 = 0")  # a table of an earlier version: none recorded
+                continue
+            where.append(_signal_filter(dialect, value is not None, mark))
+            values += [key] if value is None else [key, value]
         selected = (c if c in present else f"NULL AS {c}" for c in COLUMNS)
         sql = f"SELECT {', '.join(selected)} FROM pages"  # noqa: S608 (no input in it)
         if where:
@@ -86,6 +95,21 @@ def _crawl_filter(
         return "1 = 1" if unknown else "1 = 0"
     values.append(crawl)
     return f"(crawl = {mark} OR crawl IS NULL)" if unknown else f"crawl = {mark}"
+
+
+def _signal_filter(dialect: str, with_value: bool, mark: str) -> str:
+    """The condition "served with the signal KEY (= VALUE)", whatever its source:
+    the JSON of ``content_signals`` (source -> key -> value) opened with each
+    dialect's own functions; its values (the key, the value) go as parameters."""
+    if dialect == "sqlite":
+        sources = "json_each(pages.content_signals) AS statement"
+        entries = "json_each(statement.value) AS entry"
+    else:
+        sources = "jsonb_each(pages.content_signals::jsonb) AS statement(source, body)"
+        entries = "jsonb_each_text(statement.body) AS entry(key, value)"
+    value = f" AND entry.value = {mark}" if with_value else ""
+    condition = f"entry.key = {mark}{value}"
+    return f"EXISTS (SELECT 1 FROM {sources}, {entries} WHERE {condition})"  # noqa: S608 (no input in it)
 
 
 def _fate_filter(

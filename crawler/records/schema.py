@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from crawler.policy.contentsignals import signals_json
+
 if TYPE_CHECKING:
     from crawler.items import PageRecord
 
@@ -38,9 +40,19 @@ SCHEMA: tuple[tuple[str, str], ...] = (
     # REAL, a double); NULL: not crawled in importance order (FRONTIER_ORDER).
     ("importance", "DOUBLE PRECISION"),
     ("inlinks", "INTEGER"),
+    # The content signals the page was served with, as compact JSON: source ->
+    # key -> value (crawler.policy.contentsignals); NULL: none.
+    ("content_signals", "TEXT"),
 )
 # Columns a table written by an earlier version may lack (added when missing).
-ADDED_COLUMNS = ("fate", "location", "crawl", "importance", "inlinks")
+ADDED_COLUMNS = (
+    "fate",
+    "location",
+    "crawl",
+    "importance",
+    "inlinks",
+    "content_signals",
+)
 # Columns with an index of their own.
 INDEXED = ("host", "status", "fate", "crawl")
 COLUMNS = tuple(name for name, _type in SCHEMA)
@@ -57,6 +69,8 @@ def row_of(record: PageRecord, crawl: str = "") -> Row:
     row = []
     for name in COLUMNS:
         value = (crawl or None) if name == "crawl" else getattr(record, name)
+        if name == "content_signals":
+            value = signals_json(record.content_signals)
         if name in _TEXT and value is not None:
             value = clean_text(str(value))
         elif isinstance(value, int):

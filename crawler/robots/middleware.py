@@ -6,7 +6,9 @@ cluster's record in Redis, else from a fetch one node makes for all
 (``robotsrecords``, downloading with ``robotsdownload``). Rules are matched for
 ``ROBOTSTXT_USER_AGENT``, never the User-Agent header. The robots.txt fetch counts
 as a fetch of its host: the request that waited for it goes out only after the
-host's delay. Other components reach the middleware with Scrapy's
+host's delay. The content signals the file states for a request's URL go on its
+meta (``ROBOTS_SIGNALS``), for ``ContentSignalsMiddleware`` to record with the page.
+Other components reach the middleware with Scrapy's
 ``crawler.get_downloader_middleware(RobotsMiddleware)``.
 """
 
@@ -22,10 +24,11 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
 from crawler.context.crawl import CrawlContext
+from crawler.context.logonce import OnceLogger
 from crawler.context.startup import StartupFailure
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.holds import ForbiddenByRobots, HoldRequest
-from crawler.meta import DONT_OBEY_ROBOTSTXT, ROBOTS_FETCH
+from crawler.meta import DONT_OBEY_ROBOTSTXT, ROBOTS_FETCH, ROBOTS_SIGNALS
 from crawler.policy.hosts import host_of
 from crawler.policy.robotsfetch import RobotsConfig, RobotsRecord, origin_of, robots_url
 from crawler.policy.robotsrules import RobotsRules, parse_rules
@@ -56,6 +59,7 @@ class RobotsMiddleware:
         self._loading: dict[str, asyncio.Event] = {}
         downloader = RobotsDownloader(crawler, config)
         self._records = RobotsRecords(crawler, config, keys, downloader.fetch)
+        self._once = OnceLogger(logger, crawler)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
@@ -88,7 +92,9 @@ class RobotsMiddleware:
 
     async def process_request(self, request: Request) -> None:
         """Let *request* go, raise ``ForbiddenByRobots`` (counted) if robots.txt forbids
-        it, or ``HoldRequest`` until the next attempt if robots.txt is unreachable."""
+        it, or ``HoldRequest`` until the next attempt if robots.txt is unreachable.
+        A request let go carries the content signals robots.txt states for it."""
+        request.meta.pop(ROBOTS_SIGNALS, None)  # another URL's, copied by a spider
         if request.meta.get(ROBOTS_FETCH) or request.meta.get(DONT_OBEY_ROBOTSTXT):
             return
         try:
@@ -106,6 +112,10 @@ class RobotsMiddleware:
                 extra={"spider": self._crawler.spider},
             )
             raise ForbiddenByRobots("Forbidden by robots.txt")
+        if entry.rules is not None and (
+            signals := entry.rules.signals_for(request.url)
+        ):
+            request.meta[ROBOTS_SIGNALS] = [request.url, signals]
         if fetched:  # the site has just seen a request of this host: keep its delay
             delays = CrawlContext.of(self._crawler).delays
             await asyncio.sleep(delays.delay_for(host_of(origin), now=time.time()))
@@ -144,6 +154,8 @@ class RobotsMiddleware:
         CrawlContext.of(self._crawler).delays.set_crawl_delay(host, delay)
         if delay:
             self._stats.inc_value("robots/crawl_delay_hosts")
+        if rules is not None:
+            self._count_signals(origin, rules)
         if fetched and rules is not None and rules.sitemaps:
             self._crawler.signals.send_catch_log(
                 robots_sitemaps,
@@ -155,6 +167,20 @@ class RobotsMiddleware:
         entry = RobotsEntry(record, rules)
         self._cache.put(origin, entry)
         return entry
+
+    def _count_signals(self, origin: str, rules: RobotsRules) -> None:
+        """Count the content signal lines of *origin*'s file for our token, and
+        their parts skipped (logged the first time)."""
+        if rules.signals.lines:
+            self._stats.inc_value("signals/robots_lines", rules.signals.lines)
+        if rules.signals.skipped:
+            self._once.event(
+                "signals/skipped",
+                "Skipped %(count)d unreadable content signal(s) in robots.txt of "
+                "%(origin)s; further ones are only counted in signals/skipped",
+                {"count": rules.signals.skipped, "origin": origin},
+                count=rules.signals.skipped,
+            )
 
     def _parse(self, origin: str, text: str) -> RobotsRules | None:
         rules = parse_rules(

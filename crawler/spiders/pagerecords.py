@@ -17,7 +17,8 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response, TextResponse
 
 from crawler.items import PageRecord
-from crawler.meta import FATE, IMPORTANCE, INLINKS, NODE, TIER
+from crawler.meta import CONTENT_SIGNALS, FATE, IMPORTANCE, INLINKS, NODE, TIER
+from crawler.policy.contentsignals import checked
 from crawler.policy.fates import (
     FAILED_FATES,
     FATES,
@@ -97,6 +98,7 @@ def page_record(
         error=error,
         location=_location(response) if fate == "redirected" else None,
         **importance_of(response.meta),
+        content_signals=checked(response.meta.get(CONTENT_SIGNALS)),
     )
 
 

@@ -282,6 +282,7 @@ async def test_the_pages_command_filters_and_exports(settings, database_url):  #
         "length",
         "title",
         "fetched_at",
+        "content_signals",
     ]
     assert len(lines) == 4
     assert lines[1].startswith(site.seeds[0])

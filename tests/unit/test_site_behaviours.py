@@ -20,6 +20,7 @@ from tests.site import (
     Site,
     SiteSpec,
     parse_behaviour,
+    parse_header,
     parse_robots,
 )
 
@@ -108,3 +109,34 @@ def test_a_refusing_host_refuses_connections_then_serves() -> None:
         assert not _connects("127.0.0.3", site.spec.port)
         assert wait_for(lambda: _connects("127.0.0.3", site.spec.port), timeout=10)
         assert time.monotonic() - started > 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "pages"),
+    [
+        ("2=1,3|Content-Usage: train-ai=n", {1, 3}),
+        ("2=*|Content-Usage: train-ai=n", None),
+    ],
+)
+def test_header_items_parse(text: str, pages: set[int] | None) -> None:
+    index, header = parse_header(text)
+    assert index == 2
+    assert header.pages == (None if pages is None else frozenset(pages))
+    assert (header.name, header.value) == ("Content-Usage", "train-ai=n")
+
+
+@pytest.mark.parametrize(
+    "text", ["x=1|A: b", "0=1", "0=1|no colon", "0=a|A: b", "0=1|: b", "0=1,|A: b"]
+)
+def test_bad_header_items_are_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="--header"):
+        parse_header(text)
+
+
+def test_pages_send_their_headers_and_others_none() -> None:
+    site = Site(SPEC, 0, 0, None, headers=[parse_header("0=1|Content-Usage: search=y")])
+    assert ("Content-Usage", "search=y") in site.respond(0, GET_PAGE).headers
+    other = Request("GET", "/p/2.html", True, {})
+    assert not site.respond(0, other).headers
+    assert not site.respond(1, GET_PAGE).headers
+    assert not site.respond(0, GET_ROBOTS).headers

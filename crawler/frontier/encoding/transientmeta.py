@@ -27,6 +27,9 @@ TRANSIENT_META = frozenset(
         meta_keys.INLINKS,
         meta_keys.BACKLINKS,
         meta_keys.LINK_CREDIT,
+        # Content signals: robots.txt's for this URL, and this response's.
+        meta_keys.ROBOTS_SIGNALS,
+        meta_keys.CONTENT_SIGNALS,
         "_frontier_host",
         # The render middleware and handler's (scrapy-playwright): decided again
         # for each attempt, and some hold callables.
