@@ -11,8 +11,9 @@ Signed as late as a middleware can be (``crawler/addon.py``): after the User-Age
 Referer, cookies and proxy are set and after the HTTP cache had its chance to answer,
 so the request signed is the one that goes out. A redirect or a retry comes back
 through the middlewares as a new request and is signed again, for its own authority
-and with a fresh ``created``; robots.txt fetches go through the downloader too and
-are signed like any other request. Only http(s) requests are signed (``data:`` and
+and with a fresh ``created`` (the answered request's signature is taken off first,
+so no copy of it, in the frontier or not, carries a stale one); robots.txt fetches
+go through the downloader too and are signed like any other request. Only http(s) requests are signed (``data:`` and
 ``file:`` leave nothing to sign for).
 
 The key is read once at start from a file: a path, never the key itself in a
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 
     from scrapy import Request
     from scrapy.crawler import Crawler
+    from scrapy.http import Response
     from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
@@ -202,8 +204,7 @@ class BotAuthMiddleware:
         return middleware
 
     def process_request(self, request: Request) -> None:
-        for name in SIGNATURE_HEADERS:  # a retry's or redirect's old signature
-            request.headers.pop(name, None)
+        _unsign(request)  # a signature a spider or an earlier attempt left
         if not request.url.startswith(("http://", "https://")):
             return
         try:
@@ -228,6 +229,16 @@ class BotAuthMiddleware:
             request.headers[name] = value
         self._stats.inc_value("botauth/signed")
 
+    def process_response(self, request: Request, response: Response) -> Response:
+        """The signature goes with its attempt: a redirect or retry copied from
+        *request* (and stored in the frontier) carries none, so that a crawl resumed
+        without ``BOT_AUTH_KEY`` never sends a stale one."""
+        _unsign(request)
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        _unsign(request)
+
     def _log_start(self) -> None:
         logger.info(
             "Signing requests (Web Bot Auth) with key %(keyid)s, valid %(validity)ds",
@@ -240,3 +251,8 @@ class BotAuthMiddleware:
                 "it got some other way; set it to the origin serving the key "
                 "directory (scrapy botauth prints it)"
             )
+
+
+def _unsign(request: Request) -> None:
+    for name in SIGNATURE_HEADERS:
+        request.headers.pop(name, None)

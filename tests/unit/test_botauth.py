@@ -19,12 +19,14 @@ from cryptography.hazmat.primitives.serialization import (
 )
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
+from scrapy.http import HtmlResponse
 from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from crawler import defaults
 from crawler.context.startup import StartupFailure
 from crawler.middlewares.botauth import BotAuthConfig, BotAuthMiddleware
+from crawler.policy.botauth import SIGNATURE_HEADERS
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -179,11 +181,19 @@ def test_each_request_is_signed_afresh_and_only_http_ones(tmp_path):
     first = request.headers.getlist("Signature")
     assert len(first) == 1
     assert request.headers["Signature-Agent"] == b'sig1="https://bot.example"'
-    # A redirect to another host keeps the headers of the first: signed again.
+    # A redirect made from a request still signed (a spider's own copy): signed
+    # again, its old signature replaced.
     moved = request.replace(url="https://127.0.0.3/b")
     found.process_request(moved)
     assert len(moved.headers.getlist("Signature")) == 1
     assert moved.headers.getlist("Signature") != first
+    # Once answered (or failed), the request keeps no signature for the copies that
+    # redirects and retries make of it, and the frontier stores.
+    response = HtmlResponse(request.url, request=request)
+    assert found.process_response(request, response) is response
+    found.process_exception(moved, TimeoutError())
+    for done in (request, moved, request.replace(url="http://127.0.0.3/c")):
+        assert not any(name in done.headers for name in SIGNATURE_HEADERS)
     for url in ("data:,hello", "http:///no-host"):
         other = Request(url, headers={"Signature": "sig1=:AA==:"})
         found.process_request(other)
