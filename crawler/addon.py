@@ -83,6 +83,10 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         ("crawler.middlewares.timeouts.TimeoutsMiddleware", 560),
         # Decompression whose DOWNLOAD_MAXSIZE refusal has a fate (too_large).
         ("crawler.middlewares.sizes.SizeLimitedCompressionMiddleware", 590),
+        # Web Bot Auth (BOT_AUTH_KEY): signed last, after User-Agent (500), cookies
+        # (700), proxy (750) and the HTTP cache (900), so the request signed is the
+        # one sent; before traffic (950) and WARC (960), which then see it signed.
+        ("crawler.middlewares.botauth.BotAuthMiddleware", 940),
         # Per-host traffic counters in Redis (`scrapy frontier hosts`).
         ("crawler.middlewares.traffic.TrafficMiddleware", 950),
         # WARC records (WARC_DIR), nearest the downloader so bodies are still raw.

@@ -9,7 +9,7 @@ are installed by the add-on itself.
 One module per section, each setting with a one-line comment above it:
 ``scrapybuiltins`` (Scrapy's own settings we change), ``redis``, ``frontier``,
 ``politeness``, ``robots``, ``timeouts``, ``retrylater``, ``dns``, ``useragent``,
-``pipelines`` (page store, records, WARC, analysis), ``revisit``, ``bfs``,
+``botauth``, ``pipelines`` (page store, records, WARC, analysis), ``revisit``, ``bfs``,
 ``render``, ``metrics``, ``dashboard`` and ``quiet``. This package gathers them, so
 ``crawler.defaults.NAME`` and ``settings.setmodule("crawler.defaults")`` see every
 setting; a name is defined in one section only (tests/unit/test_defaults.py).
@@ -30,6 +30,7 @@ from crawler.defaults.timeouts import *
 from crawler.defaults.retrylater import *
 from crawler.defaults.dns import *
 from crawler.defaults.useragent import *
+from crawler.defaults.botauth import *
 from crawler.defaults.pipelines import *
 from crawler.defaults.revisit import *
 from crawler.defaults.bfs import *

@@ -33,6 +33,7 @@ PREFIXES = (
     "QUIET_",
     "IMPORTANCE_",
     "DNS_",
+    "BOT_AUTH_",
 )
 UNPREFIXED = frozenset(
     {"REDIS_URL", "REDIS_CLUSTER", "REDIS_HOST", "REDIS_PORT", "REDIS_PARAMS"}
