@@ -197,7 +197,7 @@ class BotAuthMiddleware:
         except ValueError as exc:
             return StartupFailure(crawler, f"Bad setting: {exc}")
         if config is None:
-            raise NotConfigured("BOT_AUTH_KEY is empty: requests are not signed")
+            raise NotConfigured  # no message: Scrapy would log it as a WARNING
         assert crawler.stats is not None
         middleware = cls(config, crawler.stats, OnceLogger(logger, crawler))
         middleware._log_start()
