@@ -45,7 +45,9 @@ PAGES = 6
 # The lazy host's function is called, and every page scrolled to its end.
 ACTIONS = ["scroll", "loadMore"]
 SAMPLE_PAGES = 2
-DELAY = 0.8
+# Longer than a render takes even on a loaded 2-core machine (the control below needs
+# some gap under it without a delay; 0.8 s was not always).
+DELAY = 1.5
 # Seconds after which an in-process crawl is closed whatever it is doing (its finish
 # reason then fails the test): every crawl here ends in well under a minute.
 CRAWL_DEADLINE = 90
