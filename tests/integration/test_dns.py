@@ -32,11 +32,11 @@ from crawler.defaults import default_settings
 from crawler.dns.cache import SharedAnswers
 from crawler.dns.resolver import CrawlDns, CrawlResolver
 from crawler.policy.dnsanswers import decode_entry
-from crawler.spiders.bfs import BfsSpider
 from tests.dnsserver import running_dns
 from tests.integration.test_honest_exits import assert_one_line_stop
 from tests.integration.test_honest_exits import scrapy_crawl as run_crawl
 from tests.integration.test_node_failures import scrapy_crawl
+from tests.integration.test_timeouts import crawl as crawl_until_drained
 from tests.servers import ROOT, running_site
 
 if TYPE_CHECKING:
@@ -58,8 +58,6 @@ SLOW = 0.3
 # as bücher.crawl.test).
 NAMES = ("a.crawl.test", "xn--bcher-kva.crawl.test")
 KEYS = CrawlKeys("dnstest")
-# Longest any crawl here may take before its test fails (each takes seconds).
-CRAWL_LIMIT = 60.0
 # Clock slack between the test server's log and the resolver's expiry.
 SLACK = 0.05
 logger = logging.getLogger(__name__)
@@ -278,18 +276,7 @@ async def test_an_entry_the_crawler_did_not_write_is_replaced(dns, redis_url, re
 async def crawl(values: dict[str, Any], seeds: list[str]) -> Any:
     """Crawl from *seeds*, confined to their hosts, until the frontier is drained
     (bounded); the crawler."""
-    crawler = get_crawler(BfsSpider, values)
-    done = asyncio.ensure_future(
-        crawler.crawl_async(seeds=",".join(seeds), scope="seed-hosts")
-    )
-    try:
-        await asyncio.wait_for(asyncio.shield(done), CRAWL_LIMIT)
-    except TimeoutError:
-        await crawler.stop_async()
-        await done
-        pytest.fail(f"the crawl took longer than {CRAWL_LIMIT} s")
-    assert crawler.stats.get_value("finish_reason") == "finished"
-    return crawler
+    return await crawl_until_drained(values, seeds, scope="seed-hosts")
 
 
 @deferred_f_from_coro_f

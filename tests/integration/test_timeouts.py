@@ -64,10 +64,13 @@ def tiered(settings: Any, **overrides: Any) -> dict[str, Any]:
     return settings(**{**values, **overrides})
 
 
-async def crawl(values: dict[str, Any], seeds: list[str]) -> Any:
-    """Crawl from *seeds* until the frontier is drained (bounded); the crawler."""
+async def crawl(values: dict[str, Any], seeds: list[str], **spider_args: str) -> Any:
+    """Crawl from *seeds* (and *spider_args*, such as ``scope``) until the frontier is
+    drained (bounded); the crawler."""
     crawler = get_crawler(BfsSpider, values)
-    done = asyncio.ensure_future(crawler.crawl_async(seeds=",".join(seeds)))
+    done = asyncio.ensure_future(
+        crawler.crawl_async(seeds=",".join(seeds), **spider_args)
+    )
     try:
         await asyncio.wait_for(asyncio.shield(done), CRAWL_LIMIT)
     except TimeoutError:
