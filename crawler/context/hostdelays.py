@@ -79,9 +79,7 @@ class HostDelays:
             del self._backoffs[next(iter(self._backoffs))]
 
     def in_force(self, host: str, *, now: float) -> Delay:
-        delay = self.config.in_force(
-            host, now=now, crawl_delay=self._crawl_delays.get(host)
-        )
+        delay = self._policy_delay(host, now)
         for floor in (self._learnt_delay(host), self._backoff(host, now)):
             if floor is not None and floor.seconds > delay.seconds:
                 delay = floor
@@ -91,9 +89,7 @@ class HostDelays:
         """Seconds *host* waits after this fetch: the delay in force plus jitter,
         never under what the host taught (its learnt delay), or longer while the
         host backs off."""
-        delay = self.config.in_force(
-            host, now=now, crawl_delay=self._crawl_delays.get(host)
-        )
+        delay = self._policy_delay(host, now)
         if self._stats is not None and delay.reason == "hourly-cap":
             self._stats.inc_value("politeness/hourly_cap")
         seconds = self.config.jittered(delay.seconds, self._rng.random())
@@ -126,9 +122,7 @@ class HostDelays:
         learnt = self._learnt.get(host)
         if learnt is None:
             return
-        policy = self.config.in_force(
-            host, now=now, crawl_delay=self._crawl_delays.get(host)
-        )
+        policy = self._policy_delay(host, now)
         after = after_answer(
             self.config.backoff, learnt, policy_delay=policy.seconds, now=now
         )
@@ -171,6 +165,13 @@ class HostDelays:
         self._bound(self._learnt)
         self._unshared[host] = learnt
         self._bound(self._unshared)
+
+    def _policy_delay(self, host: str, now: float) -> Delay:
+        """The delay the politeness rules give *host* (its Crawl-delay included),
+        before any back-off or learnt delay."""
+        return self.config.in_force(
+            host, now=now, crawl_delay=self._crawl_delays.get(host)
+        )
 
     def _learnt_delay(self, host: str) -> Delay | None:
         learnt = self._learnt.get(host)
