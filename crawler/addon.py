@@ -65,6 +65,9 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         # Depth repair: a page fetched too deep is answered from the page store, so its
         # links are followed again at their true depths without asking its host.
         ("crawler.middlewares.reparse.ReparseMiddleware", 50),
+        # POLITENESS_KEY = ip | domain: one request in flight per server across the
+        # cluster; before robots.txt, whose fetch goes out under the same gate.
+        ("crawler.middlewares.servergate.ServerGateMiddleware", 60),
         # RFC 9309, Crawl-delay, one robots.txt fetch per origin across the cluster.
         ("crawler.robots.middleware.RobotsMiddleware", 100),
         # Rotating User-Agent and Referer.

@@ -39,6 +39,12 @@ REPARSED = "frontier_reparsed"
 # How many times the request was sent back to the frontier unchanged, to be queued
 # under its own host (a reparse whose page the page store lacks).
 REQUEUED = "frontier_requeued"
+# The server gate a leased request holds (POLITENESS_KEY = ip or domain): [server,
+# lease], set by the server gate middleware, handed back with the lease's ack.
+SERVER_GATE = "frontier_server_gate"
+# Set on a leased request sent back because its server's gate was taken: until when
+# (epoch seconds) its host is to wait.
+SERVER_BUSY_UNTIL = "frontier_server_busy_until"
 # A start request (Scrapy makes them dont_filter) that went through the seen filter
 # once, since every node yields it: its later copies (retries) are not filtered.
 STARTED = "frontier_started"

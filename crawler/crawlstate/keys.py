@@ -114,6 +114,13 @@ class CrawlKeys:
         """STRING with a TTL: the node asking DNS about *name* right now."""
         return f"{self.prefix}:dns-lock:{name}"
 
+    def server_gate(self, server: str) -> str:
+        """STRING with a TTL: ``<until ms> <holder>`` of a server (POLITENESS_KEY =
+        ip or domain): the lease fetching from it (until then at most), or ``-``
+        once it is done, until the server's delay has passed
+        (``crawler.frontier.servergates``)."""
+        return f"{self.prefix}:server:{server}"
+
     @property
     def nodes(self) -> str:
         """HASH node id -> JSON of the node (host, pid, start, version, last

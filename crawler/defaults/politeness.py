@@ -34,3 +34,8 @@ POLITENESS_BACKOFF = True
 POLITENESS_MAX_DELAY = 120.0
 # Answers in a row without a throttle before a learnt delay falls by 3%.
 POLITENESS_BACKOFF_QUIET = 30
+# What one delay is counted against: "host" (each host name), "ip" (every name
+# that resolves to one address shares its delay and one request in flight, across
+# the cluster) or "domain" (every host of a registered domain).
+# docs/politeness.md#politeness-per-server says why "host" is the default.
+POLITENESS_KEY = "host"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -239,3 +240,21 @@ def _deliver(
         if types is None or family in types:
             receiver.addressResolved(family(kind, address, port))
     receiver.resolutionComplete()
+
+
+async def addresses_of(host: str) -> tuple[str, ...]:
+    """*host*'s addresses as this process' fetches get them: from the reactor's
+    ``CrawlResolver`` (cached, shared), else from the system's resolver; none if
+    it has none."""
+    from twisted.internet import reactor  # noqa: PLC0415 (the installed one)
+
+    resolver = getattr(reactor, "nameResolver", None)
+    if isinstance(resolver, CrawlResolver):
+        return await resolver.addresses(host)
+    try:
+        found = await asyncio.get_running_loop().getaddrinfo(
+            host, None, type=socket.SOCK_STREAM
+        )
+    except OSError:
+        return ()
+    return tuple(dict.fromkeys(str(info[4][0]) for info in found))

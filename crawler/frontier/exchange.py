@@ -26,6 +26,7 @@ from crawler.frontier.admission import Admission
 from crawler.frontier.duplicates import DuplicateLog
 from crawler.frontier.encoding import codec
 from crawler.frontier.leases import OwnLease, OwnLeases
+from crawler.frontier.servergates import Release
 from crawler.frontier.store.roundtrip import Ack
 from crawler.meta import BACKLINKS, IMPORTANCE, INLINKS, NODE, REPARSE
 from crawler.policy.fates import FAILED_FATES
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from crawler.frontier.node.membership import Membership
     from crawler.frontier.node.progress import Progress
     from crawler.frontier.node.redislink import RedisLink
+    from crawler.frontier.servergates import GateReturns
     from crawler.frontier.store.roundtrip import Flushed, Lease, Pending, PopOrder
     from crawler.frontier.store.store import FrontierStore
 
@@ -66,6 +68,7 @@ class Exchange:
         link: RedisLink,
         progress: Progress,
         link_credits: LinkCredits | None = None,
+        gate_returns: GateReturns | None = None,
     ) -> None:
         assert crawler.stats is not None  # Scrapy's type: set once the crawler is built
         assert crawler.spider is not None  # the scheduler is built for a spider
@@ -87,6 +90,7 @@ class Exchange:
         self._link = link
         self._progress = progress
         self._link_credits = link_credits
+        self._gate_returns = gate_returns  # POLITENESS_KEY = ip | domain
         self._importance = config.importance is not None
         self._leases = OwnLeases()
         self._acks = AckGate(crawler, self._lease_done)
@@ -192,6 +196,8 @@ class Exchange:
             if in_links and self._admission.in_links is not None:
                 self._admission.in_links.put_back(in_links)
             raise
+        if self._gate_returns is not None:
+            self._gate_returns.send()
         self._count(flushed)
         self._drop_duplicates(batch, flushed.new)
         if flushed.fenced and pop is not None:
@@ -253,7 +259,12 @@ class Exchange:
             fingerprinter = self._crawler.request_fingerprinter
             fingerprint = fingerprinter.fingerprint(own.request).hex()
         delay = self._delays.delay_for(own.host, now=now)
-        return Ack(own.lease, delay, own.fate, fingerprint, own.untouched)
+        if self._gate_returns is not None and (gate := own.server_gate):
+            done_at = own.lease.done_at or now
+            self._gate_returns.add(Release(*gate, until=done_at + delay))
+        return Ack(
+            own.lease, delay, own.fate, fingerprint, own.untouched, own.not_before
+        )
 
     def _take_in_links(self, now: float) -> dict[int, list[dict[str, str]]]:
         """Importance order: the in-links to send with this trip, if they are due

@@ -17,6 +17,7 @@ from crawler.frontier.importance import Importance
 from crawler.policy.dispatch import POLICIES
 from crawler.policy.hosts import SHARD_BY_CHOICES, ShardBy
 from crawler.policy.order import check_order
+from crawler.policy.servers import PolitenessKey, politeness_key
 from crawler.policy.sharding import check_shards
 from crawler.policy.sitestrategy import SiteStrategyConfig
 from crawler.policy.typedsettings import get_bool, get_choice, get_float, get_int
@@ -58,6 +59,9 @@ class FrontierConfig:
     dispatch: str = "rendezvous"
     dispatch_hold: float = 30.0
     node_weight: float = 0.0
+    # What one politeness delay is counted against (crawler.policy.servers): beyond
+    # "host", leases hand back their server's gate (crawler.frontier.servergates).
+    politeness_key: PolitenessKey = "host"
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> FrontierConfig:
@@ -94,6 +98,7 @@ class FrontierConfig:
             dispatch=get_choice(settings, "FRONTIER_DISPATCH", POLICIES),
             dispatch_hold=get_float(settings, "FRONTIER_DISPATCH_HOLD", at_least=0),
             node_weight=get_float(settings, "FRONTIER_NODE_WEIGHT", at_least=0),
+            politeness_key=politeness_key(settings),
             order=order,
             importance=(
                 Importance.from_settings(settings) if order == "importance" else None

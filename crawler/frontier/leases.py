@@ -9,7 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from crawler.meta import FATE, HELD_TIMES, LEASE, REPARSED, REQUEUED, TIER
+from crawler.meta import (
+    FATE,
+    HELD_TIMES,
+    LEASE,
+    REPARSED,
+    REQUEUED,
+    SERVER_BUSY_UNTIL,
+    SERVER_GATE,
+    TIER,
+)
 from crawler.policy.fates import UNTOUCHED_FATES
 from crawler.policy.hosts import host_of
 
@@ -58,6 +67,22 @@ class OwnLease:
             or bool(self.meta.get(REPARSED))
             or self.replaced_by == "requeue"
         )
+
+    @property
+    def not_before(self) -> float:
+        """Until when its host waits for its server (the request went back because
+        the server's gate was taken); 0 if it need not."""
+        until = self.meta.get(SERVER_BUSY_UNTIL, 0.0)
+        return float(until) if isinstance(until, (int, float)) else 0.0
+
+    @property
+    def server_gate(self) -> tuple[str, str] | None:
+        """The server whose gate this lease holds, and the lease as its holder."""
+        gate = self.meta.get(SERVER_GATE)
+        holder = str(self.lease)
+        if isinstance(gate, list | tuple) and len(gate) == 2 and gate[1] == holder:
+            return str(gate[0]), holder
+        return None
 
     @property
     def tier(self) -> Any:

@@ -22,6 +22,7 @@ from crawler.frontier.node.progress import Progress
 from crawler.frontier.node.redislink import RedisLink
 from crawler.frontier.node.runtime import Joined, NodeRuntime, join
 from crawler.frontier.node.startreport import register_running, start_facts
+from crawler.frontier.servergates import GateReturns, ServerGates
 from crawler.frontier.store.roundtrip import PopOrder
 from crawler.policy.crawlsummary import start_lines
 from crawler.policy.order import deepest_level_allowed
@@ -78,6 +79,13 @@ class OpenFrontier:
             link=self._link,
             progress=progress,
             link_credits=CrawlContext.of(crawler).link_credits,
+            gate_returns=(
+                None
+                if config.politeness_key == "host"
+                else GateReturns(
+                    ServerGates(self._shards.crawl_keys), self._shards.client
+                )
+            ),
         )
         self._runtime = NodeRuntime(
             crawler,

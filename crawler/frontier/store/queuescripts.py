@@ -316,7 +316,8 @@ ACK = """
 -- args: concurrency, delay (the host's), lease_id, fate ('' if none: the request
 --       was replaced by a retry), fingerprint (hex; '' unless it failed for good:
 --       then it is kept in failed), untouched ('1' if nothing was sent to the host,
---       e.g. robots.txt forbade it: the delay is not spent)
+--       e.g. robots.txt forbade it: the delay is not spent), not_before (ms; 0 if
+--       none: the host waits at least until then, its server being busy)
 -- returns: {1 if the lease was held (0 if it had expired or was acked), best, wake}
 local concurrency, delay = tonumber(args.concurrency), tonumber(args.delay)
 local id = args.lease_id
@@ -332,6 +333,7 @@ else
   at = math.max(hnum(READY_AT, host, 0), now + delay)
   redis.call('HSET', DELAYS, host, delay)
 end
+at = math.max(at, tonumber(args.not_before) or 0)
 redis.call('HSET', READY_AT, host, at)
 if at > now and redis.call('ZREM', READY, host) == 1 then
   redis.call('ZADD', WAITING, at, host)

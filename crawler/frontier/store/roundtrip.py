@@ -76,7 +76,9 @@ class Ack(NamedTuple):
     *fate* is empty for a lease replaced by a retry of its request; *fingerprint*
     (hex) is given for a request that failed for good, which is then kept for
     ``scrapy frontier retry``; *untouched* means nothing reached the host (robots.txt
-    forbade the URL), so the host's delay is not spent on it.
+    forbade the URL), so the host's delay is not spent on it; *not_before* (epoch
+    seconds, 0 for none) keeps the host waiting until its server is free
+    (``POLITENESS_KEY``).
     """
 
     lease: Lease
@@ -84,6 +86,7 @@ class Ack(NamedTuple):
     fate: str = ""
     fingerprint: str = ""
     untouched: bool = False
+    not_before: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

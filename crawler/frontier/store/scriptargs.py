@@ -118,7 +118,15 @@ SIGNATURES = {
         ("host", "url_key", "credit", "gain", "host_credit", "links"),
     ),
     "ack": Signature(
-        ("concurrency", "delay", "lease_id", "fate", "fingerprint", "untouched")
+        (
+            "concurrency",
+            "delay",
+            "lease_id",
+            "fate",
+            "fingerprint",
+            "untouched",
+            "not_before",
+        )
     ),
     "requeue": Signature(("concurrency", "limit"), ("id",)),
     "promote": Signature(("limit", "concurrency", "floor")),

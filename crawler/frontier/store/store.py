@@ -221,6 +221,7 @@ class FrontierStore:
             "fate": ack.fate,
             "fingerprint": ack.fingerprint,
             "untouched": "1" if ack.untouched else "0",
+            "not_before": ms(ack.not_before),
         }
         return Call("ack", self._keys[ack.lease.shard], args)
 

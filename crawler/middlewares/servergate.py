@@ -1,0 +1,146 @@
+"""ServerGateMiddleware: a leased request goes out only through its server's gate.
+
+With ``POLITENESS_KEY = ip`` (or ``domain``) the names that share a server share one
+request in flight and one delay, whichever shards and nodes they are on
+(``crawler.frontier.servergates`` says how the gate works). Placed before the robots
+middleware, so a robots.txt fetched for the request goes out under the same gate.
+A request that finds the gate taken goes back to the frontier unchanged, and its
+host waits until the gate can be free (``politeness/server_busy``). Without Redis
+the gate is not asked (``politeness/server_gate_errors``): the crawl goes on per
+host name rather than stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+
+from crawler.context.crawl import CrawlContext
+from crawler.context.logonce import OnceLogger
+from crawler.context.outage import REDIS_ERRORS
+from crawler.context.startup import StartupFailure
+from crawler.crawlstate.keys import CrawlKeys
+from crawler.dns.resolver import addresses_of
+from crawler.frontier.servergates import ServerGates
+from crawler.meta import (
+    LEASE,
+    REPARSE,
+    REQUEUED,
+    ROBOTS_FETCH,
+    SERVER_BUSY_UNTIL,
+    SERVER_GATE,
+)
+from crawler.policy.hosts import BadURLError, host_of
+from crawler.policy.servers import politeness_key, server_of
+from crawler.policy.typedsettings import get_float
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    import redis.asyncio
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+    from crawler.policy.servers import PolitenessKey
+
+logger = logging.getLogger(__name__)
+
+
+class ServerGateMiddleware:
+    def __init__(self, crawler: Crawler, key: PolitenessKey, hold: float) -> None:
+        assert crawler.spider is not None
+        self._crawler = crawler
+        self._key = key
+        self._hold = hold  # FRONTIER_LEASE_TIMEOUT: a gate outlives no lease
+        self._gates = ServerGates(CrawlKeys.of(crawler.settings, crawler.spider.name))
+        self._once = OnceLogger(logger, crawler)
+        self._client: redis.asyncio.Redis | None = None
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
+        try:
+            key = politeness_key(crawler.settings)
+            hold = get_float(crawler.settings, "FRONTIER_LEASE_TIMEOUT", above=0)
+        except ValueError as exc:
+            return StartupFailure(crawler, f"Bad setting: {exc}")
+        if key == "host":
+            raise NotConfigured  # the frontier spaces each host: nothing to add
+        return cls(crawler, key, hold)
+
+    async def process_request(self, request: Request) -> Request | None:
+        meta = request.meta
+        lease = meta.get(LEASE)
+        if not isinstance(lease, str) or meta.get(ROBOTS_FETCH) or meta.get(REPARSE):
+            return None  # not the frontier's, or answered from the page store
+        try:
+            host = host_of(request.url)
+        except BadURLError:
+            return None  # the download fails on its own
+        server = server_of(host, self._key, await self._addresses(host))
+        now = time.time()
+        try:
+            free_at = await self._gates.take(
+                self._redis(),
+                server,
+                holder=lease,
+                now=now,
+                expiry=now + self._hold,
+            )
+        except REDIS_ERRORS as exc:
+            self._gate_failed(exc)
+            return None
+        if free_at is None:
+            meta[SERVER_GATE] = [server, lease]
+            return None
+        # In flight: the holder's delay starts when its download ends, after now.
+        delay = CrawlContext.of(self._crawler).delays.delay_for(host, now=now)
+        return self._busy(request, server, max(free_at, now + delay))
+
+    def _redis(self) -> redis.asyncio.Redis:
+        """The client, made on first use: the crawl's Redis may be a private server
+        the scheduler starts when it opens."""
+        if self._client is None:
+            self._client = CrawlContext.of(self._crawler).redis.async_client()
+        return self._client
+
+    async def _spider_closed(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    async def _addresses(self, host: str) -> tuple[str, ...]:
+        return await addresses_of(host) if self._key == "ip" else ()
+
+    def _busy(self, request: Request, server: str, until: float) -> Request:
+        """*request* again, to be queued unchanged; its host waits until *until*."""
+        self._once.event(
+            "politeness/server_busy",
+            "%(url)s went back to the frontier: its server %(server)s is busy "
+            "(POLITENESS_KEY=%(key)s); further ones are counted in "
+            "politeness/server_busy",
+            {"url": request.url, "server": server, "key": self._key},
+            level=logging.INFO,
+        )
+        request.meta[SERVER_BUSY_UNTIL] = until  # read by the lease's ack
+        requeued = request.meta.get(REQUEUED, 0)
+        meta = {
+            k: v
+            for k, v in request.meta.items()
+            if k not in (SERVER_BUSY_UNTIL, SERVER_GATE)
+        }
+        meta[REQUEUED] = (requeued if isinstance(requeued, int) else 0) + 1
+        return request.replace(dont_filter=True, meta=meta)
+
+    def _gate_failed(self, error: Exception) -> None:
+        self._once.event(
+            "politeness/server_gate_errors",
+            "Could not ask Redis for a server's gate (%(error)s): requests go out "
+            "per host name until it answers; further ones are counted in "
+            "politeness/server_gate_errors",
+            {"error": error},
+        )
