@@ -99,6 +99,8 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         # The crawl's Redis and stats lent to the process' DNS resolver
         # (TWISTED_DNS_RESOLVER): answers shared by every node, honouring TTLs.
         ("crawler.dns.sharing.DnsSharing", 490),
+        # Names of hosts this node is to fetch soon resolved before their fetch.
+        ("crawler.dns.ahead.ResolveAhead", 495),
         # Moves due URLs from the URL library into the frontier (REVISIT_POLICY).
         ("crawler.revisit.feeder.RevisitFeeder", 500),
         # Prometheus metrics on METRICS_HOST:METRICS_PORT (off without a port).

@@ -14,6 +14,8 @@ Scrapy 2.19 has no public way to do either thing the frontier needs from its eng
   refused in a ``process_response`` sends none).
 - **know whether it is closing** (``engine._slot.closing``), for components that
   must not start work then.
+- **reach its scheduler** (``engine._slot.scheduler``), for a component that asks
+  the frontier something (which hosts are due soon: ``crawler.dns.ahead``).
 
 Each helper answers safely when the engine or its slot is gone (before open, after
 close). When Scrapy grows a public API for any of these, only this module changes.
@@ -49,3 +51,10 @@ def engine_closing(crawler: Crawler) -> bool:
     engine = crawler.engine
     slot = engine._slot if engine is not None else None
     return slot is None or slot.closing is not None
+
+
+def engine_scheduler(crawler: Crawler) -> object | None:
+    """The scheduler of the open engine (None before open or after close)."""
+    engine = crawler.engine
+    slot = engine._slot if engine is not None else None
+    return None if slot is None else slot.scheduler

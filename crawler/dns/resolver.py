@@ -19,6 +19,7 @@ again later as every failure that may pass (``RetryLaterMiddleware``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import time
@@ -134,6 +135,19 @@ class CrawlResolver:
         except LookupFailedError:
             return ()
 
+    async def ahead(self, host: str) -> bool:
+        """Resolve *host* before its fetch asks; whether it took more than this
+        process' memory (a shared answer or a lookup). Addresses, names of
+        /etc/hosts and hosts that are no name are left alone (and not counted)."""
+        name = None if ip_literal(host) is not None else dns_name(_ascii(host))
+        if name is None or self._lookup.from_hosts(name) is not None:
+            return False
+        if self._local.get(name, time.time()) is not None:
+            return False
+        with contextlib.suppress(LookupFailedError):
+            await self.answer(name)
+        return True
+
     async def answer(self, name: str) -> Answer:
         """*name*'s answer: this process', else the crawl's, else a lookup (one
         at a time per name). ``LookupFailedError`` when no server answered."""
@@ -242,13 +256,19 @@ def _deliver(
     receiver.resolutionComplete()
 
 
+def installed_resolver() -> object:
+    """The running reactor's name resolver (a ``CrawlResolver`` unless
+    TWISTED_DNS_RESOLVER names another)."""
+    from twisted.internet import reactor  # noqa: PLC0415 (the installed one)
+
+    return getattr(reactor, "nameResolver", None)
+
+
 async def addresses_of(host: str) -> tuple[str, ...]:
     """*host*'s addresses as this process' fetches get them: from the reactor's
     ``CrawlResolver`` (cached, shared), else from the system's resolver; none if
     it has none."""
-    from twisted.internet import reactor  # noqa: PLC0415 (the installed one)
-
-    resolver = getattr(reactor, "nameResolver", None)
+    resolver = installed_resolver()
     if isinstance(resolver, CrawlResolver):
         return await resolver.addresses(host)
     try:

@@ -11,7 +11,7 @@ its stats. With another ``TWISTED_DNS_RESOLVER`` it says so once and does nothin
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
@@ -21,7 +21,7 @@ from crawler.context.logonce import OnceLogger
 from crawler.context.startup import StartupFailure, failed_at_startup
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.dns.cache import SharedAnswers
-from crawler.dns.resolver import CrawlDns, CrawlResolver
+from crawler.dns.resolver import CrawlDns, CrawlResolver, installed_resolver
 from crawler.policy.dnsanswers import DnsConfig
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ class DnsSharing:
     def _lend(self) -> None:
         if self._closed:
             return
-        resolver = _installed_resolver()
+        resolver = installed_resolver()
         if not isinstance(resolver, CrawlResolver):
             logger.info(
                 "DNS answers are not shared between nodes: the reactor's resolver "
@@ -101,9 +101,3 @@ class DnsSharing:
             OnceLogger(logger, self._crawler),
             self._config.timeout,
         )
-
-
-def _installed_resolver() -> Any:
-    from twisted.internet import reactor  # noqa: PLC0415 (the installed one, once running)
-
-    return getattr(reactor, "nameResolver", None)

@@ -23,7 +23,7 @@ from crawler.frontier.node.redislink import RedisLink
 from crawler.frontier.node.runtime import Joined, NodeRuntime, join
 from crawler.frontier.node.startreport import register_running, start_facts
 from crawler.frontier.servergates import GateReturns, ServerGates
-from crawler.frontier.store.roundtrip import PopOrder
+from crawler.frontier.store.roundtrip import PopOrder, ms
 from crawler.policy.crawlsummary import start_lines
 from crawler.policy.order import deepest_level_allowed
 
@@ -190,6 +190,26 @@ class OpenFrontier:
         except REDIS_ERRORS as exc:
             self._link.failed(exc, now)
             return True
+
+    def hosts_due(self, within: float, limit: int) -> list[str]:
+        """See ``FrontierScheduler.hosts_due``."""
+        now = time.time()
+        if not self._link.usable(now):
+            return []
+        pipe = self._shards.client.pipeline(transaction=False)
+        for shard in sorted(self._membership.owned):
+            keys = self._shards.keys[shard]
+            pipe.zrange(keys.ready, 0, limit - 1)
+            pipe.zrangebyscore(keys.waiting, "-inf", ms(now + within), 0, limit)
+        try:
+            answers = pipe.execute()
+        except REDIS_ERRORS as exc:
+            self._link.failed(exc, now)
+            return []
+        hosts = dict.fromkeys(
+            host.decode("utf-8", "replace") for found in answers for host in found
+        )
+        return list(hosts)[:limit]
 
     def enqueue(self, request: Request) -> bool:
         """See ``FrontierScheduler.enqueue_request``."""

@@ -133,6 +133,13 @@ class FrontierScheduler(BaseScheduler):
         it last gave."""
         return 0 if self._open is None else len(self._open)
 
+    def hosts_due(self, within: float, limit: int) -> list[str]:
+        """Up to *limit* hosts this node may be handed requests of within *within*
+        seconds (the best ready ones first, then those whose delay ends by then):
+        what is worth resolving ahead (``crawler.dns.ahead``). None while the
+        frontier is not open, or Redis is away."""
+        return [] if self._open is None else self._open.hosts_due(within, limit)
+
     def next_request(self) -> Request | None:
         return None if self._open is None else self._open.next_request()
 

@@ -51,6 +51,7 @@ class DnsConfig:
     concurrency: int
     timeout: float
     local_size: int  # answers kept in this process' memory
+    resolve_ahead: float = 0.0  # seconds: names due within are resolved before
 
     @classmethod
     def from_settings(cls, settings: SupportsGet) -> DnsConfig:
@@ -72,6 +73,9 @@ class DnsConfig:
             concurrency=get_int(settings, "DNS_CONCURRENCY", at_least=1),
             timeout=get_float(settings, "DNS_TIMEOUT", above=0, note="seconds"),
             local_size=get_int(settings, "DNSCACHE_SIZE", at_least=1),
+            resolve_ahead=get_float(
+                settings, "DNS_RESOLVE_AHEAD", at_least=0, note="seconds"
+            ),
         )
 
 

@@ -410,3 +410,31 @@ def test_three_nodes_crawling_by_name_ask_each_name_once_a_ttl(redis_url, tmp_pa
 def test_a_bad_dns_setting_stops_the_crawl_in_one_line(tmp_path, settings, words):
     result = run_crawl(tmp_path, "-a", "seeds=http://a.crawl.test:9/", **settings)
     assert_one_line_stop(result, "Bad setting", *words)
+
+
+@deferred_f_from_coro_f
+@pytest.mark.parametrize("ahead", [10.0, 0.0])
+async def test_names_of_hosts_due_soon_are_resolved_before_their_fetch(
+    dns, settings, ahead
+):
+    """A host waiting out its delay while its answer expires: with
+    DNS_RESOLVE_AHEAD its name is asked again before its next fetch needs it."""
+    delay = 0.3  # 20 pages a host: 6 s, three TTLs
+    values = settings(
+        **dns_settings(dns, DNS_RESOLVE_AHEAD=ahead),
+        POLITENESS_DAY_DELAY=delay,
+        POLITENESS_NIGHT_DELAY=delay,
+        POLITENESS_JITTER=0,
+    )
+    with running_site(hosts=2, pages=20, links=3, cross=0.0) as site, installed(values):
+        seeds = [f"http://{name}:{site.spec.port}/" for name in NAMES]
+        crawler = await crawl(values, seeds)
+        assert len(site.pages()) == 40
+    resolved_ahead = crawler.stats.get_value("dns/resolved_ahead", 0)
+    if ahead:
+        assert resolved_ahead >= 2
+    else:
+        assert resolved_ahead == 0
+    for name in NAMES:
+        asked = dns.resolver.asked(name)
+        assert all(gap >= TTL - SLACK for gap in gaps(asked)), gaps(asked)
