@@ -110,6 +110,16 @@ COUNTERS = (
         "DNS lookups no server answered in time (the fetch is tried again later).",
     ),
     (
+        "crawler_dns_resolved_ahead_total",
+        "dns/resolved_ahead",
+        "Names this node resolved before their fetch asked (DNS_RESOLVE_AHEAD).",
+    ),
+    (
+        "crawler_server_busy_total",
+        "politeness/server_busy",
+        "Requests sent back because their server was busy (POLITENESS_KEY ip, domain).",
+    ),
+    (
         "crawler_redis_errors_total",
         "redis/errors",
         "Calls to Redis that failed because it was away (each tried again).",

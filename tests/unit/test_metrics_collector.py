@@ -192,6 +192,8 @@ def test_hostile_stats_never_raise(stats):
         ("crawler_dns_cache_hits_total", "dns/cache_hits"),
         ("crawler_dns_negative_hits_total", "dns/negative_hits"),
         ("crawler_dns_failures_total", "dns/failures"),
+        ("crawler_dns_resolved_ahead_total", "dns/resolved_ahead"),
+        ("crawler_server_busy_total", "politeness/server_busy"),
     ],
 )
 def test_each_counter_reads_its_stats_key(sample, key):

@@ -47,6 +47,7 @@ def settings(**overrides: object) -> dict[str, object]:
         "DNS_MAX_TTL": defaults.DNS_MAX_TTL,
         "DNS_NEGATIVE_TTL": defaults.DNS_NEGATIVE_TTL,
         "DNS_CONCURRENCY": defaults.DNS_CONCURRENCY,
+        "DNS_RESOLVE_AHEAD": defaults.DNS_RESOLVE_AHEAD,
         "DNS_TIMEOUT": 60,  # Scrapy's default
         "DNSCACHE_SIZE": 10000,  # Scrapy's default
     }
@@ -60,12 +61,17 @@ def test_the_defaults_make_a_config() -> None:
     assert (config.min_ttl, config.max_ttl, config.negative_ttl) == (60, 3600, 60)
     assert config.concurrency == 32
     assert config.timeout == 60
+    assert config.resolve_ahead == 10
 
 
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
         ({"DNS_MIN_TTL": -1}, "DNS_MIN_TTL must be >= 0 seconds, got -1.0"),
+        (
+            {"DNS_RESOLVE_AHEAD": -5},
+            "DNS_RESOLVE_AHEAD must be >= 0 seconds, got -5.0",
+        ),
         ({"DNS_MAX_TTL": "soon"}, "DNS_MAX_TTL must be a number, got 'soon'"),
         (
             {"DNS_MIN_TTL": 100, "DNS_MAX_TTL": 50},
