@@ -6,7 +6,9 @@ Every host has a tree of real pages: ``/`` and ``<prefix><n>.html``, page k link
 pages 2k+1 and 2k+2 and back to ``/``. Each host's trap hangs off that tree, and
 every trap page links to TRAP_EXITS (``/`` and the root's two children), so the real
 part stays reachable through normal links and no trap ever makes a real page
-shallower than the real links do (real_pages relies on it; the tests check it).
+shallower than the real links do (real_pages relies on it; the tests check it). The
+sessions host's copies are the exception: a page with a session id links as its page
+does, so the canonical pages are as deep as the decorated ones.
 """
 
 from __future__ import annotations
