@@ -13,6 +13,7 @@ does, so the canonical pages are as deep as the decorated ones.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -69,20 +70,22 @@ def kind_of(host_index: int) -> str:
     return KINDS[host_index]
 
 
-def tree(host_index: int) -> list[str]:
+@functools.cache
+def tree(host_index: int) -> tuple[str, ...]:
     """The host's tree of real pages, root first (page k's children: 2k+1, 2k+2)."""
     prefix, count = TREES[kind_of(host_index)]
-    return ["/", *(f"{prefix}{n}.html" for n in range(1, count + 1))]
+    return ("/", *(f"{prefix}{n}.html" for n in range(1, count + 1)))
 
 
-def real_paths(host_index: int) -> list[str]:
-    """Every real page of the host: its tree, then the trap entrances."""
-    return tree(host_index) + list(ENTRANCES.get(kind_of(host_index), ()))
+@functools.cache
+def real_paths(host_index: int) -> frozenset[str]:
+    """Every real page of the host: its tree and the trap entrances."""
+    return frozenset(tree(host_index) + ENTRANCES.get(kind_of(host_index), ()))
 
 
 def trap_exits(host_index: int) -> list[str]:
     """The real pages every trap page links to, all one link from the root."""
-    return tree(host_index)[:TRAP_EXITS_COUNT]
+    return list(tree(host_index)[:TRAP_EXITS_COUNT])
 
 
 def classify(host_index: int, path_and_query: str) -> Kind:
