@@ -134,21 +134,27 @@ def real_pages(depth_limit: int, hosts: int = len(TREES)) -> set[tuple[int, str]
     host's root, breadth first over real pages' links. Trap pages link only to
     pages one link from the root (TRAP_EXITS), so following them finds nothing
     sooner. On the sessions host the paths are canonical (no session id)."""
-    found: set[tuple[int, str]] = set()
-    for host_index in range(hosts):
-        depths = {"/": 0}
-        queue = deque(["/"])
-        while queue:
-            path = queue.popleft()
-            if depths[path] == depth_limit:
-                continue
-            for href in _real_links(host_index, path, ANY_DAY):
-                target = urljoin(path, href)
-                if target not in depths and _is_real(host_index, target):
-                    depths[target] = depths[path] + 1
-                    queue.append(target)
-        found |= {(host_index, path) for path, depth in depths.items()}
-    return found if depth_limit >= 0 else set()
+    return {
+        (host_index, path)
+        for host_index in range(hosts)
+        for path in _real_depths(host_index, depth_limit)
+    }
+
+
+def _real_depths(host_index: int, depth_limit: int) -> dict[str, int]:
+    """Each real page of the host within *depth_limit* links: its least depth."""
+    depths = {"/": 0} if depth_limit >= 0 else {}
+    queue = deque(depths)
+    while queue:
+        path = queue.popleft()
+        if depths[path] == depth_limit:
+            continue
+        for href in _real_links(host_index, path, ANY_DAY):
+            target = urljoin(path, href)
+            if target not in depths and _is_real(host_index, target):
+                depths[target] = depths[path] + 1
+                queue.append(target)
+    return depths
 
 
 def _is_real(host_index: int, target: str) -> bool:

@@ -139,3 +139,7 @@ def test_texts_are_the_same_from_run_to_run() -> None:
     again = serve(PLAIN, "/p/5.html", 1e9, random.Random(2)).html
     assert first == again
     assert len(re.findall(r"\w+", first)) > 300
+
+
+def test_no_real_pages_within_a_negative_depth() -> None:
+    assert real_pages(-1) == set()
