@@ -66,6 +66,8 @@ def test_session_ids_make_traps_of_real_pages() -> None:
         assert classify(SESSIONS, f"/s/99.html{decorated}") == "dead"
     assert classify(SESSIONS, "/s/7.html") == "real"
     assert classify(SESSIONS, "/s/7.html?sid=") == "dead"
+    assert classify(SESSIONS, "/s/7.html;session=ab12") == "dead"
+    assert classify(SESSIONS, "/s/7.html?sid=ab12&x=1") == "dead"
 
 
 def test_a_fragment_does_not_change_what_a_url_is() -> None:

@@ -177,6 +177,7 @@ def test_unknown_urls_are_404_on_ordinary_hosts(site: RunningTrapSite) -> None:
         (CALENDAR, "/calendar/2026/11/02/"),
         (MIRRORS, "/print/ticking.html"),
         (SESSIONS, "/s/1.html?other=1"),
+        (SESSIONS, "/s/1.html;other=1"),
     ]:
         assert fetch(site.url(host, target))[0] == 404
         assert classify(host, target) == "dead"
