@@ -20,8 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from selectolax.lexbor import LexborHTMLParser
-
+from crawler.policy.htmlparse import parse_html
 from crawler.policy.typedsettings import get_float, get_int
 
 if TYPE_CHECKING:
@@ -75,25 +74,13 @@ def page_text(html: bytes | str) -> str:
     """The text a reader sees in *html*'s body: script, style, noscript and template
     dropped, whitespace collapsed to single spaces. Bytes are read as UTF-8 (give
     the response's text when its encoding is another). Hostile input (NULs, lone
-    surrogates, junk) gives whatever text lexbor finds, or "", never an error."""
+    surrogates, junk, 50,000 nested elements) gives whatever text
+    ``parse_html`` keeps, or "", never an error or a stall."""
     text = html.decode("utf-8", "replace") if isinstance(html, bytes) else html
-    tree = _parse(text.replace("\x00", ""))
+    tree = parse_html(text)
     tree.strip_tags(list(HIDDEN))
     body = tree.body
     return " ".join(body.text(separator=" ").split()) if body is not None else ""
-
-
-def _parse(text: str) -> LexborHTMLParser:
-    """lexbor's tree of *text*; a text it refuses (a lone surrogate) is parsed again
-    with such characters replaced, and an empty document is the last resort."""
-    try:
-        return LexborHTMLParser(text)
-    except (UnicodeError, RuntimeError, MemoryError, ValueError):
-        pass
-    try:
-        return LexborHTMLParser(text.encode("utf-8", "replace"))
-    except (RuntimeError, MemoryError, ValueError):
-        return LexborHTMLParser("")
 
 
 def simhash(text: str) -> int:

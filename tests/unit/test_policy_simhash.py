@@ -107,6 +107,12 @@ def test_page_text_never_raises_on_hostile_input(hostile: bytes | str) -> None:
     assert isinstance(page_text(hostile), str)
 
 
+def test_page_text_cuts_a_page_where_it_nests_too_deep() -> None:
+    """lexbor's cost is quadratic in nesting (50,000 <div> took seconds): the text
+    beyond the limit is dropped, the text before it kept."""
+    assert page_text("<p>before</p>" + "<div>" * 50_000 + "after") == "before"
+
+
 # --- simhash ------------------------------------------------------------------------
 
 
