@@ -16,6 +16,7 @@ and a fingerprint is compared across nodes and crawls. Pure: no I/O, no clock.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -178,7 +179,9 @@ def lowered_budget(recent: Sequence[bool], config: NearDupConfig) -> bool:
     near-duplicates reaches ``host_share``. Always False while detection is off."""
     if not config.enabled:
         return False
-    window = recent[-config.host_window :]
+    # islice, not a slice: a deque (the natural window) takes no slices.
+    skipped = max(len(recent) - config.host_window, 0)
+    window = list(itertools.islice(recent, skipped, None))
     if len(window) < min(MIN_HOST_PAGES, config.host_window):
         return False
     return near_duplicate_share(window) >= config.host_share

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import deque
 from pathlib import Path
 
 import pytest
@@ -361,6 +362,13 @@ def test_only_the_window_counts() -> None:
     recent = [False] * 100 + [False] * 10 + [True] * 40
     assert lowered_budget(recent, CONFIG)
     assert not lowered_budget([False] * 11 + [True] * 40, NearDupConfig(3, 51, 0.8))
+
+
+def test_a_deque_of_recent_pages_is_read_like_a_list() -> None:
+    recent = deque([False] * 70 + [True] * 30, maxlen=100)
+    assert not lowered_budget(recent, CONFIG)
+    recent.extend([True] * 10)
+    assert lowered_budget(recent, CONFIG)
 
 
 def test_a_window_smaller_than_twenty_pages_is_full_when_full() -> None:
