@@ -129,6 +129,22 @@ def test_a_short_text_is_one_shingle_hashed_with_blake2b() -> None:
     assert simhash("Hello  World") == expected
 
 
+def _blake(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest())
+
+
+def test_each_bit_is_the_majority_of_the_shingles_bits() -> None:
+    """Five words are three shingles: a bit is set when two of three hashes set it."""
+    first, second, third = _blake("a b c"), _blake("b c d"), _blake("c d e")
+    majority = (first & second) | (first & third) | (second & third)
+    assert simhash("a b c d e") == majority
+
+
+def test_a_tie_leaves_the_bit_clear() -> None:
+    """Two shingles: only the bits both hashes set win more than half the votes."""
+    assert simhash("a b c d") == _blake("a b c") & _blake("b c d")
+
+
 def test_case_and_spacing_do_not_change_the_fingerprint() -> None:
     assert simhash("The Quick brown fox jumps") == simhash(
         "the quick\nbrown  FOX jumps"
