@@ -9,10 +9,10 @@ are installed by the add-on itself.
 One module per section, each setting with a one-line comment above it:
 ``scrapybuiltins`` (Scrapy's own settings we change), ``redis``, ``frontier``,
 ``politeness``, ``robots``, ``timeouts``, ``retrylater``, ``dns``, ``useragent``,
-``botauth``, ``pipelines`` (page store, records, WARC, analysis), ``revisit``, ``bfs``,
-``render``, ``metrics``, ``dashboard`` and ``quiet``. This package gathers them, so
-``crawler.defaults.NAME`` and ``settings.setmodule("crawler.defaults")`` see every
-setting; a name is defined in one section only (tests/unit/test_defaults.py).
+``botauth``, ``pipelines`` (page store, records, WARC, analysis), ``revisit``,
+``neardup``, ``bfs``, ``render``, ``metrics``, ``dashboard`` and ``quiet``. This
+package gathers them, so ``crawler.defaults.NAME`` and
+``settings.setmodule("crawler.defaults")`` see every setting; a name is defined in one section only (tests/unit/test_defaults.py).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from crawler.defaults.useragent import *
 from crawler.defaults.botauth import *
 from crawler.defaults.pipelines import *
 from crawler.defaults.revisit import *
+from crawler.defaults.neardup import *
 from crawler.defaults.bfs import *
 from crawler.defaults.render import *
 from crawler.defaults.metrics import *

@@ -35,3 +35,15 @@ REVISIT_CLAIM_TIMEOUT = 3600.0
 # Send If-None-Match and If-Modified-Since from the stored validators: an unchanged
 # page then costs a 304, without body, page-store write or link extraction.
 REVISIT_CONDITIONAL = True
+# SimHash bits (of 64) a revisited page's text may move by and still count as
+# unchanged for its change rate: a ticking clock or a rotated advert is no change.
+# 0: every byte change counts.
+REVISIT_CHANGE_THRESHOLD = 3
+# Least factor on a host's revisit intervals when its pages change at most revisits
+# (a fast site's pages come back sooner).
+REVISIT_SITE_MIN_FACTOR = 0.5
+# Most factor on a host's revisit intervals when its pages rarely change (a lazy
+# site's pages drift to longer intervals together).
+REVISIT_SITE_MAX_FACTOR = 4.0
+# Revisits of a host's pages, in all, before its factor moves from 1.0.
+REVISIT_SITE_MIN_VISITS = 20

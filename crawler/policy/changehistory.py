@@ -2,14 +2,17 @@
 (``History``: checks, changes, seconds covered, fading past ``WINDOW`` checks) and
 Cho and Garcia-Molina's estimate of its Poisson change rate from that incomplete
 history (a revisit only tells whether the page changed since the last one), with
-the prior adaptive plans a page with no change seen yet with (``decision_rate``).
-Pure: no clock, no I/O.
+the prior adaptive plans a page with no change seen yet with (``decision_rate``),
+and whether a new body is a change at all (``small_change``: a text that moved by a
+few SimHash bits is not). Pure: no clock, no I/O.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from crawler.policy.simhash import hamming
 
 # Checks a History remembers: beyond it all three statistics shrink in proportion,
 # so each older check weighs WINDOW/(WINDOW+1) of the next and a rate that changed
@@ -18,6 +21,9 @@ from dataclasses import dataclass
 WINDOW = 24.0
 # Changes a page with none seen yet is planned with (see decision_rate).
 PRIOR_CHANGES = 0.25
+# SimHash bits a page's text may move by and still count as unchanged (see
+# small_change; REVISIT_CHANGE_THRESHOLD's default).
+CHANGE_THRESHOLD = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,3 +83,21 @@ def decision_rate(history: History) -> float | None:
         return rate
     prior = min(PRIOR_CHANGES, history.checks)
     return _estimate(history.checks, prior, history.observed) or rate
+
+
+def small_change(old_fp: int | None, new_fp: int, threshold: int) -> bool:
+    """Whether a revisit whose body differs from the last one's should still count
+    as unchanged for the change rate (``History.observe(changed=False)``): its
+    text's SimHash (``crawler.policy.simhash``) moved by at most *threshold* bits
+    from *old_fp*. A ticking clock, a rotated advert or a new session token change
+    every byte hash but not the page; read as changes they would make a lazy page
+    look busy and spend the revisit budget on it.
+
+    False without an *old_fp* (a page recorded before fingerprints: the body hash
+    decides, as it did) and always for *threshold* 0 (every byte change counts).
+    *old_fp* should be the fingerprint of the last version that counted as a
+    change, not of the last visit's: small edits that add up then count once their
+    sum passes the threshold, instead of each hiding behind the one before."""
+    if old_fp is None or threshold <= 0:
+        return False
+    return hamming(old_fp, new_fp) <= threshold

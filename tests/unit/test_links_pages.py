@@ -17,7 +17,7 @@ from crawler.links import (
     page_resources,
     xml_urls,
 )
-from crawler.links.document import MAX_DEPTH
+from crawler.policy.htmlparse import MAX_DEPTH
 
 PAGE_URL = "http://h.test/dir/page.html"
 
