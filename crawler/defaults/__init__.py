@@ -8,9 +8,9 @@ are installed by the add-on itself.
 
 One module per section, each setting with a one-line comment above it:
 ``scrapybuiltins`` (Scrapy's own settings we change), ``redis``, ``frontier``,
-``politeness``, ``robots``, ``timeouts``, ``retrylater``, ``dns``, ``useragent``,
-``botauth``, ``pipelines`` (page store, records, WARC, analysis), ``revisit``, ``bfs``,
-``render``, ``metrics``, ``dashboard`` and ``quiet``. This package gathers them, so
+``politeness``, ``traps``, ``robots``, ``timeouts``, ``retrylater``, ``dns``,
+``useragent``, ``botauth``, ``pipelines`` (page store, records, WARC, analysis),
+``revisit``, ``bfs``, ``render``, ``metrics``, ``dashboard`` and ``quiet``. This package gathers them, so
 ``crawler.defaults.NAME`` and ``settings.setmodule("crawler.defaults")`` see every
 setting; a name is defined in one section only (tests/unit/test_defaults.py).
 """
@@ -25,6 +25,7 @@ from crawler.defaults.scrapybuiltins import *
 from crawler.defaults.redis import *
 from crawler.defaults.frontier import *
 from crawler.defaults.politeness import *
+from crawler.defaults.traps import *
 from crawler.defaults.robots import *
 from crawler.defaults.timeouts import *
 from crawler.defaults.retrylater import *

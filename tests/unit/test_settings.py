@@ -34,6 +34,7 @@ PREFIXES = (
     "IMPORTANCE_",
     "DNS_",
     "BOT_AUTH_",
+    "TRAPS_",
 )
 UNPREFIXED = frozenset(
     {"REDIS_URL", "REDIS_CLUSTER", "REDIS_HOST", "REDIS_PORT", "REDIS_PARAMS"}
