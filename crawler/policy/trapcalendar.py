@@ -106,7 +106,9 @@ def _slashed_date(year: str, after: Sequence[str]) -> Iterator[date]:
     if not after or not _SHORT_NUMBER.fullmatch(after[0]):
         return
     day = after[1] if len(after) > 1 and _SHORT_NUMBER.fullmatch(after[1]) else ""
-    yield from _date_of(year, after[0], day) or _date_of(year, after[0], "")
+    with_day = _date_of(year, after[0], day)
+    # A day segment that is no day of that month (/2031/02/30/) leaves the month.
+    yield from with_day if with_day else _date_of(year, after[0], "")
 
 
 def _dashed_dates(text: str) -> Iterator[date]:

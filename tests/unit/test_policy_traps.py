@@ -403,6 +403,35 @@ def test_no_rule_raises_on_any_text(url):
     soft_404_signature(200, url.encode("utf-8", "surrogatepass"), url=url)
 
 
+URL_PIECES = st.text(alphabet="0123456789/-?&=.;%#[]:ymdYMD", max_size=200)
+
+
+@PROPERTY
+@given(path=URL_PIECES, horizon=st.integers(0, 10**9), year=st.integers(0, 10**4))
+def test_no_rule_raises_on_urls_made_of_dates_and_separators(path, horizon, year):
+    config = TrapsConfig(calendar_horizon_days=horizon, calendar_earliest_year=year)
+    assert trap_of(f"http://a.example/{path}", config, TODAY) in (
+        None,
+        "repeated_path",
+        "calendar",
+    )
+    canonical_url(f"http://a.example/{path}", config)
+
+
+@PROPERTY
+@given(status=st.integers(100, 599), body=st.binary(max_size=500), url=st.text())
+def test_a_signature_is_none_or_the_same_for_the_same_page(status, body, url):
+    signature = soft_404_signature(status, body, url=url)
+    assert signature == soft_404_signature(status, body, url=url)
+    assert (signature is None) == (status != 200)
+
+
+def test_a_hostile_path_of_many_segments_is_decided_in_one_pass():
+    many = "/".join(f"s{n}" for n in range(200_000))
+    assert trap_of(f"http://a.example/{many}", CONFIG, TODAY) is None
+    assert trap_of(f"http://a.example/{many}/x/x/x", CONFIG, TODAY) == "repeated_path"
+
+
 @PROPERTY
 @given(
     url=st.builds(
