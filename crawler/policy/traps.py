@@ -105,8 +105,8 @@ class TrapsConfig:
 
 def trap_of(url: str, config: TrapsConfig, today: date) -> str | None:
     """The name of the first rule a URL alone is cut by (``repeated_path``,
-    ``calendar``), or None; *url* as found or canonical, either is read the same.
-    An unparseable URL is no trap (scope refuses it)."""
+    ``calendar``), or None. Give it the canonical URL: ``/a/./a/../a`` is read as
+    written. An unparseable URL is no trap (scope refuses it)."""
     try:
         parts = urlsplit(url)
     except ValueError:
