@@ -8,11 +8,12 @@ are installed by the add-on itself.
 
 One module per section, each setting with a one-line comment above it:
 ``scrapybuiltins`` (Scrapy's own settings we change), ``redis``, ``frontier``,
-``politeness``, ``robots``, ``timeouts``, ``retrylater``, ``dns``, ``useragent``,
-``botauth``, ``pipelines`` (page store, records, WARC, analysis), ``revisit``,
-``neardup``, ``bfs``, ``render``, ``metrics``, ``dashboard`` and ``quiet``. This
-package gathers them, so ``crawler.defaults.NAME`` and
-``settings.setmodule("crawler.defaults")`` see every setting; a name is defined in one section only (tests/unit/test_defaults.py).
+``politeness``, ``traps``, ``robots``, ``timeouts``, ``retrylater``, ``dns``,
+``useragent``, ``botauth``, ``pipelines`` (page store, records, WARC, analysis),
+``revisit``, ``neardup``, ``bfs``, ``render``, ``metrics``, ``dashboard`` and
+``quiet``. This package gathers them, so ``crawler.defaults.NAME`` and
+``settings.setmodule("crawler.defaults")`` see every setting; a name is defined in
+one section only (tests/unit/test_defaults.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from crawler.defaults.scrapybuiltins import *
 from crawler.defaults.redis import *
 from crawler.defaults.frontier import *
 from crawler.defaults.politeness import *
+from crawler.defaults.traps import *
 from crawler.defaults.robots import *
 from crawler.defaults.timeouts import *
 from crawler.defaults.retrylater import *

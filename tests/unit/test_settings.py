@@ -35,6 +35,7 @@ PREFIXES = (
     "DNS_",
     "BOT_AUTH_",
     "NEARDUP_",
+    "TRAPS_",
 )
 UNPREFIXED = frozenset(
     {"REDIS_URL", "REDIS_CLUSTER", "REDIS_HOST", "REDIS_PORT", "REDIS_PARAMS"}
