@@ -65,6 +65,14 @@ return 1
 TAKEN, IN_FLIGHT = 0, -1
 
 
+class Busy(NamedTuple):
+    """A gate another lease has: in flight (its delay not begun, so it is free no
+    sooner than a delay from now), or waiting out its delay until *free_at*."""
+
+    in_flight: bool
+    free_at: float | None
+
+
 class Release(NamedTuple):
     """A gate to hand back: its server, the lease that holds it, and when it frees."""
 
@@ -87,11 +95,9 @@ class ServerGates:
         holder: str,
         now: float,
         expiry: float,
-    ) -> float | None:
+    ) -> Busy | None:
         """Take *server*'s gate for the lease *holder* until at most *expiry*; None
-        if taken, else the earliest time (epoch seconds) it can be free: the end of
-        its delay, or *now* if another lease has it in flight (``IN_FLIGHT``: the
-        caller adds what it knows must pass)."""
+        if taken, else why not."""
         answer = int(
             await client.eval(
                 TAKE, 1, self._keys.server_gate(server), holder, ms(now), ms(expiry)
@@ -99,7 +105,9 @@ class ServerGates:
         )
         if answer == TAKEN:
             return None
-        return now if answer == IN_FLIGHT else answer / 1000
+        if answer == IN_FLIGHT:
+            return Busy(in_flight=True, free_at=None)
+        return Busy(in_flight=False, free_at=answer / 1000)
 
     def release(self, client: redis.Redis, releases: Sequence[Release]) -> None:
         """Hand back the gates of leases done, in one round trip (raises if Redis

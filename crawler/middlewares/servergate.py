@@ -84,7 +84,7 @@ class ServerGateMiddleware:
         server = server_of(host, self._key, await self._addresses(host))
         now = time.time()
         try:
-            free_at = await self._gates.take(
+            busy = await self._gates.take(
                 self._redis(),
                 server,
                 holder=lease,
@@ -94,12 +94,14 @@ class ServerGateMiddleware:
         except REDIS_ERRORS as exc:
             self._gate_failed(exc)
             return None
-        if free_at is None:
+        if busy is None:
             meta[SERVER_GATE] = [server, lease]
             return None
+        if busy.free_at is not None:
+            return self._busy(request, server, busy.free_at)
         # In flight: the holder's delay starts when its download ends, after now.
         delay = CrawlContext.of(self._crawler).delays.delay_for(host, now=now)
-        return self._busy(request, server, max(free_at, now + delay))
+        return self._busy(request, server, now + delay)
 
     def _redis(self) -> redis.asyncio.Redis:
         """The client, made on first use: the crawl's Redis may be a private server

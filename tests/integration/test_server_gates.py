@@ -20,7 +20,7 @@ from redis.asyncio import Redis as AsyncRedis
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from crawler.crawlstate.keys import CrawlKeys
-from crawler.frontier.servergates import Release, ServerGates
+from crawler.frontier.servergates import Busy, Release, ServerGates
 from tests.dnsserver import running_dns
 from tests.integration.test_dns import installed
 from tests.integration.test_honest_exits import assert_one_line_stop
@@ -177,15 +177,14 @@ async def test_a_gate_holds_one_lease_then_its_delay(redis_url, redis):
             await take(client, "10.0.0.1", holder="0:1", now=now, expiry=now + 60)
             is None
         )
-        # Taken again by its own lease; by another while in flight: not before now.
+        # Taken again by its own lease; refused to another while in flight.
         assert (
             await take(client, "10.0.0.1", holder="0:1", now=now, expiry=now + 60)
             is None
         )
-        assert (
-            await take(client, "10.0.0.1", holder="0:2", now=now, expiry=now + 60)
-            == now
-        )
+        assert await take(
+            client, "10.0.0.1", holder="0:2", now=now, expiry=now + 60
+        ) == Busy(in_flight=True, free_at=None)
         # Another server has its own gate.
         assert (
             await take(client, "10.0.0.2", holder="0:2", now=now, expiry=now + 60)
@@ -193,13 +192,14 @@ async def test_a_gate_holds_one_lease_then_its_delay(redis_url, redis):
         )
         # Handed back by another lease: left alone. By its holder: free after the delay.
         GATES.release(redis, [Release("10.0.0.1", "0:9", now + 0.3)])
-        assert (
-            await take(client, "10.0.0.1", holder="0:2", now=now, expiry=now + 60)
-            == now
-        )
+        assert await take(
+            client, "10.0.0.1", holder="0:2", now=now, expiry=now + 60
+        ) == Busy(in_flight=True, free_at=None)
         GATES.release(redis, [Release("10.0.0.1", "0:1", now + 0.3)])
-        free_at = await take(client, "10.0.0.1", holder="0:2", now=now, expiry=now + 60)
-        assert free_at == pytest.approx(now + 0.3, abs=0.001)
+        busy = await take(client, "10.0.0.1", holder="0:2", now=now, expiry=now + 60)
+        assert busy is not None
+        assert not busy.in_flight
+        assert busy.free_at == pytest.approx(now + 0.3, abs=0.001)
         await asyncio.sleep(max(0.0, now + 0.35 - time.time()))
         later = time.time()
         assert (
