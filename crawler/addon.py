@@ -49,6 +49,9 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         ("crawler.spiders.sitehistory.SiteHistoryMiddleware", 890),
         # Links robots.txt forbids (when their origin's rules are known) are not queued.
         ("crawler.robots.linkfilter.RobotsLinkFilter", 950),
+        # Links written canonically and spider traps cut (a record each), before
+        # robots.txt and the frontier see them: next to the spider.
+        ("crawler.spiders.trapfilter.TrapFilterMiddleware", 960),
         # RENDER_MODE=auto: each sample's rendered page against its static document
         # (outcomes to the render advisor), held pages sent to be rendered; below
         # the depth middleware, so that a request it adds keeps its page's depth.

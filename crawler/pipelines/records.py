@@ -149,7 +149,10 @@ class RecordsPipeline:
             self._pending.pop(item.url, None)  # a re-recorded URL goes to the end
             self._pending[item.url] = Pending(
                 None if item.status == NOT_MODIFIED else row_of(item, self._crawl),
-                None if self._library is None else Visit.of(item),
+                # A link cut as a trap was never fetched: nothing to revisit.
+                None
+                if self._library is None or item.fate == "trap"
+                else Visit.of(item),
             )
         elif isinstance(item, DepthRepair):
             pending = self._pending.get(item.url, Pending(None, None))

@@ -23,9 +23,11 @@ Fate = Literal[
     "too_large",  # bigger than DOWNLOAD_MAXSIZE (after decompression)
     "unparseable",  # a URL or answer that cannot be handled (bad scheme, bad URL)
     "ignored",  # dropped by a downloader middleware (IgnoreRequest), e.g. offsite
+    "trap",  # a link cut as a spider trap before it was queued (crawler.policy.traps)
 ]
 FATES: tuple[Fate, ...] = get_args(Fate)
-FAILED_FATES: frozenset[Fate] = frozenset(FATES) - {"fetched", "redirected"}
+# A trap is no failure: the URL was never queued (the record says which rule cut it).
+FAILED_FATES: frozenset[Fate] = frozenset(FATES) - {"fetched", "redirected", "trap"}
 # Failures before anything was sent to the host: its politeness delay is not spent.
 UNTOUCHED_FATES: frozenset[str] = frozenset(
     {"robots_disallowed", "robots_unreachable", "ignored"}

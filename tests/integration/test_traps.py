@@ -1,0 +1,114 @@
+"""Spider traps cut before they are queued, against the trap site on loopback.
+
+tests/trapsite.py serves an endless calendar, links with fresh session ids, a
+server whose relative links climb into themselves, and faceted search, each beside
+real pages; ``real_pages`` and ``classify`` say, without HTTP, which pages a crawl
+should find. What was fetched is read from the site's own request log.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from tests.integration.test_records import pages, rows_of
+from tests.integration.test_timeouts import crawl
+from tests.trapsite import real_pages, running_trap_site
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tests.trapsite import RunningTrapSite
+
+pytestmark = pytest.mark.integration
+
+HOSTS = 4  # calendar, sessions, paths, facets
+CALENDAR, SESSIONS, PATHS, FACETS = range(HOSTS)
+DEPTH = 17  # DEPTH_LIMIT's default
+SESSION = re.compile(r"jsessionid|phpsessid|[?&]sid=", re.IGNORECASE)
+MONTH = re.compile(r"^/calendar/(\d{4})/(\d{2})/")
+
+
+def fetched(site: RunningTrapSite) -> set[tuple[int, str]]:
+    """(host index, path and query) of every page the site was asked for."""
+    hosts = {site.host(i): i for i in range(HOSTS)}
+    return {
+        (hosts[row["host"]], row["path"])
+        for row in site.log()
+        if row["path"] != "/robots.txt"
+    }
+
+
+async def crawl_traps(settings: Any, **overrides: Any) -> tuple[Any, set[Any]]:
+    with running_trap_site(hosts=HOSTS) as site:
+        values = settings(**{"DEPTH_LIMIT": DEPTH, **overrides})
+        crawler = await crawl(values, site.seeds, scope="seed-hosts")
+        return crawler, fetched(site)
+
+
+def months_ahead(path: str, today: datetime.date) -> int:
+    found = MONTH.match(path)
+    assert found is not None, path
+    return (int(found[1]) - today.year) * 12 + int(found[2]) - today.month
+
+
+@deferred_f_from_coro_f
+async def test_traps_are_cut_and_every_real_page_is_fetched(settings, tmp_path: Path):
+    database = f"sqlite:///{tmp_path}/pages.db"
+    today = datetime.datetime.now(datetime.UTC).date()
+    crawler, seen = await crawl_traps(settings, RECORDS_DATABASE_URL=database)
+
+    assert real_pages(DEPTH, hosts=HOSTS) <= seen  # no real page lost
+    # The calendar is followed to the horizon (366 days), never past it.
+    ahead = [
+        months_ahead(p, today)
+        for host, p in seen
+        if host == CALENDAR and MONTH.match(p)
+    ]
+    assert max(ahead) <= 13
+    # Session ids never reach the site: the links' pages are asked for once each.
+    assert not [p for host, p in seen if host == SESSIONS and SESSION.search(p)]
+    # No path climbs into itself three times.
+    assert not [p for host, p in seen if host == PATHS and "/a/b/a/b/a/b/" in p]
+    # At most TRAPS_MAX_QUERY_VARIANTS (50) query strings a facet path.
+    queries: defaultdict[str, set[str]] = defaultdict(set)
+    for host, path in seen:
+        if host == FACETS and "?" in path:
+            base, _, query = path.partition("?")
+            queries[base].add(query)
+    assert queries
+    assert max(len(found) for found in queries.values()) <= 50
+
+    stats = crawler.stats
+    for rule in ("calendar", "repeated_path", "query_variants"):
+        assert stats.get_value(f"traps/{rule}", 0) > 0, rule
+    assert stats.get_value("traps/canonicalized", 0) > 0
+    # What was cut is listed, once a URL, with the rule that cut it.
+    rows = rows_of(database)
+    cut = {url: row["error"] for url, row in rows.items() if row["fate"] == "trap"}
+    assert set(cut.values()) == {"calendar", "repeated_path", "query_variants"}
+    result = pages(database, "--fate", "trap", "--all-crawls", "--format", "jsonl")
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == len(cut)
+
+
+@deferred_f_from_coro_f
+async def test_with_the_defences_off_the_traps_eat_the_crawl(settings):
+    """The control: the same site, the rules off, a shallower limit (the traps are
+    endless): the crawl fetches what the defences cut."""
+    crawler, seen = await crawl_traps(
+        settings,
+        DEPTH_LIMIT=8,
+        TRAPS_CANONICALIZE=False,
+        TRAPS_MAX_PATH_REPEATS=0,
+        TRAPS_CALENDAR_HORIZON_DAYS=0,
+        TRAPS_MAX_QUERY_VARIANTS=0,
+    )
+    assert [p for host, p in seen if host == SESSIONS and SESSION.search(p)]
+    assert [p for host, p in seen if host == PATHS and "/a/b/a/b/a/b/" in p]
+    assert crawler.stats.get_value("traps/canonicalized") is None
