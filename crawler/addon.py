@@ -73,6 +73,10 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         ("crawler.middlewares.servergate.ServerGateMiddleware", 60),
         # RFC 9309, Crawl-delay, one robots.txt fetch per origin across the cluster.
         ("crawler.robots.middleware.RobotsMiddleware", 100),
+        # TRAPS_SOFT_404: each origin probed once with a page that cannot exist, its
+        # "not found" pages answered with 200 then turned into the 404s they are;
+        # after robots.txt (the probe obeys it), before the retry middlewares.
+        ("crawler.middlewares.soft404.Soft404Middleware", 110),
         # Rotating User-Agent and Referer.
         ("crawler.middlewares.useragent.UserAgentMiddleware", 500),
         # Each page's content signals (robots.txt's, its headers') for its record:

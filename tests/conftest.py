@@ -31,6 +31,8 @@ TEST_OVERRIDES: dict[str, Any] = {
     "FRONTIER_LEASE_TIMEOUT": 5.0,
     "FRONTIER_SHARDS": 8,
     "ROBOTSTXT_OBEY": False,
+    # One probe an origin for a missing page: tests/integration/test_traps.py's.
+    "TRAPS_SOFT_404": False,
     # Politeness tests set their own delays; the rest crawl as fast as the site allows.
     "POLITENESS_DAY_DELAY": 0.0,
     "POLITENESS_NIGHT_DELAY": 0.0,

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import pwd
+import re
 import signal
 import socket
 import subprocess
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
+# The path of a soft-404 probe (crawler.policy.traps.soft_404_probe_url).
+SOFT_404_PROBE = re.compile(r"^/[0-9a-f]+-no-such-page-[0-9a-f]+\.html$")
 # Seconds a stopped site may take to exit before it is killed.
 STOP_TIMEOUT = 10.0
 # Seconds a private PostgreSQL may take to initdb, and then to accept connections.
@@ -51,12 +54,15 @@ class RunningSite:
         return read_log(self.log_path)
 
     def pages(self) -> list[dict[str, Any]]:
-        """Logged fetches of pages, in arrival order: robots.txt and the subrequests
-        of rendered pages (tests/dynamicsite.py) left out."""
+        """Logged fetches of pages, in arrival order: robots.txt, soft-404 probes
+        (TRAPS_SOFT_404) and the subrequests of rendered pages
+        (tests/dynamicsite.py) left out."""
         return [
             r
             for r in self.log()
-            if r["path"] != "/robots.txt" and not is_subresource_path(r["path"])
+            if r["path"] != "/robots.txt"
+            and not is_subresource_path(r["path"])
+            and not SOFT_404_PROBE.search(r["path"])
         ]
 
     def renders(self, index: int) -> list[int]:

@@ -114,6 +114,12 @@ class CrawlKeys:
         """STRING with a TTL: the node asking DNS about *name* right now."""
         return f"{self.prefix}:dns-lock:{name}"
 
+    def soft_404(self, origin: str) -> str:
+        """STRING with a TTL: the signature of *origin*'s answer to a page that
+        cannot exist, or ``-`` if it answered honestly
+        (``crawler.middlewares.soft404``)."""
+        return f"{self.prefix}:soft404:{origin}"
+
     def server_gate(self, server: str) -> str:
         """STRING with a TTL: ``<until ms> <holder>`` of a server (POLITENESS_KEY =
         ip or domain): the lease fetching from it (until then at most), or ``-``

@@ -12,13 +12,14 @@ import datetime
 import re
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from tests.integration.test_records import pages, rows_of
 from tests.integration.test_timeouts import crawl
-from tests.trapsite import real_pages, running_trap_site
+from tests.trapsite import classify, real_pages, running_trap_site
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -112,3 +113,36 @@ async def test_with_the_defences_off_the_traps_eat_the_crawl(settings):
     assert [p for host, p in seen if host == SESSIONS and SESSION.search(p)]
     assert [p for host, p in seen if host == PATHS and "/a/b/a/b/a/b/" in p]
     assert crawler.stats.get_value("traps/canonicalized") is None
+
+
+SOFT_404 = 4  # the trap site's host that answers 200 for pages it does not have
+
+
+@deferred_f_from_coro_f
+@pytest.mark.parametrize("probe", [True, False])
+async def test_a_soft_404_is_recorded_as_the_404_it_is(settings, tmp_path, probe):
+    database = f"sqlite:///{tmp_path}/pages.db"
+    with running_trap_site(hosts=SOFT_404 + 1) as site:
+        values = settings(RECORDS_DATABASE_URL=database, TRAPS_SOFT_404=probe)
+        crawler = await crawl(values, [site.seeds[SOFT_404]], scope="seed-hosts")
+        asked = [row["path"] for row in site.log()]
+    rows = rows_of(database)
+    dead = {u: r for u, r in rows.items() if classify(SOFT_404, path_of(u)) == "dead"}
+    real = {u: r for u, r in rows.items() if classify(SOFT_404, path_of(u)) == "real"}
+    assert dead
+    assert real
+    assert all(row["status"] == 200 for row in real.values())
+    probes = [path for path in asked if "-no-such-page-" in path]
+    if probe:
+        assert len(probes) == 1  # the origin is asked once
+        assert all(row["status"] == 404 for row in dead.values())
+        assert all(row["fate"] == "http_error" for row in dead.values())
+        assert crawler.stats.get_value("traps/soft_404") == len(dead)
+    else:
+        assert probes == []
+        assert all(row["status"] == 200 for row in dead.values())
+
+
+def path_of(url: str) -> str:
+    parts = urlsplit(url)
+    return parts.path + (f"?{parts.query}" if parts.query else "")
