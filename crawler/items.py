@@ -29,6 +29,10 @@ class PageRecord:
     last_modified: str | None = None
     etag: str | None = None  # the ETag header, as sent (revisits send it back)
     content_hash: str | None = None  # SHA-256 of the body, hex
+    # SimHash of the page's visible text (16 hex digits: crawler.policy.simhash), for
+    # an HTML page answered 200: a revisit that moves it by at most
+    # REVISIT_CHANGE_THRESHOLD bits is no change.
+    text_hash: str | None = None
     tier: int = 0  # the timeout tier it was fetched on
     node: str = ""  # the crawler node that fetched it
     error: str | None = None  # why it failed for good (status 0), else None

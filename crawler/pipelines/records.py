@@ -60,6 +60,7 @@ MAX_RETRY_DELAY = 5.0
 REVISIT_STATS: dict[str, tuple[str, ...]] = {
     "changed": ("fetched", "changed"),
     "unchanged": ("fetched", "unchanged"),
+    "small_change": ("fetched", "unchanged", "small_change"),
     "not_modified": ("fetched", "unchanged", "not_modified"),
     "failed": ("failed",),
     "gone": ("failed", "gone"),

@@ -71,6 +71,9 @@ class RevisitConfig:
     feed_batch: int
     claim_timeout: float
     conditional: bool
+    # SimHash bits a revisited page's text may move by and count as unchanged
+    # (REVISIT_CHANGE_THRESHOLD: crawler.policy.changehistory.small_change).
+    change_threshold: int = 0
 
     @property
     def enabled(self) -> bool:
@@ -117,6 +120,9 @@ class RevisitConfig:
             feed_batch=get_int(settings, "REVISIT_FEED_BATCH", at_least=1),
             claim_timeout=get_float(settings, "REVISIT_CLAIM_TIMEOUT", **_SECONDS),
             conditional=get_bool(settings, "REVISIT_CONDITIONAL"),
+            change_threshold=get_int(
+                settings, "REVISIT_CHANGE_THRESHOLD", at_least=0, at_most=64
+            ),
         )
 
 

@@ -91,7 +91,7 @@ class RecordsDatabase:
         with self.transaction() as cursor:
             self.lock_schema(cursor)
             cursor.execute(f"CREATE TABLE IF NOT EXISTS pages ({columns})")
-        self._add_missing_columns()
+        self.add_missing_columns("pages", SCHEMA, ADDED_COLUMNS)
         with self.transaction() as cursor:
             self.lock_schema(cursor)
             for column in INDEXED:
@@ -99,23 +99,27 @@ class RecordsDatabase:
                     f"CREATE INDEX IF NOT EXISTS pages_{column} ON pages ({column})"
                 )
 
-    def _add_missing_columns(self) -> None:
-        """Bring a table an earlier version wrote up to SCHEMA. Another process
-        may add a column at the same time: only a column still missing after a
-        failed ALTER is an error."""
-        kinds = dict(SCHEMA)
-        for column in ADDED_COLUMNS:
-            if column in self._present_columns():
+    def add_missing_columns(
+        self,
+        table: str,
+        schema: Sequence[tuple[str, str]],
+        added: Sequence[str],
+    ) -> None:
+        """Bring *table*, written by an earlier version, up to *schema*: the
+        *added* columns it lacks. Another process may add a column at the same
+        time: only a column still missing after a failed ALTER is an error."""
+        kinds = dict(schema)
+        for column in added:
+            if column in self._present_columns(table):
                 continue
             exists = " IF NOT EXISTS" if self.url.dialect == "postgresql" else ""
+            alter = f"ALTER TABLE {table} ADD COLUMN{exists} {column} {kinds[column]}"
             try:
                 with self.transaction() as cursor:
                     self.lock_schema(cursor)
-                    cursor.execute(
-                        f"ALTER TABLE pages ADD COLUMN{exists} {column} {kinds[column]}"
-                    )
+                    cursor.execute(alter)
             except DRIVER_ERRORS:
-                if column not in self._present_columns():
+                if column not in self._present_columns(table):
                     raise
 
     def lock_schema(self, cursor: Any) -> None:
@@ -124,10 +128,10 @@ class RecordsDatabase:
         if self.url.dialect == "postgresql":
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
 
-    def _present_columns(self) -> set[str]:
-        """The columns table ``pages`` has (raises if there is no such table)."""
+    def _present_columns(self, table: str = "pages") -> set[str]:
+        """The columns *table* has (raises if there is no such table)."""
         with self.transaction() as cursor:
-            cursor.execute("SELECT * FROM pages LIMIT 0")  # no input in it
+            cursor.execute(f"SELECT * FROM {table} LIMIT 0")  # noqa: S608 (our names)
             return {column[0].lower() for column in cursor.description}
 
     def _check_schema(self) -> None:

@@ -53,7 +53,10 @@ SCHEMA: tuple[tuple[str, str], ...] = (
     ("last_modified", "TEXT"),
     ("last_outcome", "TEXT NOT NULL"),
     ("claimed_until", f"{_REAL} NOT NULL DEFAULT 0"),
+    # Added later: a table of an earlier version gets it (ALTER TABLE) at open.
+    ("text_hash", "TEXT"),  # SimHash of the last version that counted as a change
 )
+ADDED_COLUMNS = ("text_hash",)
 assert tuple(name for name, _ in SCHEMA) == COLUMNS
 INDEXES = (
     "CREATE INDEX IF NOT EXISTS revisits_due ON revisits (state, next_visit)",
@@ -104,7 +107,9 @@ class URLLibrary:
     def create(self) -> None:
         """Make the table and its indexes if missing."""
         columns = ", ".join(f"{name} {kind}" for name, kind in SCHEMA)
-        self._run_all([f"CREATE TABLE IF NOT EXISTS revisits ({columns})", *INDEXES])
+        self._run_all([f"CREATE TABLE IF NOT EXISTS revisits ({columns})"])
+        self._database.add_missing_columns("revisits", SCHEMA, ADDED_COLUMNS)
+        self._run_all(INDEXES)
 
     # --- visits --------------------------------------------------------------------
 

@@ -43,6 +43,8 @@ SCHEMA: tuple[tuple[str, str], ...] = (
     # The content signals the page was served with, as compact JSON: source ->
     # key -> value (crawler.policy.contentsignals); NULL: none.
     ("content_signals", "TEXT"),
+    # The SimHash of its visible text (16 hex digits), for an HTML page answered 200.
+    ("text_hash", "TEXT"),
 )
 # Columns a table written by an earlier version may lack (added when missing).
 ADDED_COLUMNS = (
@@ -52,6 +54,7 @@ ADDED_COLUMNS = (
     "importance",
     "inlinks",
     "content_signals",
+    "text_hash",
 )
 # Columns with an index of their own.
 INDEXED = ("host", "status", "fate", "crawl")

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Literal
 
-from crawler.policy.changehistory import History
+from crawler.policy.changehistory import History, small_change
 from crawler.policy.revisit import next_interval
+from crawler.policy.simhash import decode
 from crawler.records.schema import clean_text
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ Outcome = Literal[
     "once",  # its first fetch failed or redirected: never revisited
     "changed",  # a revisit found another body
     "unchanged",  # a revisit found the same body (200)
+    "small_change",  # another body whose text moved within REVISIT_CHANGE_THRESHOLD
     "not_modified",  # a revisit answered 304: the same, without a body
     "failed",  # a revisit failed; counted towards gone
     "gone",  # REVISIT_GONE_AFTER failures in a row: no more revisits
@@ -46,6 +48,7 @@ class Visit:
     content_hash: str | None
     etag: str | None
     last_modified: str | None
+    text_hash: str | None = None  # SimHash of the visible text (HTML answered 200)
 
     @classmethod
     def of(cls, record: PageRecord) -> Visit:
@@ -58,6 +61,7 @@ class Visit:
             content_hash=record.content_hash,
             etag=_text_or_none(record.etag),
             last_modified=_text_or_none(record.last_modified),
+            text_hash=record.text_hash,
         )
 
     @property
@@ -93,6 +97,9 @@ class Entry:
     last_modified: str | None
     last_outcome: str
     claimed_until: float = 0.0
+    # The SimHash of the text of the last version that counted as a change (or the
+    # first): small edits that add up count once they add up to a change.
+    text_hash: str | None = None
 
     @property
     def history(self) -> History:
@@ -116,7 +123,9 @@ def after_visit(
     if not visit.answered:
         return _failed(old, visit, now, config)
     not_modified = visit.status == NOT_MODIFIED
-    changed = not not_modified and visit.content_hash != old.content_hash
+    other_body = not not_modified and visit.content_hash != old.content_hash
+    small = other_body and _small_change(old, visit, config.change_threshold)
+    changed = other_body and not small
     history = old.history.observe(changed=changed, elapsed=now - old.last_checked)
     interval = next_interval(
         config.policy,
@@ -127,7 +136,13 @@ def after_visit(
         multiplier=multiplier,
     )
     outcome: Outcome = (
-        "changed" if changed else "not_modified" if not_modified else "unchanged"
+        "changed"
+        if changed
+        else "not_modified"
+        if not_modified
+        else "small_change"
+        if small
+        else "unchanged"
     )
     entry = replace(
         old,
@@ -149,8 +164,23 @@ def after_visit(
         or (old.last_modified if not_modified else None),
         last_outcome=outcome,
         claimed_until=0.0,
+        text_hash=visit.text_hash
+        if changed or old.text_hash is None
+        else old.text_hash,
     )
     return entry, outcome
+
+
+def _small_change(old: Entry, visit: Visit, threshold: int) -> bool:
+    """Whether *visit*'s text is within *threshold* SimHash bits of the version
+    that last counted as a change (a clock, a rotated advert: no change)."""
+    if old.text_hash is None or visit.text_hash is None:
+        return False
+    try:
+        before, after = decode(old.text_hash), decode(visit.text_hash)
+    except ValueError:  # a value this crawler did not write
+        return False
+    return small_change(before, after, threshold)
 
 
 def next_due(old: Entry, interval: float, now: float) -> float:
@@ -192,6 +222,7 @@ def _first(
         etag=visit.etag if answered else None,
         last_modified=visit.last_modified if answered else None,
         last_outcome=outcome,
+        text_hash=visit.text_hash if answered else None,
     )
     return entry, outcome
 

@@ -26,6 +26,7 @@ from crawler.policy.fates import (
     fate_of_status,
 )
 from crawler.policy.hosts import BadURLError, host_of
+from crawler.policy.simhash import encode, page_text, simhash
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -91,6 +92,7 @@ def page_record(
         content_hash=None
         if response.status == NOT_MODIFIED
         else hashlib.sha256(response.body).hexdigest(),
+        text_hash=text_hash(response) if keep_body else None,
         tier=response.meta.get(TIER, 0),
         node=response.meta.get(NODE, ""),
         body=response.body if keep_body else b"",
@@ -100,6 +102,14 @@ def page_record(
         **importance_of(response.meta),
         content_signals=checked(response.meta.get(CONTENT_SIGNALS)),
     )
+
+
+def text_hash(response: Response) -> str | None:
+    """The SimHash of an HTML page's visible text (``crawler.policy.simhash``), for
+    telling a small change from a real one; None for anything else."""
+    if response.status != HTTPStatus.OK or not isinstance(response, HtmlResponse):
+        return None
+    return encode(simhash(page_text(response.text)))
 
 
 def redirect_records(meta: Mapping[str, Any], final_url: str) -> list[PageRecord]:
@@ -260,7 +270,9 @@ def fates_summary(stats: Mapping[str, Any]) -> str:
     total = sum(counts.values())
     failed = {fate: n for fate, n in counts.items() if fate in FAILED_FATES}
     done = ", ".join(
-        f"{counts[fate]} {fate}" for fate in ("fetched", "redirected") if fate in counts
+        f"{counts[fate]} {fate}"
+        for fate in ("fetched", "redirected", "trap")
+        if fate in counts
     )
     head = f"URLs recorded: {total}" + (f" ({done})" if done else "")
     if not failed:

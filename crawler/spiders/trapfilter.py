@@ -104,6 +104,7 @@ class TrapFilterMiddleware:
             key="cut",
         )
         if self._first_cut(url):
+            self._stats.inc_value("bfs/fate_count/trap")  # URLs recorded, by fate
             yield _trap_record(response, url, rule)
 
     def _query_explosion(self, url: str) -> str | None:

@@ -78,7 +78,7 @@ def test_pages_by_fate_gives_every_fate_and_zero_for_the_unseen():
     assert found[("fetched",)] == 7
     assert found[("http_error",)] == 2
     assert found[("timed_out",)] == 0
-    assert len(found) == 10  # every fate of crawler.policy.fates
+    assert len(found) == 11  # every fate of crawler.policy.fates
     assert all(sample.name == "crawler_pages_total" for sample in family.samples)
 
 

@@ -400,13 +400,14 @@ def test_an_older_sqlite_table_gets_the_new_columns_and_index(tmp_path):
         columns = [row[1] for row in connection.execute("PRAGMA table_info(pages)")]
         indexes = {row[1] for row in connection.execute("PRAGMA index_list(pages)")}
     connection.close()
-    assert columns[-6:] == [
+    assert columns[-7:] == [
         "fate",
         "location",
         "crawl",
         "importance",
         "inlinks",
         "content_signals",
+        "text_hash",
     ]
     assert {"pages_fate", "pages_crawl"} <= indexes
     RecordsDatabase(url).open().close()  # a second open adds nothing, fails nothing

@@ -10,7 +10,9 @@ from crawler.records.visits import Visit, after_visit
 BOUNDS = Bounds(interval=100.0, min_interval=10.0, max_interval=1000.0)
 
 
-def config(policy: str = "uniform", gone_after: int = 2) -> RevisitConfig:
+def config(
+    policy: str = "uniform", gone_after: int = 2, change_threshold: int = 3
+) -> RevisitConfig:
     return RevisitConfig(
         policy=policy,
         bounds=BOUNDS,
@@ -20,6 +22,7 @@ def config(policy: str = "uniform", gone_after: int = 2) -> RevisitConfig:
         feed_batch=10,
         claim_timeout=60.0,
         conditional=True,
+        change_threshold=change_threshold,
     )
 
 
@@ -144,3 +147,75 @@ def test_a_gone_page_that_answers_again_is_revisited_with_its_history() -> None:
     assert back.state == "active"
     assert (back.checks, back.changes) == (1, 1)  # the history it had
     assert back.first_visit == 0.0
+
+
+# Text fingerprints (16 hex digits) and their distances from TEXT.
+TEXT = "00000000000000ff"
+TWO_BITS_OFF = "00000000000000fc"  # 2 bits from TEXT: a ticking clock
+FOUR_BITS_OFF = "00000000000000f0"  # 4 bits from TEXT
+FAR = "ffffffff00000000"
+
+
+def test_a_body_whose_text_moved_little_is_no_change() -> None:
+    first, _ = after_visit(None, visit(text_hash=TEXT), 1000.0, config(), None)
+    entry, outcome = after_visit(
+        first, visit(body_hash="h2", text_hash=TWO_BITS_OFF), 1100.0, config(), None
+    )
+    assert outcome == "small_change"
+    assert (entry.checks, entry.changes) == (1, 0)
+    assert entry.last_change is None
+    assert entry.content_hash == "h2"  # the stored version is the one fetched
+    assert entry.text_hash == TEXT  # what a change is measured from stays
+
+
+def test_small_changes_that_add_up_count_once_they_are_one() -> None:
+    first, _ = after_visit(None, visit(text_hash=TEXT), 1000.0, config(), None)
+    second, _ = after_visit(
+        first, visit(body_hash="h2", text_hash=TWO_BITS_OFF), 1100.0, config(), None
+    )
+    third, outcome = after_visit(
+        second, visit(body_hash="h3", text_hash=FOUR_BITS_OFF), 1200.0, config(), None
+    )
+    assert outcome == "changed"  # 4 bits from the last counted version
+    assert third.text_hash == FOUR_BITS_OFF
+    assert (third.checks, third.changes) == (2, 1)
+
+
+@pytest.mark.parametrize(
+    ("threshold", "text", "expected"),
+    [
+        (0, TWO_BITS_OFF, "changed"),  # every byte change counts
+        (3, FAR, "changed"),
+        (3, None, "changed"),  # no text to compare: the body decides
+        (3, "not a simhash", "changed"),  # a value this crawler did not write
+    ],
+)
+def test_a_change_counts_without_a_small_text_move(threshold, text, expected) -> None:
+    first, _ = after_visit(None, visit(text_hash=TEXT), 1000.0, config(), None)
+    _, outcome = after_visit(
+        first,
+        visit(body_hash="h2", text_hash=text),
+        1100.0,
+        config(change_threshold=threshold),
+        None,
+    )
+    assert outcome == expected
+
+
+def test_a_page_whose_only_change_is_noise_drifts_to_the_ceiling() -> None:
+    """Halving doubles the interval of an unchanged page: a clock that ticks on
+    every visit no longer keeps it at the floor."""
+    entry, _ = after_visit(None, visit(text_hash=TEXT), 0.0, config("halving"), None)
+    now = 0.0
+    for step in range(12):
+        now += entry.revisit_interval
+        clock = TWO_BITS_OFF if step % 2 else TEXT
+        entry, outcome = after_visit(
+            entry,
+            visit(body_hash=f"h{step}", text_hash=clock),
+            now,
+            config("halving"),
+            None,
+        )
+        assert outcome == "small_change"
+    assert entry.revisit_interval == BOUNDS.max_interval

@@ -37,6 +37,7 @@ DEFAULTS = {
     "REVISIT_FEED_BATCH": 1000,
     "REVISIT_CLAIM_TIMEOUT": 3600.0,
     "REVISIT_CONDITIONAL": True,
+    "REVISIT_CHANGE_THRESHOLD": 3,
 }
 WIDE = Bounds(interval=DAY, min_interval=1.0, max_interval=1e12)
 

@@ -3,6 +3,8 @@ gets, redirect chains, which answers are read for links, the end-of-crawl line."
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from scrapy import Request
 from scrapy.exceptions import (
@@ -25,6 +27,7 @@ from crawler.spiders.pagerecords import (
     fate_of_failure,
     fates_summary,
     is_html,
+    page_record,
     redirect_records,
 )
 
@@ -184,3 +187,47 @@ def test_an_unknown_argument_names_the_one_it_may_be():
     assert "'seed' (did you mean 'seeds'?)" in message
     assert "'zzz'," not in message
     assert "'zzz':" in message
+
+
+# An article of 400 words (a page's length), with a clock at its top.
+WORDS = " ".join(f"word{i * 7919 % 1000}" for i in range(400))
+ARTICLE = "<html><body><p>Updated {}</p><p>" + WORDS + "</p></body></html>"
+
+
+def test_an_html_page_gets_the_simhash_of_its_text() -> None:
+    def record_of(clock: str) -> str | None:
+        body = ARTICLE.format(clock).encode()
+        response = HtmlResponse(
+            "http://127.0.0.2/a",
+            body=body,
+            encoding="utf-8",
+            request=Request("http://127.0.0.2/a"),
+        )
+        return page_record(response, 0).text_hash
+
+    first, later = record_of("09:14:02"), record_of("09:14:03")
+    assert first is not None
+    assert later is not None
+    assert re.fullmatch("[0-9a-f]{16}", first)
+    assert (int(first, 16) ^ int(later, 16)).bit_count() <= 3  # a clock: little
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        TextResponse(
+            "http://127.0.0.2/a.txt",
+            body=b"plain text",
+            encoding="utf-8",
+            request=Request("http://127.0.0.2/a.txt"),
+        ),
+        HtmlResponse(
+            "http://127.0.0.2/a",
+            status=404,
+            body=b"<p>gone</p>",
+            request=Request("http://127.0.0.2/a"),
+        ),
+    ],
+)
+def test_only_html_answered_200_gets_a_text_hash(response) -> None:
+    assert page_record(response, 0).text_hash is None
