@@ -40,7 +40,17 @@ TEXT_LIMIT = 200
 # The pause time of a timeout record, as HostHealth.to_json writes it.
 _PAUSE_FIELD = re.compile(rb'"p":(-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)[,}]')
 # Counter fields of a host's traffic hash sent to the page.
-HOST_FIELDS = ("requests", "bytes", "2xx", "3xx", "4xx", "5xx", "errors", "failures")
+HOST_FIELDS = (
+    "requests",
+    "bytes",
+    "2xx",
+    "3xx",
+    "4xx",
+    "5xx",
+    "errors",
+    "failures",
+    "traps",
+)
 
 
 def read_state(

@@ -40,6 +40,7 @@ from crawler.policy.traps import (
     soft_404_probe_url,
     soft_404_signature,
 )
+from crawler.signals import trap_cut
 
 if TYPE_CHECKING:
     from typing import Self
@@ -117,6 +118,9 @@ class Soft404Middleware:
             "as a 404; further ones are counted in traps/soft_404",
             {"url": response.url, "origin": origin},
             level=logging.INFO,
+        )
+        self._crawler.signals.send_catch_log(
+            trap_cut, url=response.url, rule="soft_404"
         )
         return response.replace(status=404)
 

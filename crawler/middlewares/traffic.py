@@ -32,6 +32,7 @@ from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.middlewares.trafficbuffer import HostTraffic, TrafficBuffer
 from crawler.policy.hosts import BadURLError, host_of
+from crawler.signals import trap_cut
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -90,6 +91,7 @@ class TrafficMiddleware:
         self._gate = CrawlContext.of(crawler).outage.gate("the traffic counters")
         crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        crawler.signals.connect(self._trap_cut, signal=trap_cut)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -114,6 +116,12 @@ class TrafficMiddleware:
                 failed=response.status >= 400 and not _is_robots(request.url),
             )
         return response
+
+    def _trap_cut(self, url: str) -> None:
+        """A link of *url*'s host cut as a spider trap, or a soft 404 of it
+        (``crawler.signals.trap_cut``): shown in the host's ``traps``."""
+        if (host := _host_key(url)) is not None:
+            self.buffer.trap(host)
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         if request in self._sent:

@@ -76,6 +76,10 @@ class TrafficBuffer:
         traffic.counts["failures"] += 1
         traffic.last_fetch = now
 
+    def trap(self, host: str) -> None:
+        """Count a link of *host* cut as a spider trap, or a soft 404 of it."""
+        self._host(host).counts["traps"] += 1
+
     def take(self) -> dict[str, HostTraffic]:
         taken, self._hosts = self._hosts, {}
         return taken

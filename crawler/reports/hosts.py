@@ -39,6 +39,7 @@ HOST_COLUMNS = (
     ("4xx", "4xx"),
     ("5xx", "5xx"),
     ("errors", "errors"),
+    ("traps", "traps"),
     ("last fetch (UTC)", "last_fetch"),
     ("delay", "delay"),
     ("reason", "reason"),
@@ -189,7 +190,7 @@ def _shown(name: str, value: str) -> str:
         return utc_time(value)
     if name == "delay" and value:
         return f"{value}s" if _is_number(value) else value
-    if name in {"requests", "bytes", "2xx", "3xx", "4xx", "5xx", "errors"}:
+    if name in {"requests", "bytes", "2xx", "3xx", "4xx", "5xx", "errors", "traps"}:
         return value or "0"
     return value
 

@@ -33,6 +33,7 @@ from crawler.policy.traps import (
     too_many_variants,
     trap_of,
 )
+from crawler.signals import trap_cut
 from crawler.spiders.pagerecords import host_or_empty, now
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class TrapFilterMiddleware:
         self._variants: OrderedDict[str, set[bytes]] = OrderedDict()
         self._cut: OrderedDict[str, None] = OrderedDict()
         self._once = OnceLogger(logger, crawler)
+        self._signals = crawler.signals
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
@@ -103,6 +105,7 @@ class TrapFilterMiddleware:
             level=logging.INFO,
             key="cut",
         )
+        self._signals.send_catch_log(trap_cut, url=url, rule=rule)
         if self._first_cut(url):
             self._stats.inc_value("bfs/fate_count/trap")  # URLs recorded, by fate
             yield _trap_record(response, url, rule)

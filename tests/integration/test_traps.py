@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
 
+from crawler.crawlstate.keys import CrawlKeys
 from tests.integration.test_records import pages, rows_of
 from tests.integration.test_timeouts import crawl
 from tests.trapsite import classify, real_pages, running_trap_site
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
     from tests.trapsite import RunningTrapSite
 
 pytestmark = pytest.mark.integration
+
+KEYS = CrawlKeys("bfs")
 
 HOSTS = 4  # calendar, sessions, paths, facets
 CALENDAR, SESSIONS, PATHS, FACETS = range(HOSTS)
@@ -59,7 +62,9 @@ def months_ahead(path: str, today: datetime.date) -> int:
 
 
 @deferred_f_from_coro_f
-async def test_traps_are_cut_and_every_real_page_is_fetched(settings, tmp_path: Path):
+async def test_traps_are_cut_and_every_real_page_is_fetched(
+    settings, redis, tmp_path: Path
+):
     database = f"sqlite:///{tmp_path}/pages.db"
     today = datetime.datetime.now(datetime.UTC).date()
     crawler, seen = await crawl_traps(settings, RECORDS_DATABASE_URL=database)
@@ -85,6 +90,10 @@ async def test_traps_are_cut_and_every_real_page_is_fetched(settings, tmp_path: 
     assert queries
     assert max(len(found) for found in queries.values()) <= 50
 
+    # Each host's cut links show in its traffic counters (scrapy frontier hosts).
+    for index in (CALENDAR, PATHS, FACETS):
+        key = KEYS.traffic(f"127.0.0.{2 + index}")
+        assert int(redis.hget(key, "traps") or 0) > 0, index
     stats = crawler.stats
     for rule in ("calendar", "repeated_path", "query_variants"):
         assert stats.get_value(f"traps/{rule}", 0) > 0, rule

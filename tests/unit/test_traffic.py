@@ -165,6 +165,7 @@ def test_the_table_lists_hosts_in_the_order_given_with_aligned_columns():
         "4xx",
         "5xx",
         "errors",
+        "traps",
         "last",
         "fetch",
         "(UTC)",
@@ -180,11 +181,14 @@ def test_the_table_lists_hosts_in_the_order_given_with_aligned_columns():
         "2",
         "0",
         "0",
+        "0",
         "2026-11-18T11:06:40Z",
         "10s",
         "day",
     ]
-    assert lines[2].split() == ["b.example", "7", "0", "0", "0", "0", "0", "7", "0.5s"]
+    assert lines[2].split() == [
+        "b.example", "7", "0", "0", "0", "0", "0", "7", "0", "0.5s"
+    ]  # fmt: skip
     assert lines[1].index("120") + 3 == lines[2].index("7") + 1  # right-aligned
 
 
@@ -234,3 +238,13 @@ def test_cells_are_cut_and_escaped():
     assert len(cell("x" * 1000)) == CELL_WIDTH
     assert cell("x" * 1000).endswith("…")
     assert cell("bücher.example") == "bücher.example"
+
+
+def test_cut_links_and_soft_404s_count_as_the_hosts_traps():
+    buffer = TrafficBuffer()
+    buffer.trap("a.example")
+    buffer.trap("a.example")
+    buffer.response("a.example", status=200, size=10, now=1.0)
+    taken = buffer.take()
+    assert taken["a.example"].counts["traps"] == 2
+    assert taken["a.example"].counts["failures"] == 0  # a trap is no failure

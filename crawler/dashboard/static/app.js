@@ -7,6 +7,7 @@ const SVG = "http://www.w3.org/2000/svg";
 const HOST_COLUMNS = [
   ["requests", "requests"], ["bytes", "bytes"], ["2xx", "2xx"], ["3xx", "3xx"],
   ["4xx", "4xx"], ["5xx", "5xx"], ["errors", "errors"], ["failures", "failures"],
+  ["traps", "traps"],
 ];
 let refreshMs = 3000;
 let timer = null;
