@@ -55,6 +55,7 @@ IMPORTANCE = KeyShape("importance", "im:{host}")
 ENTRIES = KeyShape("entries", "ie:{host}")
 STRATEGIES = KeyShape("strategies", "strategies")
 HOST_TERMS = KeyShape("host_terms", "host-terms")
+BUDGETS = KeyShape("budgets", "budgets")
 KEY_SHAPES = (
     QUEUE,
     LEVELS,
@@ -66,6 +67,7 @@ KEY_SHAPES = (
     ENTRIES,
     STRATEGIES,
     HOST_TERMS,
+    BUDGETS,
 )
 
 
@@ -364,6 +366,12 @@ class Keys:
         of links into its pages from other hosts (crawler/policy/importance.py),
         added to its best URL's importance where hosts are compared."""
         return HOST_TERMS.build(self.tag)
+
+    @property
+    def budgets(self) -> str:
+        """HASH host -> new URLs of the host queued so far, counted when
+        FRONTIER_HOST_MAX_PAGES is set (a host's page budget)."""
+        return BUDGETS.build(self.tag)
 
     @property
     def strategies(self) -> str:

@@ -30,6 +30,7 @@ from crawler.frontier.servergates import Release
 from crawler.frontier.store.roundtrip import Ack
 from crawler.meta import BACKLINKS, IMPORTANCE, INLINKS, NODE, REPARSE
 from crawler.policy.fates import FAILED_FATES
+from crawler.signals import trap_cut
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -199,7 +200,7 @@ class Exchange:
         if self._gate_returns is not None:
             self._gate_returns.send()
         self._count(flushed)
-        self._drop_duplicates(batch, flushed.new)
+        self._drop_duplicates(batch, flushed.new, flushed.over_budget)
         if flushed.fenced and pop is not None:
             self._membership.lost(pop.shard)  # another node took it: stop asking
         return flushed.popped
@@ -223,16 +224,35 @@ class Exchange:
             self._asking = None
         return self._asking_refused
 
-    def _drop_duplicates(self, batch: Sequence[Pending], new: Sequence[bool]) -> None:
-        """Requests Redis found already seen: dropped loudly (see ``duplicates``)."""
+    def _drop_duplicates(
+        self,
+        batch: Sequence[Pending],
+        new: Sequence[bool],
+        over_budget: Sequence[bool] = (),
+    ) -> None:
+        """Requests Redis found already seen: dropped loudly (see ``duplicates``);
+        new ones over their host's budget: counted as that trap."""
+        over = iter(over_budget)
         for pending, is_new in zip(batch, new, strict=True):
+            cut = next(over, False)
             if is_new or pending.request is None:
                 continue
-            if pending.request is self._asking:
+            if cut:
+                self._over_budget(pending.request)
+            elif pending.request is self._asking:
                 self._asking_refused = True
                 self._duplicates.found(pending.request)
             else:
                 self._duplicates.dropped(pending.request)
+
+    def _over_budget(self, request: Request) -> None:
+        """A new link of a host whose budget is spent (FRONTIER_HOST_MAX_PAGES)."""
+        if request is self._asking:
+            self._asking_refused = True
+        self._stats.inc_value("traps/host_budget")
+        self._crawler.signals.send_catch_log(
+            trap_cut, url=request.url, rule="host_budget"
+        )
 
     def _lease_done(self, request: Request, at: float | None = None) -> None:
         """Queue the ack: the engine asks for the next request right after a request
@@ -288,7 +308,8 @@ class Exchange:
             "frontier/enqueued",
         ):
             self._stats.inc_value(key, accepted)
-        self._admission.count_duplicates(len(flushed.new) - accepted)
+        over_budget = sum(flushed.over_budget)
+        self._admission.count_duplicates(len(flushed.new) - accepted - over_budget)
         if flushed.shortened:
             self._stats.inc_value("frontier/depth_shortened", flushed.shortened)
         self._stats.inc_value("frontier/acked", flushed.acked)

@@ -20,7 +20,13 @@ from crawler.policy.order import check_order
 from crawler.policy.servers import PolitenessKey, politeness_key
 from crawler.policy.sharding import check_shards
 from crawler.policy.sitestrategy import SiteStrategyConfig
-from crawler.policy.typedsettings import get_bool, get_choice, get_float, get_int
+from crawler.policy.typedsettings import (
+    get_bool,
+    get_choice,
+    get_float,
+    get_int,
+    get_optional_int,
+)
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -62,6 +68,8 @@ class FrontierConfig:
     # What one politeness delay is counted against (crawler.policy.servers): beyond
     # "host", leases hand back their server's gate (crawler.frontier.servergates).
     politeness_key: PolitenessKey = "host"
+    # Most new links queued a host (FRONTIER_HOST_MAX_PAGES); None: no limit.
+    host_max_pages: int | None = None
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> FrontierConfig:
@@ -99,6 +107,9 @@ class FrontierConfig:
             dispatch_hold=get_float(settings, "FRONTIER_DISPATCH_HOLD", at_least=0),
             node_weight=get_float(settings, "FRONTIER_NODE_WEIGHT", at_least=0),
             politeness_key=politeness_key(settings),
+            host_max_pages=get_optional_int(
+                settings, "FRONTIER_HOST_MAX_PAGES", at_least=1
+            ),
             order=order,
             importance=(
                 Importance.from_settings(settings) if order == "importance" else None

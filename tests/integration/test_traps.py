@@ -20,6 +20,7 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from crawler.crawlstate.keys import CrawlKeys
 from tests.integration.test_records import pages, rows_of
 from tests.integration.test_timeouts import crawl
+from tests.servers import running_site
 from tests.trapsite import classify, real_pages, running_trap_site
 
 if TYPE_CHECKING:
@@ -155,3 +156,17 @@ async def test_a_soft_404_is_recorded_as_the_404_it_is(settings, tmp_path, probe
 def path_of(url: str) -> str:
     parts = urlsplit(url)
     return parts.path + (f"?{parts.query}" if parts.query else "")
+
+
+@deferred_f_from_coro_f
+async def test_a_host_gets_no_more_pages_than_its_budget(settings, redis):
+    with running_site(hosts=2, pages=30, links=4, cross=0.0) as site:
+        values = settings(FRONTIER_HOST_MAX_PAGES=10)
+        crawler = await crawl(values, site.seeds[:2], scope="seed-hosts")
+        pages = site.pages()
+    for index in (0, 1):
+        fetched = {row["path"] for row in pages if row["host"] == site.host(index)}
+        assert len(fetched) == 10, index
+    assert len(pages) == 20  # none twice
+    assert crawler.stats.get_value("traps/host_budget") > 0
+    assert int(redis.hget(KEYS.traffic("127.0.0.2"), "traps") or 0) > 0

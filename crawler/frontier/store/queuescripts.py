@@ -80,7 +80,8 @@ PUSH = (
 --       floor (the crawl's lowest depth with requests queued or leased), deepest
 --       (the deepest depth a provisional request may have: DEPTH_LIMIT),
 --       per_depth (levels per depth), reparse ('1' if a page fetched too deep is
---       reparsed: the node has a page store)
+--       reparsed: the node has a page store), host_max_pages (FRONTIER_HOST_MAX_PAGES:
+--       most new links queued a host; 0: no limit)
 -- records: host, class (queue class), dedup ('' = do not filter; exact:
 --       fingerprint; bloom: 32-bit big-endian hashes, bit j of a filter is hash
 --       j % bits, see crawler/frontier/dedup.py), entry (json), hold (until, ms;
@@ -102,10 +103,11 @@ PUSH = (
 -- under its own host, politely). Without a page store a page is never fetched
 -- twice for this: its links keep their depths.
 -- returns: {flags as a string: '1' new, '2' new at a shorter depth, '0' seen,
---           best score, wake time}
+--           '3' new but over its host's budget (not queued), best score, wake time}
 local concurrency, mode = tonumber(args.concurrency), args.dedup_mode
 local floor, deepest = tonumber(args.floor), tonumber(args.deepest)
 local per_depth, reparse = tonumber(args.per_depth), args.reparse == '1'
+local host_max = tonumber(args.host_max_pages) or 0
 """
     + IN_LINKS
     + """
@@ -151,6 +153,16 @@ local function set_strategy(host, strategy)
   touch(host, concurrency)
 end
 
+-- Whether a new link of *host* is over its budget (FRONTIER_HOST_MAX_PAGES); one
+-- within it is counted. Requests the seen filter does not see (retries, seeds
+-- again) are no new pages.
+local function over_budget(host, dedup)
+  if host_max <= 0 or dedup == '' then return false end
+  if hnum(budgets_key(), host, 0) >= host_max then return true end
+  redis.call('HINCRBY', budgets_key(), host, 1)
+  return false
+end
+
 local flags = {}
 for item in records() do
   local host = item.host
@@ -161,8 +173,10 @@ for item in records() do
   local new = is_new(item.dedup)
   if type(new) == 'table' then return new end
   if not new and item.revive ~= '' then new = revive(item.revive) end
-  local shorter = not new and key ~= '' and shorten(key, depth)
-  local flag = (new and '1') or (shorter and '2') or '0'
+  local over = new and over_budget(host, item.dedup)
+  if over then new = false end
+  local shorter = not new and not over and key ~= '' and shorten(key, depth)
+  local flag = (over and '3') or (new and '1') or (shorter and '2') or '0'
   if new or shorter == 'queued' or (shorter == 'fetched' and reparse) then
     local value, backlinks, links = item.importance, item.backlinks, 1
     if importance and shorter == 'queued' then  -- what the deeper copy had gathered

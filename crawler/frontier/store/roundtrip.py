@@ -103,8 +103,9 @@ class PopOrder:
 class Flushed:
     """What a flush did: whether each pushed request was new, how many leases were
     still held when acked, the request popped, if one was asked for, and whether
-    the pop was refused because another node owns the shard now (fencing), and
-    how many pushes were requests found again by a shorter path (depth repair).
+    the pop was refused because another node owns the shard now (fencing),
+    how many pushes were requests found again by a shorter path (depth repair), and
+    which pushed requests were new but over their host's budget (not queued).
     """
 
     new: list[bool]
@@ -112,6 +113,7 @@ class Flushed:
     popped: tuple[Lease, bytes] | None = None
     fenced: bool = False
     shortened: int = 0
+    over_budget: list[bool] = field(default_factory=list)
 
 
 def ms(seconds: float) -> int:

@@ -84,6 +84,7 @@ SIGNATURES = {
             "deepest",
             "per_depth",
             "reparse",
+            "host_max_pages",
         ),
         (
             "host",

@@ -50,6 +50,7 @@ __all__ = [
 PROMOTE_LIMIT = 100
 # The push script's marks of a request queued: new, or new at a shorter depth.
 NEW_MARKS = (ord("1"), ord("2"))
+OVER_BUDGET = ord("3")  # new, but its host's budget is spent: not queued
 REQUEUE_LIMIT = 500
 # Deepest provisional depth looked at when DEPTH_LIMIT is 0 (no limit).
 MAX_DEPTH = 64
@@ -158,9 +159,10 @@ class FrontierStore:
         }
         marks = [next(flags[pending.shard]) for pending in batch]
         new = [mark in NEW_MARKS for mark in marks]
+        over_budget = [mark == OVER_BUDGET for mark in marks]
         acked = sum(reply[0] for reply in replies[pushes : len(calls)])
         shortened = marks.count(ord("2"))
-        return Flushed(new, acked, popped, fenced, shortened)
+        return Flushed(new, acked, popped, fenced, shortened, over_budget)
 
     def pop(self, order: PopOrder, now: float) -> tuple[Lease, bytes] | None:
         """Lease the best ready request of a shard: its lease and entry, or None."""
@@ -176,6 +178,7 @@ class FrontierStore:
             "deepest": self._deepest(),
             "per_depth": TIERS_PER_DEPTH,
             "reparse": "1" if self._config.reparse_from_store else "0",
+            "host_max_pages": self._config.host_max_pages or 0,
         }
         records = [
             {
