@@ -52,6 +52,9 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         # Links written canonically and spider traps cut (a record each), before
         # robots.txt and the frontier see them: next to the spider.
         ("crawler.spiders.trapfilter.TrapFilterMiddleware", 960),
+        # Each page's text against its host's other pages (a SimHash index in Redis):
+        # its record says whether it is a near-duplicate.
+        ("crawler.spiders.neardups.NearDuplicatesMiddleware", 970),
         # RENDER_MODE=auto: each sample's rendered page against its static document
         # (outcomes to the render advisor), held pages sent to be rendered; below
         # the depth middleware, so that a request it adds keeps its page's depth.

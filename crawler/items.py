@@ -33,6 +33,9 @@ class PageRecord:
     # an HTML page answered 200: a revisit that moves it by at most
     # REVISIT_CHANGE_THRESHOLD bits is no change.
     text_hash: str | None = None
+    # Whether its text is within NEARDUP_MAX_DISTANCE bits of another page of its
+    # host (crawler.spiders.neardups); None: not looked for.
+    near_duplicate: bool | None = None
     tier: int = 0  # the timeout tier it was fetched on
     node: str = ""  # the crawler node that fetched it
     error: str | None = None  # why it failed for good (status 0), else None

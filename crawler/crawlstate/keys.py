@@ -122,6 +122,11 @@ class CrawlKeys:
         (``crawler.middlewares.soft404``)."""
         return f"{self.prefix}:soft404:{origin}"
 
+    def near_duplicates(self, host: str, band: str) -> str:
+        """SET with a TTL: ``<text hash>:<url key>`` of *host*'s pages whose SimHash
+        has *band* (``crawler.spiders.neardups``)."""
+        return f"{self.prefix}:nd:{host}:{band}"
+
     def server_gate(self, server: str) -> str:
         """STRING with a TTL: ``<until ms> <holder>`` of a server (POLITENESS_KEY =
         ip or domain): the lease fetching from it (until then at most), or ``-``

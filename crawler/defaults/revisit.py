@@ -38,7 +38,7 @@ REVISIT_CONDITIONAL = True
 # SimHash bits (of 64) a revisited page's text may move by and still count as
 # unchanged for its change rate: a ticking clock or a rotated advert is no change.
 # 0: every byte change counts.
-REVISIT_CHANGE_THRESHOLD = 3
+REVISIT_CHANGE_THRESHOLD = 6
 # Least factor on a host's revisit intervals when its pages change at most revisits
 # (a fast site's pages come back sooner).
 REVISIT_SITE_MIN_FACTOR = 0.5

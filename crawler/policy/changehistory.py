@@ -23,7 +23,7 @@ WINDOW = 24.0
 PRIOR_CHANGES = 0.25
 # SimHash bits a page's text may move by and still count as unchanged (see
 # small_change; REVISIT_CHANGE_THRESHOLD's default).
-CHANGE_THRESHOLD = 3
+CHANGE_THRESHOLD = 6
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ BITS = 64
 _MASK = (1 << BITS) - 1
 # Two pages this many bits apart or closer are near-duplicates: Manku et al.'s
 # choice for 64-bit fingerprints of 8 billion pages (precision and recall near 0.75).
-NEAR_DUPLICATE_DISTANCE = 3
+NEAR_DUPLICATE_DISTANCE = 6
 # Words a shingle: a changed word then turns only three shingles of the page.
 SHINGLE_WORDS = 3
 # Elements whose text a reader never sees (as crawler/render/sampler.py reads pages).

@@ -45,6 +45,8 @@ SCHEMA: tuple[tuple[str, str], ...] = (
     ("content_signals", "TEXT"),
     # The SimHash of its visible text (16 hex digits), for an HTML page answered 200.
     ("text_hash", "TEXT"),
+    # 1 if its text is nearly another page's of its host; NULL: not looked for.
+    ("near_duplicate", "INTEGER"),
 )
 # Columns a table written by an earlier version may lack (added when missing).
 ADDED_COLUMNS = (
@@ -55,6 +57,7 @@ ADDED_COLUMNS = (
     "inlinks",
     "content_signals",
     "text_hash",
+    "near_duplicate",
 )
 # Columns with an index of their own.
 INDEXED = ("host", "status", "fate", "crawl")

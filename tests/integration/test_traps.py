@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -170,3 +170,32 @@ async def test_a_host_gets_no_more_pages_than_its_budget(settings, redis):
     assert len(pages) == 20  # none twice
     assert crawler.stats.get_value("traps/host_budget") > 0
     assert int(redis.hget(KEYS.traffic("127.0.0.2"), "traps") or 0) > 0
+
+
+MIRRORS = 5  # the trap site's host with printer-friendly copies of its pages
+
+
+@deferred_f_from_coro_f
+async def test_copies_of_a_page_are_marked_near_duplicates(settings, tmp_path):
+    database = f"sqlite:///{tmp_path}/pages.db"
+    with running_trap_site(hosts=MIRRORS + 1) as site:
+        values = settings(RECORDS_DATABASE_URL=database)
+        crawler = await crawl(values, [site.seeds[MIRRORS]], scope="seed-hosts")
+    rows = [r for r in rows_of(database).values() if r["fate"] == "fetched"]
+    kinds = {r["url"]: classify(MIRRORS, path_of(r["url"])) for r in rows}
+    copies = [url for url, kind in kinds.items() if kind == "trap"]
+    marked = [r["url"] for r in rows if r["near_duplicate"] == 1]
+    assert copies
+    # Of each page and its copies, every one but the first fetched is to be marked:
+    # nearly all are (a copy's header moves a short page's SimHash by up to 7 bits,
+    # one more than the default distance), and no page without a copy is.
+    assert len(marked) >= 0.9 * len(copies)
+    fetched_of = Counter(original(url) for url in kinds)
+    assert all(fetched_of[original(url)] >= 2 for url in marked)
+    assert crawler.stats.get_value("neardup/pages") == len(marked)
+
+
+def original(url: str) -> str:
+    """The page a printer-friendly copy (``?print=1``, ``/print/...``) copies."""
+    path = path_of(url).removesuffix("?print=1")
+    return path.removeprefix("/print") or "/"

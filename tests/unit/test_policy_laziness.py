@@ -18,7 +18,7 @@ from crawler.policy.laziness import LazinessConfig, site_interval_factor
 from tests.unit.properties import PROPERTY
 
 CONFIG = LazinessConfig(
-    change_threshold=3, site_min_factor=0.5, site_max_factor=4.0, site_min_visits=20
+    change_threshold=6, site_min_factor=0.5, site_max_factor=4.0, site_min_visits=20
 )
 PAGES = st.lists(st.tuples(st.integers(-5, 200), st.integers(-5, 200)), max_size=30)
 
@@ -117,7 +117,7 @@ def test_more_changes_shorten_strictly_between_the_bounds() -> None:
 
 def test_the_defaults_are_the_documented_ones() -> None:
     assert LazinessConfig.from_settings(vars(defaults)) == LazinessConfig(
-        change_threshold=3, site_min_factor=0.5, site_max_factor=4.0, site_min_visits=20
+        change_threshold=6, site_min_factor=0.5, site_max_factor=4.0, site_min_visits=20
     )
     assert defaults.REVISIT_CHANGE_THRESHOLD == CHANGE_THRESHOLD
 

@@ -400,7 +400,7 @@ def test_an_older_sqlite_table_gets_the_new_columns_and_index(tmp_path):
         columns = [row[1] for row in connection.execute("PRAGMA table_info(pages)")]
         indexes = {row[1] for row in connection.execute("PRAGMA index_list(pages)")}
     connection.close()
-    assert columns[-7:] == [
+    assert columns[-8:] == [
         "fate",
         "location",
         "crawl",
@@ -408,6 +408,7 @@ def test_an_older_sqlite_table_gets_the_new_columns_and_index(tmp_path):
         "inlinks",
         "content_signals",
         "text_hash",
+        "near_duplicate",
     ]
     assert {"pages_fate", "pages_crawl"} <= indexes
     RecordsDatabase(url).open().close()  # a second open adds nothing, fails nothing

@@ -132,4 +132,4 @@ def test_an_older_table_gets_the_columns_and_reads_them_as_null(tmp_path: Path):
     finally:
         database.close()
     assert first["url"] == "http://a.example/x"
-    assert COLUMNS[-4:-2] == ("importance", "inlinks")
+    assert COLUMNS[-5:-3] == ("importance", "inlinks")

@@ -1,0 +1,156 @@
+"""NearDuplicatesMiddleware: a page whose text is nearly that of another page of
+its host (a printer-friendly copy, a mirror under another URL) is marked so.
+
+Each HTML page's record carries the SimHash of its text (``PageRecord.text_hash``).
+This spider middleware looks it up in its host's banded index in Redis
+(``CrawlKeys.near_duplicates``: a set a band, ``crawler.policy.simhash.bands``), so
+every node sees the pages every other node fetched: a page within
+``NEARDUP_MAX_DISTANCE`` bits of another URL's page is a near-duplicate (its record's
+``near_duplicate``, ``neardup/pages``, and one of its host's ``traps``). Then its own
+fingerprint joins the index. Two nodes fetching two copies at the same instant may
+both miss the other; a revisit never matches its own URL. The index of a host
+expires a week after its last page. Without Redis the page is recorded unmarked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+
+from crawler.context.crawl import CrawlContext
+from crawler.context.logonce import OnceLogger
+from crawler.context.outage import REDIS_ERRORS
+from crawler.context.startup import StartupFailure
+from crawler.crawlstate.keys import CrawlKeys
+from crawler.items import PageRecord
+from crawler.policy.simhash import NearDupConfig, bands, decode, hamming
+from crawler.signals import trap_cut
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from typing import Self
+
+    import redis.asyncio
+    from scrapy.crawler import Crawler
+    from scrapy.http import Response
+
+logger = logging.getLogger(__name__)
+
+KEPT_FOR = 7 * 86_400  # seconds a host's index outlives its last page
+
+
+class NearDuplicatesMiddleware:
+    def __init__(self, crawler: Crawler, config: NearDupConfig) -> None:
+        assert crawler.spider is not None
+        assert crawler.stats is not None
+        self._crawler = crawler
+        self._stats = crawler.stats
+        self._config = config
+        self._keys = CrawlKeys.of(crawler.settings, crawler.spider.name)
+        self._client: redis.asyncio.Redis | None = None
+        self._once = OnceLogger(logger, crawler)
+        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
+        try:
+            config = NearDupConfig.from_settings(crawler.settings)
+        except ValueError as exc:
+            return StartupFailure(crawler, f"Bad setting: {exc}")
+        return cls(crawler, config)
+
+    async def process_spider_output(
+        self, response: Response, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        async for output in result:
+            if isinstance(output, PageRecord) and self._looked_for(output):
+                output.near_duplicate = await self._near_duplicate(output)
+            yield output
+
+    def _looked_for(self, record: PageRecord) -> bool:
+        return (
+            self._config.enabled
+            and record.fate == "fetched"
+            and record.text_hash is not None
+            and bool(record.host)
+        )
+
+    async def _near_duplicate(self, record: PageRecord) -> bool:
+        """Whether *record*'s page is near another URL's page of its host; its
+        fingerprint is added to the index either way."""
+        assert record.text_hash is not None
+        try:
+            fingerprint = decode(record.text_hash)
+        except ValueError:
+            return False
+        member = f"{record.text_hash}:{_url_key(record.url)}"
+        keys = [
+            self._keys.near_duplicates(record.host, band)
+            for band in bands(fingerprint, self._config.max_distance)
+        ]
+        try:
+            found = await self._candidates(keys)
+            await self._add(keys, member)
+        except REDIS_ERRORS as exc:
+            self._once.event(
+                "neardup/errors",
+                "Could not look for near-duplicates in Redis (%(error)s): pages are "
+                "recorded unmarked until it answers; further ones are counted in "
+                "neardup/errors",
+                {"error": exc},
+            )
+            return False
+        near = any(
+            url_key != member.partition(":")[2]
+            and hamming(fingerprint, other) <= self._config.max_distance
+            for other, url_key in found
+        )
+        if near:
+            self._stats.inc_value("neardup/pages")
+            self._crawler.signals.send_catch_log(
+                trap_cut, url=record.url, rule="near_duplicate"
+            )
+        return near
+
+    async def _candidates(self, keys: list[str]) -> list[tuple[int, str]]:
+        """The fingerprints (and URL keys) that share a band with the page."""
+        pipe = self._redis().pipeline(transaction=False)
+        for key in keys:
+            pipe.smembers(key)
+        found = []
+        for members in await pipe.execute():
+            for member in members:
+                text = member.decode("ascii", "replace")
+                hex_part, _, url_key = text.partition(":")
+                try:
+                    found.append((decode(hex_part), url_key))
+                except ValueError:
+                    continue  # a member this crawler did not write
+        return found
+
+    async def _add(self, keys: list[str], member: str) -> None:
+        pipe = self._redis().pipeline(transaction=False)
+        for key in keys:
+            pipe.sadd(key, member)
+            pipe.expire(key, KEPT_FOR)
+        await pipe.execute()
+
+    def _redis(self) -> redis.asyncio.Redis:
+        """The client, made on first use (the crawl's Redis may be a private server
+        the scheduler starts when it opens)."""
+        if self._client is None:
+            self._client = CrawlContext.of(self._crawler).redis.async_client()
+        return self._client
+
+    async def _spider_closed(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+
+def _url_key(url: str) -> str:
+    """A short stable key of *url*: a revisit of it is not its own near-duplicate."""
+    return hashlib.blake2b(url.encode("utf-8", "replace"), digest_size=6).hexdigest()
