@@ -28,6 +28,7 @@ class Delays:
     day_source: str
     night_source: str
     minimum_source: str
+    key: str = "host"  # POLITENESS_KEY: what one delay is counted against
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,8 +114,17 @@ def _delay_line(delays: Delays) -> str:
         f"({delays.day_hours} host time; POLITENESS_DAY_DELAY, {delays.day_source}), "
         f"{_seconds(delays.night)} by night (POLITENESS_NIGHT_DELAY, "
         f"{delays.night_source}){floor}, plus up to {delays.jitter:.0%} jitter; a "
-        "robots.txt Crawl-delay raises it for its host"
+        "robots.txt Crawl-delay raises it for its host" + _server_note(delays.key)
     )
+
+
+def _server_note(key: str) -> str:
+    """What POLITENESS_KEY adds to the delay line: hosts that share a server."""
+    if key == "ip":
+        return "; hosts on one address share one delay (POLITENESS_KEY=ip)"
+    if key == "domain":
+        return "; hosts of one domain share one delay (POLITENESS_KEY=domain)"
+    return ""
 
 
 def _pace_line(delays: Delays, hosts: int, concurrency: int) -> str:
@@ -123,6 +133,12 @@ def _pace_line(delays: Delays, hosts: int, concurrency: int) -> str:
     night = _rate(pages_per_minute(delays.night, delays, hosts=busy))
     if not hosts:
         return f"Expect about {day} pages a minute a host by day, {night} by night"
+    if delays.key != "host":
+        return (
+            f"Expect at most {day} pages a minute by day, {night} by night ({hosts} "
+            f"seed hosts x 60 / delay; fewer where they share a "
+            f"{'server' if delays.key == 'ip' else 'domain'}: one a delay for each)"
+        )
     return (
         f"Expect about {day} pages a minute by day, {night} by night ({hosts} seed "
         f"hosts x 60 / delay; at most CONCURRENT_REQUESTS={concurrency} hosts at "

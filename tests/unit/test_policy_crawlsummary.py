@@ -108,3 +108,14 @@ def test_a_spider_without_seeds_gets_a_rate_per_host():
 def test_pages_per_minute(delay, minimum, jitter, hosts, expected):
     delays = replace(DELAYS, minimum=minimum, jitter=jitter)
     assert pages_per_minute(delay, delays, hosts=hosts) == expected
+
+
+def test_per_server_politeness_says_hosts_share_a_delay_and_the_rate_is_a_ceiling():
+    lines = start_lines(replace(FACTS, delays=replace(DELAYS, key="ip")))
+    assert lines[3].endswith(
+        "its host; hosts on one address share one delay (POLITENESS_KEY=ip)"
+    )
+    assert lines[4] == (
+        "Expect at most 12 pages a minute by day, 120 by night (2 seed hosts x 60 / "
+        "delay; fewer where they share a server: one a delay for each)"
+    )

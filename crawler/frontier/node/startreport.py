@@ -53,6 +53,7 @@ def start_facts(
         day_source=source(settings, "POLITENESS_DAY_DELAY"),
         night_source=source(settings, "POLITENESS_NIGHT_DELAY"),
         minimum_source=_floor_source(settings),
+        key=str(settings.get("POLITENESS_KEY") or "host").strip().lower(),
     )
     where = f" ({redis.source})" if redis.source else ""
     return StartFacts(
