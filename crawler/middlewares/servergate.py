@@ -16,9 +16,9 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from crawler.context.asyncclient import LazyAsyncClient
 from crawler.context.crawl import CrawlContext
 from crawler.context.logonce import OnceLogger
 from crawler.context.outage import REDIS_ERRORS
@@ -41,7 +41,6 @@ from crawler.policy.typedsettings import get_float
 if TYPE_CHECKING:
     from typing import Self
 
-    import redis.asyncio
     from scrapy import Request
     from scrapy.crawler import Crawler
 
@@ -58,8 +57,7 @@ class ServerGateMiddleware:
         self._hold = hold  # FRONTIER_LEASE_TIMEOUT: a gate outlives no lease
         self._gates = ServerGates(CrawlKeys.of(crawler.settings, crawler.spider.name))
         self._once = OnceLogger(logger, crawler)
-        self._client: redis.asyncio.Redis | None = None
-        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
+        self._redis = LazyAsyncClient(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
@@ -102,18 +100,6 @@ class ServerGateMiddleware:
         # In flight: the holder's delay starts when its download ends, after now.
         delay = CrawlContext.of(self._crawler).delays.delay_for(host, now=now)
         return self._busy(request, server, now + delay)
-
-    def _redis(self) -> redis.asyncio.Redis:
-        """The client, made on first use: the crawl's Redis may be a private server
-        the scheduler starts when it opens."""
-        if self._client is None:
-            self._client = CrawlContext.of(self._crawler).redis.async_client()
-        return self._client
-
-    async def _spider_closed(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
 
     async def _addresses(self, host: str) -> tuple[str, ...]:
         return await addresses_of(host) if self._key == "ip" else ()

@@ -22,10 +22,11 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from scrapy import Request, signals
+from scrapy import Request
 from scrapy.exceptions import NotConfigured
 from scrapy.http.request import NO_CALLBACK
 
+from crawler.context.asyncclient import LazyAsyncClient
 from crawler.context.crawl import CrawlContext
 from crawler.context.logonce import OnceLogger
 from crawler.context.outage import REDIS_ERRORS
@@ -45,7 +46,6 @@ from crawler.signals import trap_cut
 if TYPE_CHECKING:
     from typing import Self
 
-    import redis.asyncio
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
@@ -69,9 +69,8 @@ class Soft404Middleware:
         self._keys = CrawlKeys.of(crawler.settings, crawler.spider.name)
         self._signatures: OrderedDict[str, str] = OrderedDict()
         self._probing: dict[str, asyncio.Event] = {}
-        self._client: redis.asyncio.Redis | None = None
+        self._redis = LazyAsyncClient(crawler)
         self._once = OnceLogger(logger, crawler)
-        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
@@ -193,16 +192,6 @@ class Soft404Middleware:
             )
         except REDIS_ERRORS:
             return
-
-    def _redis(self) -> redis.asyncio.Redis:
-        if self._client is None:
-            self._client = CrawlContext.of(self._crawler).redis.async_client()
-        return self._client
-
-    async def _spider_closed(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
 
 
 def _plausible(text: str) -> bool:

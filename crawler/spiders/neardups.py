@@ -18,9 +18,7 @@ import hashlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from scrapy import signals
-
-from crawler.context.crawl import CrawlContext
+from crawler.context.asyncclient import LazyAsyncClient
 from crawler.context.logonce import OnceLogger
 from crawler.context.outage import REDIS_ERRORS
 from crawler.context.startup import StartupFailure
@@ -33,7 +31,6 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from typing import Self
 
-    import redis.asyncio
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
@@ -50,9 +47,8 @@ class NearDuplicatesMiddleware:
         self._stats = crawler.stats
         self._config = config
         self._keys = CrawlKeys.of(crawler.settings, crawler.spider.name)
-        self._client: redis.asyncio.Redis | None = None
+        self._redis = LazyAsyncClient(crawler)
         self._once = OnceLogger(logger, crawler)
-        crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
@@ -137,18 +133,6 @@ class NearDuplicatesMiddleware:
             pipe.sadd(key, member)
             pipe.expire(key, KEPT_FOR)
         await pipe.execute()
-
-    def _redis(self) -> redis.asyncio.Redis:
-        """The client, made on first use (the crawl's Redis may be a private server
-        the scheduler starts when it opens)."""
-        if self._client is None:
-            self._client = CrawlContext.of(self._crawler).redis.async_client()
-        return self._client
-
-    async def _spider_closed(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.aclose()
 
 
 def _url_key(url: str) -> str:
