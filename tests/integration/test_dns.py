@@ -14,7 +14,6 @@ import itertools
 import logging
 import math
 import re
-import subprocess
 import time
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -35,9 +34,9 @@ from crawler.policy.dnsanswers import decode_entry
 from tests.dnsserver import running_dns
 from tests.integration.test_honest_exits import assert_one_line_stop
 from tests.integration.test_honest_exits import scrapy_crawl as run_crawl
-from tests.integration.test_node_failures import scrapy_crawl
 from tests.integration.test_timeouts import crawl as crawl_until_drained
-from tests.servers import ROOT, running_site
+from tests.nodes import run_nodes
+from tests.servers import running_site
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -357,31 +356,10 @@ def test_three_nodes_crawling_by_name_ask_each_name_once_a_ttl(redis_url, tmp_pa
             "ROBOTSTXT_OBEY=False",
             'DEFAULT_REQUEST_HEADERS={"Connection": "close"}',  # a lookup a fetch
         )
-        logs, processes = [], []
-        for label in NODES:
-            command = scrapy_crawl(
-                *settings, f"FRONTIER_NODE_NAME={label}", seeds=seeds
-            )
-            log_path = tmp_path / f"{label}.log"
-            logs.append(log_path)
-            with log_path.open("wb") as log:
-                processes.append(
-                    subprocess.Popen(
-                        [*command, "-a", "scope=seed-hosts"],
-                        cwd=ROOT,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                    )
-                )
-        try:
-            codes = [process.wait(timeout=NODE_TIMEOUT) for process in processes]
-        finally:
-            for process in processes:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
+        codes, outputs = run_nodes(
+            NODES, settings, seeds=seeds, tmp_path=tmp_path, timeout=NODE_TIMEOUT
+        )
         pages = site.pages()
-    outputs = [path.read_text("utf-8", "replace") for path in logs]
     assert codes == [0, 0, 0], outputs[codes.index(max(codes))][-3000:]
     assert len({(r["host"], r["path"]) for r in pages}) == 4 * 20
     total = 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import subprocess
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +24,9 @@ from tests.dnsserver import running_dns
 from tests.integration.test_dns import installed
 from tests.integration.test_honest_exits import assert_one_line_stop
 from tests.integration.test_honest_exits import scrapy_crawl as run_crawl
-from tests.integration.test_node_failures import scrapy_crawl
 from tests.integration.test_timeouts import crawl, gaps
-from tests.servers import ROOT, running_site
+from tests.nodes import run_nodes
+from tests.servers import running_site
 
 if TYPE_CHECKING:
     from tests.servers import RunningSite
@@ -118,32 +117,15 @@ def test_three_nodes_never_come_closer_than_the_delay_to_an_address(
             "FRONTIER_NODE_TTL=2",
             "FRONTIER_MAINTENANCE_INTERVAL=0.3",
         ]
-        logs, processes = [], []
-        for label in ("n1", "n2", "n3"):
-            command = scrapy_crawl(
-                *settings, f"FRONTIER_NODE_NAME={label}", seeds=",".join(seeds_of(site))
-            )
-            log_path = tmp_path / f"{label}.log"
-            logs.append(log_path)
-            with log_path.open("wb") as log:
-                processes.append(
-                    subprocess.Popen(
-                        [*command, "-a", "scope=seed-hosts"],
-                        cwd=ROOT,
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                    )
-                )
-        try:
-            codes = [process.wait(timeout=NODE_TIMEOUT) for process in processes]
-        finally:
-            for process in processes:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
+        codes, outputs = run_nodes(
+            ("n1", "n2", "n3"),
+            settings,
+            seeds=",".join(seeds_of(site)),
+            tmp_path=tmp_path,
+            timeout=NODE_TIMEOUT,
+        )
         pages = site.pages()
         by_address = arrivals_by_address(site)
-    outputs = [path.read_text("utf-8", "replace") for path in logs]
     assert codes == [0, 0, 0], outputs[codes.index(max(codes))][-3000:]
     assert len(pages) == len(ZONE) * PAGES
     for address, times in by_address.items():
