@@ -79,6 +79,8 @@ def row_of(record: PageRecord, crawl: str = "") -> Row:
             value = signals_json(record.content_signals)
         if name in _TEXT and value is not None:
             value = clean_text(str(value))
+        elif isinstance(value, bool):  # near_duplicate: an INTEGER column everywhere
+            value = int(value)
         elif isinstance(value, int):
             value = max(-_BIGINT, min(_BIGINT, value))
         row.append(value)

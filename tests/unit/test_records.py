@@ -107,7 +107,14 @@ def test_a_row_holds_only_values_every_database_takes():
 def test_rows_are_written_and_read_back(database_url):
     database = RecordsDatabase(database_url).open()
     try:
-        records = [record(f"http://h{i % 2}.example/{i}") for i in range(5)]
+        records = [
+            record(
+                f"http://h{i % 2}.example/{i}",
+                text_hash=f"{i:016x}",
+                near_duplicate=bool(i % 2),
+            )
+            for i in range(5)
+        ]
         assert database.upsert([row_of(r) for r in records]) == []
         rows = list(database.query())
     finally:
@@ -115,6 +122,7 @@ def test_rows_are_written_and_read_back(database_url):
     assert [row["url"] for row in rows] == sorted(r.url for r in records)
     first = rows[0]
     assert first == dict(zip(COLUMNS, row_of(records[0]), strict=True))
+    assert [row["near_duplicate"] for row in rows] == [0, 0, 0, 1, 1]  # by URL
 
 
 def test_a_refetched_url_replaces_its_row(database_url):
