@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from scrapy.exceptions import NotConfigured
 
 from crawler.context.asyncclient import LazyAsyncClient
 from crawler.context.crawl import CrawlContext
 from crawler.context.logonce import OnceLogger
-from crawler.context.outage import REDIS_ERRORS
+from crawler.context.outage import REDIS_ERRORS, is_outage
 from crawler.context.startup import StartupFailure
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.dns.resolver import addresses_of
-from crawler.frontier.servergates import ServerGates
+from crawler.frontier.servergates import Busy, ServerGates
 from crawler.meta import (
     LEASE,
     REPARSE,
@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+TAKEN: Literal["taken"] = "taken"
+
 
 class ServerGateMiddleware:
     def __init__(self, crawler: Crawler, key: PolitenessKey, hold: float) -> None:
@@ -58,6 +60,9 @@ class ServerGateMiddleware:
         self._gates = ServerGates(CrawlKeys.of(crawler.settings, crawler.spider.name))
         self._once = OnceLogger(logger, crawler)
         self._redis = LazyAsyncClient(crawler)
+        self._gate = CrawlContext.of(crawler).outage.gate("the server gates")
+        assert crawler.stats is not None
+        self._stats = crawler.stats
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
@@ -81,25 +86,34 @@ class ServerGateMiddleware:
             return None  # the download fails on its own
         server = server_of(host, self._key, await self._addresses(host))
         now = time.time()
-        try:
-            busy = await self._gates.take(
-                self._redis(),
-                server,
-                holder=lease,
-                now=now,
-                expiry=now + self._hold,
-            )
-        except REDIS_ERRORS as exc:
-            self._gate_failed(exc)
-            return None
-        if busy is None:
+        taken = await self._take(server, lease, now)
+        if taken == TAKEN:
             meta[SERVER_GATE] = [server, lease]
-            return None
-        if busy.free_at is not None:
-            return self._busy(request, server, busy.free_at)
+        if not isinstance(taken, Busy):
+            return None  # through the gate, or Redis did not answer it
+        if taken.free_at is not None:
+            return self._busy(request, server, taken.free_at)
         # In flight: the holder's delay starts when its download ends, after now.
         delay = CrawlContext.of(self._crawler).delays.delay_for(host, now=now)
         return self._busy(request, server, now + delay)
+
+    async def _take(
+        self, server: str, lease: str, now: float
+    ) -> Busy | Literal["taken"] | None:
+        """``TAKEN`` if *lease* took *server*'s gate, why not if another has it,
+        None if Redis did not answer (the request goes out per host name alone)."""
+        if not self._gate.ready(now):
+            self._stats.inc_value("politeness/server_gate_errors")
+            return None
+        try:
+            busy = await self._gates.take(
+                self._redis(), server, holder=lease, now=now, expiry=now + self._hold
+            )
+        except REDIS_ERRORS as exc:
+            self._gate_failed(exc, now)
+            return None
+        self._gate.succeeded()
+        return TAKEN if busy is None else busy
 
     async def _addresses(self, host: str) -> tuple[str, ...]:
         return await addresses_of(host) if self._key == "ip" else ()
@@ -124,7 +138,13 @@ class ServerGateMiddleware:
         meta[REQUEUED] = (requeued if isinstance(requeued, int) else 0) + 1
         return request.replace(dont_filter=True, meta=meta)
 
-    def _gate_failed(self, error: Exception) -> None:
+    def _gate_failed(self, error: Exception, now: float) -> None:
+        """An outage is the crawl's to report (one line for every component);
+        anything else is logged here once. Either way the request goes out."""
+        if is_outage(error):
+            self._stats.inc_value("politeness/server_gate_errors")
+            self._gate.failed(error, now)
+            return
         self._once.event(
             "politeness/server_gate_errors",
             "Could not ask Redis for a server's gate (%(error)s): requests go out "

@@ -132,14 +132,13 @@ def canonical_url(url: str, config: TrapsConfig) -> str:
     keys, any case, and ``;jsessionid=`` path parameters), query parameters
     sorted by key (a repeated key keeps its values' order), no fragment.
 
-    w3lib's ``canonicalize_url`` does the rest: lowercases the host, resolves
-    ``.`` and ``..``, decodes escapes of unreserved characters (``%7E`` is
-    ``~``), percent-encodes what must be (non-ASCII as UTF-8), writes every
-    escape in upper case and spaces in the query as ``+``. It keeps an escaped
-    reserved character escaped (``%2F`` stays), and leaves the path's case, a
-    trailing slash, ``index.html`` and a default port (``:80``) alone. A URL it
-    cannot parse, or one without a scheme and a host, is returned unchanged; with
-    ``TRAPS_CANONICALIZE`` off, every URL.
+    The query's pairs get w3lib's escapes (``canonicalize_url``: unreserved
+    characters decoded, the rest percent-encoded in upper case, spaces as
+    ``+``). The scheme, host and path stay as written: an escaped dot
+    (``%2E%2E``) or ``%7E`` may mean something else to the server than its
+    decoded form, and the page store keeps such paths apart (hostile URLs
+    included). A URL that cannot be parsed, or one without a scheme and a host, is
+    returned unchanged; with ``TRAPS_CANONICALIZE`` off, every URL.
     """
     if not config.canonicalize:
         return url
@@ -155,7 +154,7 @@ def _canonical(url: str, config: TrapsConfig) -> str:
         return url  # not an absolute URL: nothing the frontier queues
     base, _, _fragment = url.partition("#")
     base, _, query = base.partition("?")
-    base = canonicalize_url(_PATH_SESSION.sub("", base))
+    base = _PATH_SESSION.sub("", base)
     pairs = [
         normalised
         for pair in query.split("&")

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from crawler.context.asyncclient import LazyAsyncClient
+from crawler.context.crawl import CrawlContext
 from crawler.context.logonce import OnceLogger
-from crawler.context.outage import REDIS_ERRORS
+from crawler.context.outage import REDIS_ERRORS, is_outage
 from crawler.context.startup import StartupFailure
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.items import PageRecord
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 KEPT_FOR = 7 * 86_400  # seconds a host's index outlives its last page
+STALE_TRIES = 3  # tries of one look-up through connections the server may have closed
 
 
 class NearDuplicatesMiddleware:
@@ -48,6 +51,7 @@ class NearDuplicatesMiddleware:
         self._config = config
         self._keys = CrawlKeys.of(crawler.settings, crawler.spider.name)
         self._redis = LazyAsyncClient(crawler)
+        self._gate = CrawlContext.of(crawler).outage.gate("near-duplicates")
         self._once = OnceLogger(logger, crawler)
 
     @classmethod
@@ -87,17 +91,11 @@ class NearDuplicatesMiddleware:
             self._keys.near_duplicates(record.host, band)
             for band in bands(fingerprint, self._config.max_distance)
         ]
-        try:
-            found = await self._candidates(keys)
-            await self._add(keys, member)
-        except REDIS_ERRORS as exc:
-            self._once.event(
-                "neardup/errors",
-                "Could not look for near-duplicates in Redis (%(error)s): pages are "
-                "recorded unmarked until it answers; further ones are counted in "
-                "neardup/errors",
-                {"error": exc},
-            )
+        if not self._gate.ready(time.time()):
+            self._stats.inc_value("neardup/errors")  # Redis is away: unmarked
+            return False
+        found = await self._look_up(keys, member)
+        if found is None:
             return False
         near = any(
             url_key != member.partition(":")[2]
@@ -110,6 +108,39 @@ class NearDuplicatesMiddleware:
                 trap_cut, url=record.url, rule="near_duplicate"
             )
         return near
+
+    async def _look_up(
+        self, keys: list[str], member: str
+    ) -> list[tuple[int, str]] | None:
+        """The candidates sharing a band, the page added; None if Redis failed. A
+        connection the server closed (Redis restarted) is tried again at once, on
+        another, as often as the pool may hold such connections."""
+        for attempt in range(STALE_TRIES):
+            try:
+                found = await self._candidates(keys)
+                await self._add(keys, member)
+            except REDIS_ERRORS as exc:
+                if is_outage(exc) and attempt + 1 < STALE_TRIES:
+                    continue
+                self._failed(exc)
+                return None
+            self._gate.succeeded()
+            return found
+        return None
+
+    def _failed(self, error: Exception) -> None:
+        """An outage is the crawl's to report (one line for every component);
+        anything else is logged here once. Either way the page goes unmarked."""
+        if is_outage(error):
+            self._stats.inc_value("neardup/errors")
+            self._gate.failed(error, time.time())
+            return
+        self._once.event(
+            "neardup/errors",
+            "Could not look for near-duplicates in Redis (%(error)s): pages are "
+            "recorded unmarked; further ones are counted in neardup/errors",
+            {"error": error},
+        )
 
     async def _candidates(self, keys: list[str]) -> list[tuple[int, str]]:
         """The fingerprints (and URL keys) that share a band with the page."""
