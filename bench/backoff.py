@@ -177,17 +177,7 @@ def finish(
     print(f"With the back-off on: worst 429 share after the first minute "
           f"{worst_share:.2%} (target < {TARGET_429:.0%}); worst rate "
           f"{worst_rate:.2f} of the allowed (target within {TARGET_RATE:.0%})")  # fmt: skip
-    results |= {
-        "command": " ".join([".venv/bin/python -m bench.backoff", *sys.argv[1:]]),
-        "arguments": {
-            k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
-        },
-        "table": text,
-        "rows": rows,
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    report.write_json(args.out / "backoff.json", results)
-    print(f"\nWrote {args.out / 'backoff.json'}")
+    report.save_results("backoff", args, results, table=text, rows=rows)
     return 0
 
 

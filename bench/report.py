@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import statistics
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    import argparse
 
 # (header, key in a row, format)
 COLUMNS: list[tuple[str, str, str]] = [
@@ -137,3 +139,21 @@ def summary_of_runs(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 def write_json(path: Path, results: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2, default=str) + "\n", "utf-8")
+
+
+def save_results(
+    module: str, args: argparse.Namespace, results: dict[str, Any], **extra: Any
+) -> Path:
+    """Write *results* of ``python -m bench.<module>`` to ``<args.out>/<module>.json``,
+    with the command as run, its arguments and *extra* (tables, rows); say where."""
+    results |= {
+        "command": " ".join([f".venv/bin/python -m bench.{module}", *sys.argv[1:]]),
+        "arguments": {
+            k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
+        },
+        **extra,
+    }
+    path = args.out / f"{module}.json"
+    write_json(path, results)
+    print(f"\nWrote {path}")
+    return path

@@ -261,17 +261,7 @@ def finish(
         if lost or not run["finished"] or any(run["exit_codes"]):
             print(f"  {run['run']}: {run['pages']} of {run['expected_pages']} pages, "
                   f"exit codes {run['exit_codes']}")  # fmt: skip
-    results |= {
-        "command": " ".join([".venv/bin/python -m bench.servers", *sys.argv[1:]]),
-        "arguments": {
-            k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
-        },
-        "table": text,
-        "rows": rows,
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    report.write_json(args.out / "servers.json", results)
-    print(f"\nWrote {args.out / 'servers.json'}")
+    report.save_results("servers", args, results, table=text, rows=rows)
     return 0
 
 

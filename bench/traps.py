@@ -370,19 +370,15 @@ def finish(
         if not run["finished"] or run["exit_code"]:
             print(f"  {run['run']}: finished {run['finished']}, exit code "
                   f"{run['exit_code']}")  # fmt: skip
-    results |= {
-        "command": " ".join([".venv/bin/python -m bench.traps", *sys.argv[1:]]),
-        "arguments": {
-            k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()
-        },
-        "table": text,
-        "revisit_table": revisit_text,
-        "rows": rows,
-        "revisit_rows": revisit_rows,
-    }
-    args.out.mkdir(parents=True, exist_ok=True)
-    report.write_json(args.out / "traps.json", results)
-    print(f"\nWrote {args.out / 'traps.json'}")
+    report.save_results(
+        "traps",
+        args,
+        results,
+        table=text,
+        revisit_table=revisit_text,
+        rows=rows,
+        revisit_rows=revisit_rows,
+    )
     return 0
 
 
