@@ -86,7 +86,8 @@ class NearDuplicatesMiddleware:
             fingerprint = decode(record.text_hash)
         except ValueError:
             return False
-        member = f"{record.text_hash}:{_url_key(record.url)}"
+        own = _url_key(record.url)
+        member = f"{record.text_hash}:{own}"
         keys = [
             self._keys.near_duplicates(record.host, band)
             for band in bands(fingerprint, self._config.max_distance)
@@ -98,8 +99,7 @@ class NearDuplicatesMiddleware:
         if found is None:
             return False
         near = any(
-            url_key != member.partition(":")[2]
-            and hamming(fingerprint, other) <= self._config.max_distance
+            url_key != own and hamming(fingerprint, other) <= self._config.max_distance
             for other, url_key in found
         )
         if near:
