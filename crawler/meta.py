@@ -87,6 +87,11 @@ LINK_CREDIT = "frontier_link_credit"
 # some (bfs: those in scope, not yielded before) for the site history middleware
 # (crawler.spiders.sitehistory); without it, the middleware counts what is yielded.
 SITE_LINKS = "frontier_site_links"
+# The signature of every link a page has, read relative to its own place
+# (crawler.policy.duplicateurls.links_signature), set on the response by a spider
+# that reads every link (bfs) for the near-duplicate middleware: a copy of a page
+# under another path has its original's signature, and its links are not followed.
+LINKS_SIGNATURE = "frontier_links_signature"
 # The content signals robots.txt states for a request's URL, set by the robots
 # middleware as [the URL, signals] (crawler.policy.contentsignals.Signals): a copy
 # that travelled to another URL's request in a spider's meta is told apart.

@@ -127,6 +127,17 @@ class CrawlKeys:
         has *band* (``crawler.spiders.neardups``)."""
         return f"{self.prefix}:nd:{host}:{band}"
 
+    def near_duplicate_urls(self, host: str) -> str:
+        """HASH with a TTL: url key -> ``<text hash> <links signature> <url>`` of
+        *host*'s pages in the near-duplicate index (``crawler.spiders.neardups``)."""
+        return f"{self.prefix}:nd-urls:{host}"
+
+    def url_rules(self, host: str) -> str:
+        """HASH with a TTL: what *host*'s near-duplicates taught about its URLs
+        (``crawler.spiders.urlrules``): ``r:<rule>`` -> its evidence so far, -1 once
+        contradicted; ``e:<rule> <where>`` -> 1 for each piece of evidence."""
+        return f"{self.prefix}:url-rules:{host}"
+
     def server_gate(self, server: str) -> str:
         """STRING with a TTL: ``<until ms> <holder>`` of a server (POLITENESS_KEY =
         ip or domain): the lease fetching from it (until then at most), or ``-``

@@ -9,3 +9,11 @@ NEARDUP_HOST_WINDOW = 50
 # Share of near-duplicates among a host's recent pages (at least 20 of them) at which
 # its budget is lowered.
 NEARDUP_HOST_SHARE = 0.8
+# Whether the links of a copy (a near-duplicate whose links, read from its own place,
+# are its original's: the same page under another path) are followed. Off: they
+# lead to more copies (/docs/a/b/a/...), and the original's were followed already.
+NEARDUP_COPY_LINKS = False
+# Near-duplicate pairs at different paths needed before a host's links are rewritten
+# by what they teach (one query pair or run of segments that leaves the page the
+# same, such as ?print=1 or /print/); 0: nothing learnt.
+NEARDUP_RULE_SUPPORT = 2

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from crawler.policy.htmlparse import parse_html
-from crawler.policy.typedsettings import get_float, get_int
+from crawler.policy.typedsettings import get_bool, get_float, get_int
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -53,6 +53,8 @@ class NearDupConfig:
     max_distance: int = NEAR_DUPLICATE_DISTANCE
     host_window: int = 50
     host_share: float = 0.8
+    copy_links: bool = False
+    rule_support: int = 2
 
     @property
     def enabled(self) -> bool:
@@ -68,6 +70,8 @@ class NearDupConfig:
             get_int(settings, "NEARDUP_MAX_DISTANCE", at_least=0, at_most=BITS - 1),
             get_int(settings, "NEARDUP_HOST_WINDOW", at_least=1, note="pages"),
             get_float(settings, "NEARDUP_HOST_SHARE", above=0, at_most=1),
+            get_bool(settings, "NEARDUP_COPY_LINKS"),
+            get_int(settings, "NEARDUP_RULE_SUPPORT", at_least=0, note="pages"),
         )
 
 

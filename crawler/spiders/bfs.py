@@ -12,7 +12,8 @@ from crawler.context.logonce import OnceLogger
 from crawler.context.startup import StartupFailure
 from crawler.frontier.seencache import SeenCache
 from crawler.items import EXPORTED, DepthRepair
-from crawler.meta import FATE, REPARSED, SITE_LINKS
+from crawler.meta import FATE, LINKS_SIGNATURE, REPARSED, SITE_LINKS
+from crawler.policy.duplicateurls import links_signature
 from crawler.policy.scope import Scope
 from crawler.policy.typedsettings import get_optional_int
 from crawler.robots.middleware import robots_sitemaps
@@ -189,6 +190,7 @@ class BfsSpider(Spider):
         depth = response.meta.get("depth", 0) + 1
         # Every link the page has, in scope or not, for its site's history.
         response.meta[SITE_LINKS] = page_links(response.url, found.links)
+        response.meta[LINKS_SIGNATURE] = links_signature(response.url, found.links)
         known: list[str] | None = None if self._credits is None else []
         in_scope, new = new_links(found.links, depth, self._yielded, self._scope, known)
         yield self._page(response, page_record(response, in_scope, title=found.title))
@@ -196,6 +198,12 @@ class BfsSpider(Spider):
         if self._credits is not None and known is not None:
             self._credits.give(response, requests, known)
         yield from requests
+
+    def links_not_followed(self, urls: list[str]) -> None:
+        """Forget that *urls* were yielded: a middleware dropped them (the links of
+        a copy, crawler.spiders.neardups), so another page's link to one is new."""
+        for url in urls:
+            self._yielded.discard(url)
 
     def _request(self, url: str) -> Request:
         return Request(url, callback=self.parse, errback=self.failed)

@@ -1,5 +1,6 @@
 """NearDuplicatesMiddleware: a page whose text is nearly that of another page of
-its host (a printer-friendly copy, a mirror under another URL) is marked so.
+its host (a printer-friendly copy, a mirror under another URL) is marked so, and
+what such pages teach about the host's URLs is put to use.
 
 Each HTML page's record carries the SimHash of its text (``PageRecord.text_hash``).
 This spider middleware looks it up in its host's banded index in Redis
@@ -7,9 +8,24 @@ This spider middleware looks it up in its host's banded index in Redis
 every node sees the pages every other node fetched: a page within
 ``NEARDUP_MAX_DISTANCE`` bits of another URL's page is a near-duplicate (its record's
 ``near_duplicate``, ``neardup/pages``, and one of its host's ``traps``). Then its own
-fingerprint joins the index. Two nodes fetching two copies at the same instant may
-both miss the other; a revisit never matches its own URL. The index of a host
-expires a week after its last page. Without Redis the page is recorded unmarked.
+fingerprint joins the index, and its URL the host's hash of indexed URLs
+(``CrawlKeys.near_duplicate_urls``). Two nodes fetching two copies at the same
+instant may both miss the other; a revisit never matches its own URL. The index of
+a host expires a week after its last page. Without Redis the page is recorded
+unmarked and its links go on as they are.
+
+What near-duplicates teach (``crawler.policy.duplicateurls``):
+
+- a **copy** (a near-duplicate whose links, read from its own place, are its
+  original's) has its links dropped, unless ``NEARDUP_COPY_LINKS``
+  (``neardup/copy_links_dropped``); the spider is told, so that another page's link
+  to one of them is still followed;
+- a near-duplicate pair whose URLs differ by one query pair or one run of path
+  segments is evidence for a rewrite rule, and a page whose URL without a query
+  pair was fetched and differs contradicts that rule (``crawler.spiders.urlrules``);
+  once a rule has ``NEARDUP_RULE_SUPPORT`` pieces of evidence, every new link of the
+  host it fits is rewritten before it is queued (``neardup/links_rewritten``), so
+  the frontier sees the page's known URL and drops it as seen.
 """
 
 from __future__ import annotations
@@ -17,7 +33,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from scrapy import Request
 
 from crawler.context.asyncclient import LazyAsyncClient
 from crawler.context.crawl import CrawlContext
@@ -26,20 +45,36 @@ from crawler.context.outage import REDIS_ERRORS, is_outage
 from crawler.context.startup import StartupFailure
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.items import PageRecord
+from crawler.meta import LINKS_SIGNATURE
+from crawler.policy.duplicateurls import Evidence, removals, rewrite, rules_between
 from crawler.policy.simhash import NearDupConfig, bands, decode, hamming
 from crawler.signals import trap_cut
+from crawler.spiders.pagerecords import host_or_empty
+from crawler.spiders.urlrules import UrlRules
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-    from typing import Self
+    from collections.abc import AsyncIterator, Awaitable, Callable
+    from typing import Self, TypeVar
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+
+    T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
 
 KEPT_FOR = 7 * 86_400  # seconds a host's index outlives its last page
 STALE_TRIES = 3  # tries of one look-up through connections the server may have closed
+
+
+@dataclass(slots=True)
+class Looked:
+    """What the index said of a page: a near-duplicate, a copy, and the evidence
+    for and against rules about its host's URLs."""
+
+    near: bool = False
+    copy: bool = False
+    evidence: list[tuple[Evidence, bool]] = field(default_factory=list)
 
 
 class NearDuplicatesMiddleware:
@@ -51,6 +86,7 @@ class NearDuplicatesMiddleware:
         self._config = config
         self._keys = CrawlKeys.of(crawler.settings, crawler.spider.name)
         self._redis = LazyAsyncClient(crawler)
+        self._rules = UrlRules(self._redis, self._keys, config.rule_support)
         self._gate = CrawlContext.of(crawler).outage.gate("near-duplicates")
         self._once = OnceLogger(logger, crawler)
 
@@ -65,10 +101,22 @@ class NearDuplicatesMiddleware:
     async def process_spider_output(
         self, response: Response, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
+        dropped: list[str] = []
+        copy = False
         async for output in result:
             if isinstance(output, PageRecord) and self._looked_for(output):
-                output.near_duplicate = await self._near_duplicate(output)
+                looked = await self._look(output, response)
+                output.near_duplicate = looked.near
+                copy = looked.copy and not self._config.copy_links
+            elif isinstance(output, Request) and self._config.enabled:
+                if copy:
+                    dropped.append(output.url)
+                    continue
+                yield await self._rewritten(output)
+                continue
             yield output
+        if dropped:
+            self._links_dropped(response, dropped)
 
     def _looked_for(self, record: PageRecord) -> bool:
         return (
@@ -78,54 +126,153 @@ class NearDuplicatesMiddleware:
             and bool(record.host)
         )
 
-    async def _near_duplicate(self, record: PageRecord) -> bool:
-        """Whether *record*'s page is near another URL's page of its host; its
-        fingerprint is added to the index either way."""
+    async def _look(self, record: PageRecord, response: Response) -> Looked:
+        """Whether *record*'s page is near another URL's page of its host, a copy of
+        one, and what that says of the host's URLs; the page joins the index
+        either way. Nothing is found while Redis is away."""
         assert record.text_hash is not None
         try:
             fingerprint = decode(record.text_hash)
         except ValueError:
-            return False
-        own = _url_key(record.url)
-        member = f"{record.text_hash}:{own}"
-        keys = [
-            self._keys.near_duplicates(record.host, band)
-            for band in bands(fingerprint, self._config.max_distance)
-        ]
+            return Looked()
         if not self._gate.ready(time.time()):
             self._stats.inc_value("neardup/errors")  # Redis is away: unmarked
-            return False
-        found = await self._look_up(keys, member)
-        if found is None:
-            return False
-        near = any(
-            url_key != own and hamming(fingerprint, other) <= self._config.max_distance
-            for other, url_key in found
-        )
-        if near:
+            return Looked()
+        page = _Page(record, fingerprint, str(response.meta.get(LINKS_SIGNATURE, "")))
+        looked = await self._tried(lambda: self._looked_up(page))
+        if looked is None:
+            return Looked()
+        if looked.near:
             self._stats.inc_value("neardup/pages")
             self._crawler.signals.send_catch_log(
                 trap_cut, url=record.url, rule="near_duplicate"
             )
-        return near
+        if looked.evidence:
+            learnt = await self._tried(
+                lambda: self._rules.learn(record.host, looked.evidence)
+            )
+            for rule in learnt or []:
+                self._learnt(record.host, rule)
+        return looked
 
-    async def _look_up(
-        self, keys: list[str], member: str
-    ) -> list[tuple[int, str]] | None:
-        """The candidates sharing a band, the page added; None if Redis failed. A
-        connection the server closed (Redis restarted) is tried again at once, on
-        another, as often as the pool may hold such connections."""
+    async def _looked_up(self, page: _Page) -> Looked:
+        """The index's answer for *page*, which is then added to it."""
+        keys = [
+            self._keys.near_duplicates(page.host, band)
+            for band in bands(page.fingerprint, self._config.max_distance)
+        ]
+        urls_key = self._keys.near_duplicate_urls(page.host)
+        checks = list(removals(page.url)) if self._rules.enabled else []
+        pipe = self._redis().pipeline(transaction=False)
+        for key in keys:
+            pipe.smembers(key)
+        pipe.hmget(urls_key, [_url_key(url) for _, url in checks] or ["-"])
+        *members, checked = await pipe.execute()
+        twins = {
+            url_key
+            for other, url_key in _candidates(members)
+            if url_key != page.key
+            and hamming(page.fingerprint, other) <= self._config.max_distance
+        }
+        looked = Looked(near=bool(twins))
+        looked.evidence = self._checked(page, checks, checked)
+        if twins:
+            await self._compare(page, sorted(twins), urls_key, looked)
+        await self._add(page, keys, urls_key)
+        return looked
+
+    def _checked(
+        self, page: _Page, checks: list[tuple[Evidence, str]], entries: list[Any]
+    ) -> list[tuple[Evidence, bool]]:
+        """For each query pair of the page's URL whose removal gives a URL in the
+        index: whether that page is near this one (evidence for or against)."""
+        found = []
+        for (evidence, url), entry in zip(checks, entries, strict=False):
+            indexed = _Indexed.parse(entry)
+            if indexed is not None and indexed.url == url:
+                near = hamming(page.fingerprint, indexed.fingerprint)
+                found.append((evidence, near <= self._config.max_distance))
+        return found
+
+    async def _compare(
+        self, page: _Page, twins: list[str], urls_key: str, looked: Looked
+    ) -> None:
+        """Whether one of *twins* (url keys) has the page's links (a copy), and the
+        rules each pair of URLs is evidence for."""
+        for entry in await self._redis().hmget(urls_key, twins):
+            twin = _Indexed.parse(entry)
+            if twin is None:
+                continue
+            looked.copy |= bool(page.links) and twin.links == page.links
+            if self._rules.enabled:
+                looked.evidence += [
+                    (e, True) for e in rules_between(page.url, twin.url)
+                ]
+
+    async def _add(self, page: _Page, keys: list[str], urls_key: str) -> None:
+        pipe = self._redis().pipeline(transaction=False)
+        for key in keys:
+            pipe.sadd(key, page.member)
+            pipe.expire(key, KEPT_FOR)
+        pipe.hset(urls_key, page.key, page.entry)
+        pipe.expire(urls_key, KEPT_FOR)
+        await pipe.execute()
+
+    async def _rewritten(self, request: Request) -> Request:
+        """*request* with its host's learnt rules applied to its URL."""
+        host = host_or_empty(request.url)
+        if not self._rules.enabled or not host or not self._gate.ready(time.time()):
+            return request
+        rules = await self._tried(lambda: self._rules.of(host))
+        url = rewrite(request.url, rules or frozenset())
+        if url == request.url:
+            return request
+        self._stats.inc_value("neardup/links_rewritten")
+        self._crawler.signals.send_catch_log(trap_cut, url=request.url, rule="rewrite")
+        return request.replace(url=url)
+
+    def _links_dropped(self, response: Response, urls: list[str]) -> None:
+        self._once.event(
+            "neardup/copy_links_dropped",
+            "%(url)s is a copy of another page of its host (its text and its links): "
+            "its links are not followed; further ones are counted in "
+            "neardup/copy_links_dropped",
+            {"url": response.url},
+            level=logging.INFO,
+            key="copy",
+            count=len(urls),
+        )
+        # A spider that remembers the links it yielded (bfs) forgets these, so that
+        # another page's link to one of them is still followed.
+        forget = getattr(self._crawler.spider, "links_not_followed", None)
+        if callable(forget):
+            forget(urls)
+
+    def _learnt(self, host: str, rule: str) -> None:
+        self._once.event(
+            "neardup/rules_learnt",
+            "Learnt from near-duplicates on %(host)s: %(rule)s leaves a page the same, "
+            "so links with it are rewritten without it; further rules are counted in "
+            "neardup/rules_learnt",
+            {"host": host, "rule": rule},
+            level=logging.INFO,
+            key="rule",
+        )
+
+    async def _tried(self, call: Callable[[], Awaitable[T]]) -> T | None:
+        """*call*'s answer, or None if Redis failed. A connection the server closed
+        (Redis restarted) is tried again at once, on another, as often as the pool
+        may hold such connections."""
         for attempt in range(STALE_TRIES):
             try:
-                found = await self._candidates(keys)
-                await self._add(keys, member)
+                answer = await call()
             except REDIS_ERRORS as exc:
                 if is_outage(exc) and attempt + 1 < STALE_TRIES:
                     continue
                 self._failed(exc)
                 return None
             self._gate.succeeded()
-            return found
+            return answer
         return None
 
     def _failed(self, error: Exception) -> None:
@@ -142,28 +289,72 @@ class NearDuplicatesMiddleware:
             {"error": error},
         )
 
-    async def _candidates(self, keys: list[str]) -> list[tuple[int, str]]:
-        """The fingerprints (and URL keys) that share a band with the page."""
-        pipe = self._redis().pipeline(transaction=False)
-        for key in keys:
-            pipe.smembers(key)
-        found = []
-        for members in await pipe.execute():
-            for member in members:
-                text = member.decode("ascii", "replace")
-                hex_part, _, url_key = text.partition(":")
-                try:
-                    found.append((decode(hex_part), url_key))
-                except ValueError:
-                    continue  # a member this crawler did not write
-        return found
 
-    async def _add(self, keys: list[str], member: str) -> None:
-        pipe = self._redis().pipeline(transaction=False)
-        for key in keys:
-            pipe.sadd(key, member)
-            pipe.expire(key, KEPT_FOR)
-        await pipe.execute()
+@dataclass(frozen=True, slots=True)
+class _Page:
+    """A fetched page as the index knows it."""
+
+    record: PageRecord
+    fingerprint: int
+    links: str
+
+    @property
+    def url(self) -> str:
+        return self.record.url
+
+    @property
+    def host(self) -> str:
+        return self.record.host
+
+    @property
+    def key(self) -> str:
+        return _url_key(self.record.url)
+
+    @property
+    def member(self) -> str:
+        return f"{self.record.text_hash}:{self.key}"
+
+    @property
+    def entry(self) -> str:
+        return f"{self.record.text_hash} {self.links or '-'} {self.record.url}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Indexed:
+    """A page of the host's hash of indexed URLs."""
+
+    fingerprint: int
+    links: str
+    url: str
+
+    @classmethod
+    def parse(cls, entry: bytes | str | None) -> _Indexed | None:
+        """The entry, or None for none or one this crawler did not write."""
+        if entry is None:
+            return None
+        text = entry.decode("utf-8", "replace") if isinstance(entry, bytes) else entry
+        parts = text.split(" ", 2)
+        if len(parts) != 3:
+            return None
+        try:
+            fingerprint = decode(parts[0])
+        except ValueError:
+            return None
+        return cls(fingerprint, "" if parts[1] == "-" else parts[1], parts[2])
+
+
+def _candidates(members: list[Any]) -> list[tuple[int, str]]:
+    """The fingerprints (and URL keys) that share a band with the page."""
+    found = []
+    for band in members:
+        for member in band:
+            text = member.decode("ascii", "replace")
+            hex_part, _, url_key = text.partition(":")
+            try:
+                found.append((decode(hex_part), url_key))
+            except ValueError:
+                continue  # a member this crawler did not write
+    return found
 
 
 def _url_key(url: str) -> str:

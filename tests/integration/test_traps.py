@@ -68,7 +68,10 @@ async def test_traps_are_cut_and_every_real_page_is_fetched(
 ):
     database = f"sqlite:///{tmp_path}/pages.db"
     today = datetime.datetime.now(datetime.UTC).date()
-    crawler, seen = await crawl_traps(settings, RECORDS_DATABASE_URL=database)
+    # The copies' links followed, so that the repeated-path rule meets its paths.
+    crawler, seen = await crawl_traps(
+        settings, RECORDS_DATABASE_URL=database, NEARDUP_COPY_LINKS=True
+    )
 
     assert real_pages(DEPTH, hosts=HOSTS) <= seen  # no real page lost
     # The calendar is followed to the horizon (366 days), never past it.
@@ -119,6 +122,8 @@ async def test_with_the_defences_off_the_traps_eat_the_crawl(settings):
         TRAPS_MAX_PATH_REPEATS=0,
         TRAPS_CALENDAR_HORIZON_DAYS=0,
         TRAPS_MAX_QUERY_VARIANTS=0,
+        NEARDUP_COPY_LINKS=True,
+        NEARDUP_RULE_SUPPORT=0,
     )
     assert [p for host, p in seen if host == SESSIONS and SESSION.search(p)]
     assert [p for host, p in seen if host == PATHS and "/a/b/a/b/a/b/" in p]
@@ -179,7 +184,8 @@ MIRRORS = 5  # the trap site's host with printer-friendly copies of its pages
 async def test_copies_of_a_page_are_marked_near_duplicates(settings, tmp_path):
     database = f"sqlite:///{tmp_path}/pages.db"
     with running_trap_site(hosts=MIRRORS + 1) as site:
-        values = settings(RECORDS_DATABASE_URL=database)
+        # Nothing learnt: every copy is fetched, and marked.
+        values = settings(RECORDS_DATABASE_URL=database, NEARDUP_RULE_SUPPORT=0)
         crawler = await crawl(values, [site.seeds[MIRRORS]], scope="seed-hosts")
     rows = [r for r in rows_of(database).values() if r["fate"] == "fetched"]
     kinds = {r["url"]: classify(MIRRORS, path_of(r["url"])) for r in rows}
@@ -199,3 +205,42 @@ def original(url: str) -> str:
     """The page a printer-friendly copy (``?print=1``, ``/print/...``) copies."""
     path = path_of(url).removesuffix("?print=1")
     return path.removeprefix("/print") or "/"
+
+
+@deferred_f_from_coro_f
+async def test_copies_teach_rewrites_and_stop_being_fetched(settings, redis):
+    """The mirrors host links each page's ``?print=1`` and ``/print/`` copies: two
+    copies of each spelling teach the rule, and later copies are never fetched."""
+    with running_trap_site(hosts=MIRRORS + 1) as site:
+        values = settings(DEPTH_LIMIT=DEPTH)
+        crawler = await crawl(values, [site.seeds[MIRRORS]], scope="seed-hosts")
+        paths = [row["path"] for row in site.log() if row["path"] != "/robots.txt"]
+    copies = [p for p in paths if classify(MIRRORS, p) == "trap"]
+    real = {(MIRRORS, p) for p in paths if classify(MIRRORS, p) == "real"}
+    assert {(h, p) for h, p in real_pages(DEPTH, MIRRORS + 1) if h == MIRRORS} <= real
+    # 30 real pages, 60 copies linked. Copies at depths 1 and 2 (of /, pages 1-2)
+    # teach both rules; the copies of depth-3 pages (7-14) and deeper never go out.
+    assert copies
+    numbers = [int(m[1]) for p in copies if (m := re.search(r"/page/(\d+)", p))]
+    assert max(numbers) < 7, copies
+    rules = redis.hgetall(KEYS.url_rules(f"127.0.0.{2 + MIRRORS}"))
+    assert rules[b"r:param:print=1"] == b"2"
+    assert rules[b"r:segments:1:print"] == b"2"
+    stats = crawler.stats
+    assert stats.get_value("neardup/rules_learnt") == 2
+    assert stats.get_value("neardup/links_rewritten", 0) >= 2 * (29 - 6)
+
+
+@deferred_f_from_coro_f
+async def test_a_copys_links_are_not_followed(settings):
+    """The paths host serves /docs/ at any path below it: its copies /docs/a/ and
+    /docs/b/ are fetched, their links (more copies, for ever) are not."""
+    with running_trap_site(hosts=PATHS + 1) as site:
+        values = settings(DEPTH_LIMIT=DEPTH)
+        crawler = await crawl(values, [site.seeds[PATHS]], scope="seed-hosts")
+        paths = [row["path"] for row in site.log() if row["path"] != "/robots.txt"]
+    copies = sorted(p for p in paths if classify(PATHS, p) == "trap")
+    assert copies == ["/docs/a/", "/docs/b/"]
+    real = {(PATHS, p) for p in paths if classify(PATHS, p) == "real"}
+    assert {(h, p) for h, p in real_pages(DEPTH, PATHS + 1) if h == PATHS} <= real
+    assert crawler.stats.get_value("neardup/copy_links_dropped") == 4
