@@ -8,13 +8,13 @@ time) is crawled by one node from its own seeds (scope ``seed-hosts``: only loop
 is fetched), no politeness delay, robots.txt obeyed, ``DEPTH_LIMIT`` 17:
 
 1. with the defences on (the defaults);
-2. with them off (``TRAPS_*`` off, no soft-404 probe): the traps are endless, so
+2. with them off (``TRAPS_*`` off, no soft-404 probe, copies' links followed,
+   no rewrites learnt from near-duplicates): the traps are endless, so
    the crawl stops at ``CLOSESPIDER_PAGECOUNT`` (``--off-pages``).
 
 Measured at the site, per host and in all (``tests.trapsite.classify``): fetches,
 robots.txt and soft-404 probes apart; fetches of trap and of dead URLs (wasted); the
-mirrors host's print copies (near-duplicates, cut by no rule yet) in a column of
-their own; the real pages fetched against ``real_pages(17)``; the wasted share of
+mirrors host's print copies (near-duplicates) in a column of their own; the real pages fetched against ``real_pages(17)``; the wasted share of
 all fetches.
 
 3. Revisits of noise-only pages: the mirrors host alone, ``REVISIT_POLICY=adaptive``
@@ -70,6 +70,9 @@ TRAPS_OFF = {
     "TRAPS_CALENDAR_HORIZON_DAYS": 0,
     "TRAPS_MAX_QUERY_VARIANTS": 0,
     "TRAPS_SOFT_404": False,
+    "TRAPS_CALENDAR_NEAR_MONTHS": "none",
+    "NEARDUP_COPY_LINKS": True,
+    "NEARDUP_RULE_SUPPORT": 0,
 }
 COLUMNS: list[tuple[str, str, str]] = [
     ("run", "run", "{}"),

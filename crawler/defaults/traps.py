@@ -17,6 +17,10 @@ TRAPS_MAX_PATH_REPEATS = 2
 TRAPS_CALENDAR_HORIZON_DAYS = 366
 # A URL naming a date in a year before this one is a calendar trap too.
 TRAPS_CALENDAR_EARLIEST_YEAR = 1990
+# A dated page's link to a month farther from today than the page's own month and
+# more than this many months from today is a calendar trap (a "previous month"
+# chain); None turns the rule off.
+TRAPS_CALENDAR_NEAR_MONTHS: int | None = 1
 # Distinct query strings one path may have queued; more are a trap; 0: no limit.
 TRAPS_MAX_QUERY_VARIANTS = 50
 # Most pages of one host in a crawl (an int >= 1); None: no budget.

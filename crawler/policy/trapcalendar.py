@@ -1,4 +1,5 @@
-"""Calendar traps: a URL that names a date too far ahead or too far back.
+"""Calendar traps: a URL that names a date too far ahead or too far back, and a
+dated page's link that walks a month farther from today.
 
 A calendar page links the next month, and that one the month after, for ever; a
 crawl that follows them fetches empty pages until its depth limit. A URL names a
@@ -57,6 +58,31 @@ def names_date_outside(
         found > latest or found.year < earliest_year
         for found in dates_named(path, query)
     )
+
+
+def walks_away(
+    page: tuple[str, str],
+    link: tuple[str, str],
+    *,
+    today: date,
+    near_months: int,
+) -> bool:
+    """Whether a link from a dated page leads to a month farther from *today*'s
+    than the page's own and more than *near_months* from it: a step of a
+    calendar's "previous" or "next" chain, which walks away from today one month a
+    link. *page* and *link* are (path, query). An undated page (an archive's index,
+    a home page) may link any month, and a link within the page's month (its days,
+    a post beside another) never walks away."""
+    page_months = [_months_from(today, found) for found in dates_named(*page)]
+    link_months = [_months_from(today, found) for found in dates_named(*link)]
+    if not page_months or not link_months:
+        return False
+    farthest = max(link_months)
+    return farthest > near_months and farthest > min(page_months)
+
+
+def _months_from(today: date, found: date) -> int:
+    return abs((found.year - today.year) * 12 + found.month - today.month)
 
 
 def dates_named(path: str, query: str) -> Iterator[date]:

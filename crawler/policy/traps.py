@@ -31,7 +31,7 @@ from urllib.parse import quote, unquote_plus, urlsplit
 
 from w3lib.url import canonicalize_url
 
-from crawler.policy.trapcalendar import names_date_outside
+from crawler.policy.trapcalendar import names_date_outside, walks_away
 from crawler.policy.typedsettings import (
     get_bool,
     get_int,
@@ -76,6 +76,7 @@ class TrapsConfig:
     max_path_repeats: int = 2
     calendar_horizon_days: int = 366
     calendar_earliest_year: int = 1990
+    calendar_near_months: int | None = 1
     max_query_variants: int = 50
     host_max_pages: int | None = None
     soft_404: bool = True
@@ -92,6 +93,9 @@ class TrapsConfig:
             ),
             calendar_earliest_year=get_int(
                 settings, "TRAPS_CALENDAR_EARLIEST_YEAR", at_least=0
+            ),
+            calendar_near_months=get_optional_int(
+                settings, "TRAPS_CALENDAR_NEAR_MONTHS", at_least=0, note="months"
             ),
             max_query_variants=get_int(
                 settings, "TRAPS_MAX_QUERY_VARIANTS", at_least=0
@@ -122,6 +126,28 @@ def trap_of(url: str, config: TrapsConfig, today: date) -> str | None:
     ):
         return "calendar"
     return None
+
+
+def calendar_walk(
+    page_url: str, url: str, config: TrapsConfig, today: date
+) -> str | None:
+    """``calendar`` if *url*, linked from *page_url*, is a step of a calendar's
+    chain away from today (``trapcalendar.walks_away``), else None. Past dates
+    need this rule: an archive's old months are real pages when its index links
+    them, but a "previous month" chain goes back to the earliest year."""
+    if config.calendar_near_months is None:
+        return None
+    try:
+        page, link = urlsplit(page_url), urlsplit(url)
+    except ValueError:
+        return None
+    walks = walks_away(
+        (page.path, page.query),
+        (link.path, link.query),
+        today=today,
+        near_months=config.calendar_near_months,
+    )
+    return "calendar" if walks else None
 
 
 # --- Canonical URLs -------------------------------------------------------------------

@@ -4,7 +4,8 @@ Every request a callback yields (a link: seeds and retries never pass here) is
 first written canonically (``crawler.policy.traps.canonical_url``: session
 parameters dropped, query parameters sorted), so one page reached through many
 spellings is queued once. Then the rules a URL alone decides cut it before it is
-queued (``repeated_path``, ``calendar``), and so does the query-parameter rule: at
+queued (``repeated_path``, ``calendar``), as does a dated page's link a month
+farther from today (``calendar``: a "previous month" chain), and so does the query-parameter rule: at
 most ``TRAPS_MAX_QUERY_VARIANTS`` distinct query strings a path, counted by this
 node (a cluster may let up to that many a node through). A cut URL costs no fetch
 and no queue entry; it gets one record of fate ``trap`` (its rule as the error),
@@ -28,6 +29,7 @@ from crawler.items import PageRecord
 from crawler.meta import NODE
 from crawler.policy.traps import (
     TrapsConfig,
+    calendar_walk,
     canonical_url,
     query_variant_key,
     too_many_variants,
@@ -93,7 +95,11 @@ class TrapFilterMiddleware:
         if url != output.url:
             self._stats.inc_value("traps/canonicalized")
             output = output.replace(url=url)
-        rule = trap_of(url, self._config, today) or self._query_explosion(url)
+        rule = (
+            trap_of(url, self._config, today)
+            or calendar_walk(response.url, url, self._config, today)
+            or self._query_explosion(url)
+        )
         if rule is None:
             yield output
             return

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, unquote_plus, urljoin, urlsplit
 
 import pytest
@@ -17,6 +18,7 @@ from bench import nginxsites, sitecorpora
 from crawler.policy.trapcalendar import dates_named
 from crawler.policy.traps import (
     TrapsConfig,
+    calendar_walk,
     canonical_url,
     is_session_param,
     matches_soft_404,
@@ -28,6 +30,9 @@ from crawler.policy.traps import (
     trap_of,
 )
 from tests.unit.properties import PROPERTY
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 CONFIG = TrapsConfig()
 TODAY = date(2026, 11, 28)  # + 366 days: 2027-11-29 is the last date let through
@@ -339,15 +344,26 @@ def _corpus_urls(root: Path, origin: str) -> list[str]:
     for path in sorted(root.rglob("*")):
         url = f"{origin}/{quote(path.relative_to(root).as_posix())}"
         urls.append(url + "/" if path.is_dir() else url)
-        if path.suffix in (".html", ".htm"):
-            links = HREF.findall(path.read_bytes())
-            urls += [urljoin(url, link.decode("utf-8", "replace")) for link in links]
-    return urls
+    return urls + [link for _, link in _corpus_links(root, origin)]
 
 
-def real_documentation_urls() -> list[str]:
+def _corpus_links(root: Path, origin: str) -> list[tuple[str, str]]:
+    """(page, link) of every link of *root*'s HTML pages served at *origin*."""
+    found = []
+    for path in sorted(root.rglob("*.htm*")):
+        url = f"{origin}/{quote(path.relative_to(root).as_posix())}"
+        if path.suffix in (".html", ".htm") and path.is_file():
+            for link in HREF.findall(path.read_bytes()):
+                found.append((url, urljoin(url, link.decode("utf-8", "replace"))))
+    return found
+
+
+def real_documentation_urls(
+    corpus: Callable[[Path, str], list[Any]] = _corpus_urls,
+) -> list[Any]:
     """The URLs of bench.realsites' Debian documentation packages, served as
-    bench.nginxsites serves them (127.0.0.31, .32, ... on its port)."""
+    bench.nginxsites serves them (127.0.0.31, .32, ... on its port); or what
+    *corpus* gives of each."""
     urls = []
     for index, (name, folder, package) in enumerate(nginxsites.DEFAULT_CORPORA):
         root = Path(folder)
@@ -357,11 +373,13 @@ def real_documentation_urls() -> list[str]:
                 f"{package})"
             )
         origin = f"http://127.0.0.{nginxsites.FIRST_ADDRESS + index}:{nginxsites.PORT}"
-        urls += _corpus_urls(root, origin)
+        urls += corpus(root, origin)
     return sorted(set(urls))
 
 
-def synthetic_site_urls(root: Path) -> list[str]:
+def synthetic_site_urls(
+    root: Path, corpus: Callable[[Path, str], list[Any]] = _corpus_urls
+) -> list[Any]:
     """The pages of bench.sitecorpora's synthetic sites, written as the benchmark
     writes them."""
     origins = [
@@ -374,7 +392,7 @@ def synthetic_site_urls(root: Path) -> list[str]:
     urls = []
     for site, origin in zip(sitecorpora.SYNTHETIC, origins, strict=True):
         sitecorpora.write_site(site, root / site.name, origin, elsewhere)
-        urls += _corpus_urls(root / site.name, origin)
+        urls += corpus(root / site.name, origin)
     return urls
 
 
@@ -386,6 +404,40 @@ def test_no_url_only_rule_cuts_a_real_documentation_page(tmp_path):
     assert sum(any(dates_named(*_path_and_query(url))) for url in urls) > 10
     cut = {url: trap_of(canonical_url(url, CONFIG), CONFIG, TODAY) for url in urls}
     assert {url: rule for url, rule in cut.items() if rule} == {}
+
+
+def test_no_calendar_walk_cuts_a_real_documentation_link(tmp_path):
+    links = real_documentation_urls(_corpus_links) + synthetic_site_urls(
+        tmp_path, _corpus_links
+    )
+    # The control: links name dates (blog posts, a source timeline); their pages
+    # are the undated indexes that link them, which may link any month.
+    dated = [link for _, link in links if any(dates_named(*_path_and_query(link)))]
+    assert len(dated) > 10
+    cut = [(p, link) for p, link in links if calendar_walk(p, link, CONFIG, TODAY)]
+    assert cut == []
+
+
+def test_a_calendar_chain_is_cut_a_month_from_today():
+    def walk(page: str, link: str, near: int | None = 1) -> str | None:
+        config = TrapsConfig(calendar_near_months=near)
+        return calendar_walk(
+            f"http://a.example{page}", f"http://a.example{link}", config, TODAY
+        )
+
+    assert walk("/calendar/", "/calendar/2019/03/") is None  # an index links any month
+    assert walk("/calendar/2026/11/", "/calendar/2026/10/") is None  # a month away
+    assert walk("/calendar/2026/11/", "/calendar/2026/12/") is None
+    assert walk("/calendar/2026/10/", "/calendar/2026/09/") == "calendar"
+    assert walk("/calendar/2026/12/", "/calendar/2027/01/") == "calendar"
+    assert walk("/calendar/2026/10/", "/calendar/2026/11/") is None  # back toward today
+    assert walk("/2019/03/", "/2019/03/12/a-post/") is None  # within the page's month
+    assert walk("/2019/03/12/a-post/", "/2019/03/02/the-one-before/") is None
+    assert walk("/2019/03/12/a-post/", "/2019/02/27/older/") == "calendar"
+    assert walk("/?date=2026-10-01", "/?date=2026-09-01") == "calendar"
+    assert walk("/calendar/2026/10/", "/calendar/2026/09/", near=None) is None
+    assert walk("/calendar/2026/10/", "/calendar/2026/09/", near=2) is None
+    assert walk("/calendar/2026/11/", "/calendar/2026/10/", near=0) == "calendar"
 
 
 def _path_and_query(url: str) -> tuple[str, str]:
