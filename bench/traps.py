@@ -220,7 +220,7 @@ def crawl(
         "finish_reason": stats.get("finish_reason"),
         "stats": {
             k: v for k, v in stats.items()
-            if k.startswith(("traps/", "revisit/", "downloader/response_count"))
+            if k.startswith(("traps/", "neardup/", "revisit/", "downloader/response_count"))
             or k in ("item_scraped_count", "response_received_count")
         },
     }  # fmt: skip

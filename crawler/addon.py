@@ -71,6 +71,9 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         # Depth repair: a page fetched too deep is answered from the page store, so its
         # links are followed again at their true depths without asking its host.
         ("crawler.middlewares.reparse.ReparseMiddleware", 50),
+        # A queued URL that its host's learnt rules rewrite to a page already
+        # fetched is not fetched (a trap); before the server gate, so it takes none.
+        ("crawler.middlewares.knowncopies.KnownCopiesMiddleware", 55),
         # POLITENESS_KEY = ip | domain: one request in flight per server across the
         # cluster; before robots.txt, whose fetch goes out under the same gate.
         ("crawler.middlewares.servergate.ServerGateMiddleware", 60),

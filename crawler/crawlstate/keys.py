@@ -134,7 +134,7 @@ class CrawlKeys:
 
     def url_rules(self, host: str) -> str:
         """HASH with a TTL: what *host*'s near-duplicates taught about its URLs
-        (``crawler.spiders.urlrules``): ``r:<rule>`` -> its evidence so far, -1 once
+        (``crawler.crawlstate.urlrules``): ``r:<rule>`` -> its evidence so far, -1 once
         contradicted; ``e:<rule> <where>`` -> 1 for each piece of evidence."""
         return f"{self.prefix}:url-rules:{host}"
 

@@ -1,7 +1,7 @@
 """Different URLs, one page: what near-duplicate pages teach about a host's URLs.
 
-Two kinds of lesson (``NEARDUP_*``; crawler/spiders/duplicateurls.py keeps them in
-Redis for the cluster):
+Two kinds of lesson (``NEARDUP_*``; crawler/spiders/neardups.py learns them,
+crawler/crawlstate/urlrules.py keeps them in Redis for the cluster):
 
 - **A copy's links lead to copies.** A page whose text is a near-duplicate of
   another page of its host *and* whose links, read relative to its own place, are
@@ -16,14 +16,16 @@ Redis for the cluster):
   one query pair (``param:print=1``) or one run of path segments at one place
   (``segments:1:print``) from a URL leaves its page the same. Each near-duplicate
   pair whose URLs differ by such a removal is evidence for it; a fetched page whose
-  URL without that pair or run was fetched too and is *not* a near-duplicate
-  contradicts it for good. A rule with ``support`` distinct pieces of evidence
+  URL without that query pair was fetched too and is a different page
+  (``DIFFERENT_PAGES`` bits apart or more) contradicts it for good. A rule with ``support`` distinct pieces of evidence
   (pairs at different paths) and no contradiction rewrites the host's new links
   before they are queued, so a copy under a known spelling costs no fetch.
 
-Value-specific query rules only: ``?lang=en`` may be the default page while
-``?lang=fr`` is another, so ``lang=en`` teaches nothing about ``lang=fr``. Pure: no
-I/O.
+A query rule names a value (``param:print=1``, evidence at different paths) or a
+key whatever its value (``param:color=*``, evidence from different values, one more
+than the support: ``needs_more``). ``?lang=en`` may be the default page while
+``?lang=fr`` is another: a fetched ``?lang=fr`` page that is not its URL without the
+pair contradicts both ``param:lang=fr`` and ``param:lang=*``. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -37,11 +39,17 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Iterator
 
+# Fingerprints at least this many bits apart are of different pages: unrelated
+# texts differ in about 32 of 64 bits, while a copy with a line of its own may
+# differ in a few more than NEARDUP_MAX_DISTANCE. Between the two a page is no
+# evidence either way, so SimHash's noise never contradicts a rule.
+DIFFERENT_PAGES = 16
 # The longest run of segments a rule removes: /print/, /m/amp/; longer is rarely a
 # copy's marker and more often a real subtree.
 MAX_RULE_SEGMENTS = 2
 PARAM = "param:"
 SEGMENTS = "segments:"
+ANY_VALUE = "*"
 # A rule as this module writes it: anything else (damaged crawl state) is ignored.
 _RULE = re.compile(r"param:[^&]+|segments:[1-9][0-9]{0,3}:[^/]+(?:/[^/]+)?")
 
@@ -75,7 +83,7 @@ def rules_between(url: str, twin: str) -> list[Evidence]:
         return []
     if a.path == b.path:
         removed = _one_pair_more(a.query, b.query)
-        return [Evidence(_param_rule(*removed), b.path)] if removed else []
+        return _param_evidence(*removed, b.path) if removed else []
     if a.query == b.query:
         rule = _segments_rule(a.path, b.path)
         return [Evidence(rule, b.path)] if rule and is_rule(rule) else []
@@ -90,7 +98,8 @@ def removals(url: str) -> Iterator[tuple[Evidence, str]]:
     for index, pair in enumerate(pairs):
         rest = urlencode(pairs[:index] + pairs[index + 1 :])
         without = urlunsplit(parts._replace(query=rest, fragment=""))
-        yield Evidence(_param_rule(*pair), parts.path), without
+        for evidence in _param_evidence(*pair, parts.path):
+            yield evidence, without
 
 
 def rewrite(url: str, rules: Collection[str]) -> str:
@@ -100,7 +109,11 @@ def rewrite(url: str, rules: Collection[str]) -> str:
         return url
     parts = urlsplit(url)
     pairs = parse_qsl(parts.query, keep_blank_values=True)
-    kept = [pair for pair in pairs if _param_rule(*pair) not in rules]
+    kept = [
+        (key, value)
+        for key, value in pairs
+        if _param_rule(key, value) not in rules and _any_value(key) not in rules
+    ]
     path = _without_segments(parts.path, rules)
     if len(kept) == len(pairs) and path == parts.path:
         return url
@@ -115,6 +128,24 @@ def is_rule(text: str) -> bool:
 
 def _param_rule(key: str, value: str) -> str:
     return f"{PARAM}{urlencode([(key, value)])}"
+
+
+def _any_value(key: str) -> str:
+    """The rule that removes *key* whatever its value: ``param:color=*``."""
+    return f"{PARAM}{urlencode([(key, '')])}{ANY_VALUE}"
+
+
+def needs_more(rule: str) -> bool:
+    """Whether *rule* needs one piece of evidence more than the support: a rule for
+    any value of a key stands for values never seen."""
+    return rule.endswith(f"={ANY_VALUE}")
+
+
+def _param_evidence(key: str, value: str, path: str) -> list[Evidence]:
+    """What a query pair that leaves the page the same is evidence for: removing
+    that pair (evidence counted by path), and removing its key whatever the value
+    (evidence counted by value)."""
+    return [Evidence(_param_rule(key, value), path), Evidence(_any_value(key), value)]
 
 
 def _one_pair_more(longer: str, shorter: str) -> tuple[str, str] | None:
@@ -155,3 +186,9 @@ def _without_segments(path: str, rules: Collection[str]) -> str:
         ):
             return "/".join(segments[:at] + segments[at + len(removed) :])
     return path
+
+
+def url_key(url: str) -> str:
+    """A short stable key of *url* in a host's index of fetched pages (a revisit
+    of a URL is not its own near-duplicate)."""
+    return hashlib.blake2b(url.encode("utf-8", "replace"), digest_size=6).hexdigest()

@@ -23,14 +23,16 @@ Fate = Literal[
     "too_large",  # bigger than DOWNLOAD_MAXSIZE (after decompression)
     "unparseable",  # a URL or answer that cannot be handled (bad scheme, bad URL)
     "ignored",  # dropped by a downloader middleware (IgnoreRequest), e.g. offsite
-    "trap",  # a link cut as a spider trap before it was queued (crawler.policy.traps)
+    # a link cut as a spider trap before it was queued (crawler.policy.traps), or a
+    # queued URL found to be a copy of a page fetched (crawler.middlewares.knowncopies)
+    "trap",
 ]
 FATES: tuple[Fate, ...] = get_args(Fate)
-# A trap is no failure: the URL was never queued (the record says which rule cut it).
+# A trap is no failure: the URL was never fetched (the record says which rule cut it).
 FAILED_FATES: frozenset[Fate] = frozenset(FATES) - {"fetched", "redirected", "trap"}
 # Failures before anything was sent to the host: its politeness delay is not spent.
 UNTOUCHED_FATES: frozenset[str] = frozenset(
-    {"robots_disallowed", "robots_unreachable", "ignored"}
+    {"robots_disallowed", "robots_unreachable", "ignored", "trap"}
 )
 
 # HTTP answers that may pass: the server is overloaded or down for a while.
@@ -47,6 +49,7 @@ _EXCEPTION_FATES: tuple[tuple[str, Fate], ...] = (
     ("twisted.internet.error.TCPTimedOutError", "timed_out"),
     ("crawler.frontier.holds.HoldRequest", "robots_unreachable"),
     ("crawler.frontier.holds.ForbiddenByRobots", "robots_disallowed"),
+    ("crawler.middlewares.knowncopies.KnownCopy", "trap"),
     ("scrapy.exceptions.IgnoreRequest", "ignored"),
     ("twisted.internet.error.DNSLookupError", "network_error"),
     ("twisted.internet.error.ConnectError", "network_error"),

@@ -22,7 +22,7 @@ What near-duplicates teach (``crawler.policy.duplicateurls``):
   to one of them is still followed;
 - a near-duplicate pair whose URLs differ by one query pair or one run of path
   segments is evidence for a rewrite rule, and a page whose URL without a query
-  pair was fetched and differs contradicts that rule (``crawler.spiders.urlrules``);
+  pair was fetched and is a different page contradicts that rule (``crawler.crawlstate.urlrules``);
   once a rule has ``NEARDUP_RULE_SUPPORT`` pieces of evidence, every new link of the
   host it fits is rewritten before it is queued (``neardup/links_rewritten``), so
   the frontier sees the page's known URL and drops it as seen.
@@ -30,7 +30,6 @@ What near-duplicates teach (``crawler.policy.duplicateurls``):
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -44,13 +43,20 @@ from crawler.context.logonce import OnceLogger
 from crawler.context.outage import REDIS_ERRORS, is_outage
 from crawler.context.startup import StartupFailure
 from crawler.crawlstate.keys import CrawlKeys
+from crawler.crawlstate.urlrules import UrlRules
 from crawler.items import PageRecord
 from crawler.meta import LINKS_SIGNATURE
-from crawler.policy.duplicateurls import Evidence, removals, rewrite, rules_between
+from crawler.policy.duplicateurls import (
+    DIFFERENT_PAGES,
+    Evidence,
+    removals,
+    rewrite,
+    rules_between,
+    url_key,
+)
 from crawler.policy.simhash import NearDupConfig, bands, decode, hamming
 from crawler.signals import trap_cut
 from crawler.spiders.pagerecords import host_or_empty
-from crawler.spiders.urlrules import UrlRules
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -166,7 +172,7 @@ class NearDuplicatesMiddleware:
         pipe = self._redis().pipeline(transaction=False)
         for key in keys:
             pipe.smembers(key)
-        pipe.hmget(urls_key, [_url_key(url) for _, url in checks] or ["-"])
+        pipe.hmget(urls_key, [url_key(url) for _, url in checks] or ["-"])
         *members, checked = await pipe.execute()
         twins = {
             url_key
@@ -185,13 +191,18 @@ class NearDuplicatesMiddleware:
         self, page: _Page, checks: list[tuple[Evidence, str]], entries: list[Any]
     ) -> list[tuple[Evidence, bool]]:
         """For each query pair of the page's URL whose removal gives a URL in the
-        index: whether that page is near this one (evidence for or against)."""
+        index: evidence for the rule if that page is near this one, against it if
+        it is a different page."""
         found = []
         for (evidence, url), entry in zip(checks, entries, strict=False):
             indexed = _Indexed.parse(entry)
-            if indexed is not None and indexed.url == url:
-                near = hamming(page.fingerprint, indexed.fingerprint)
-                found.append((evidence, near <= self._config.max_distance))
+            if indexed is None or indexed.url != url:
+                continue
+            apart = hamming(page.fingerprint, indexed.fingerprint)
+            if apart <= self._config.max_distance:
+                found.append((evidence, True))
+            elif apart >= DIFFERENT_PAGES:
+                found.append((evidence, False))
         return found
 
     async def _compare(
@@ -308,7 +319,7 @@ class _Page:
 
     @property
     def key(self) -> str:
-        return _url_key(self.record.url)
+        return url_key(self.record.url)
 
     @property
     def member(self) -> str:
@@ -355,8 +366,3 @@ def _candidates(members: list[Any]) -> list[tuple[int, str]]:
             except ValueError:
                 continue  # a member this crawler did not write
     return found
-
-
-def _url_key(url: str) -> str:
-    """A short stable key of *url*: a revisit of it is not its own near-duplicate."""
-    return hashlib.blake2b(url.encode("utf-8", "replace"), digest_size=6).hexdigest()

@@ -9,6 +9,7 @@ from crawler.policy.duplicateurls import (
     Evidence,
     is_rule,
     links_signature,
+    needs_more,
     removals,
     rewrite,
     rules_between,
@@ -40,14 +41,21 @@ def test_link_order_and_repeats_do_not_change_the_signature():
 
 def test_one_query_pair_more_is_evidence_for_removing_it():
     found = rules_between(f"{H}/page/1.html?print=1", f"{H}/page/1.html")
-    assert found == [Evidence("param:print=1", "/page/1.html")]
+    # The pair at this path, and the key with this value.
+    assert found == [
+        Evidence("param:print=1", "/page/1.html"),
+        Evidence("param:print=*", "1"),
+    ]
     # Either order.
     assert rules_between(f"{H}/page/1.html", f"{H}/page/1.html?print=1") == found
 
 
 def test_a_pair_among_others_is_evidence_too():
     found = rules_between(f"{H}/s/?color=red&sort=price", f"{H}/s/?sort=price")
-    assert found == [Evidence("param:color=red", "/s/")]
+    assert found == [
+        Evidence("param:color=red", "/s/"),
+        Evidence("param:color=*", "red"),
+    ]
 
 
 def test_two_pairs_more_or_a_changed_value_teach_nothing():
@@ -78,7 +86,9 @@ def test_removals_are_each_query_pair_taken_out():
     found = list(removals(f"{H}/s/?a=1&b=2"))
     assert found == [
         (Evidence("param:a=1", "/s/"), f"{H}/s/?b=2"),
+        (Evidence("param:a=*", "1"), f"{H}/s/?b=2"),
         (Evidence("param:b=2", "/s/"), f"{H}/s/?a=1"),
+        (Evidence("param:b=*", "2"), f"{H}/s/?a=1"),
     ]
     assert list(removals(f"{H}/s/")) == []
 
@@ -93,6 +103,14 @@ def test_rewrite_removes_what_the_rules_name():
     assert rewrite(f"{H}/a/print/7.html", rules) == f"{H}/a/print/7.html"
     assert rewrite(f"{H}/print", rules) == f"{H}/print"
     assert rewrite(f"{H}/x.html?b=2&print=1&a=1", rules) == f"{H}/x.html?b=2&a=1"
+    # A key whatever its value.
+    assert rewrite(f"{H}/s/?color=teal&size=m", {"param:color=*"}) == f"{H}/s/?size=m"
+
+
+def test_a_rule_for_any_value_needs_one_piece_more():
+    assert needs_more("param:color=*")
+    assert not needs_more("param:color=red")
+    assert not needs_more("segments:1:print")
 
 
 def test_a_learnt_rule_undoes_the_pair_that_taught_it():
@@ -101,14 +119,15 @@ def test_a_learnt_rule_undoes_the_pair_that_taught_it():
         (f"{H}/print/page/1.html", f"{H}/page/1.html"),
         (f"{H}/m/amp/x", f"{H}/x"),
     ]:
-        (evidence,) = rules_between(longer, shorter)
-        assert is_rule(evidence.rule)
-        assert rewrite(longer, {evidence.rule}) == shorter
+        for evidence in rules_between(longer, shorter):
+            assert is_rule(evidence.rule)
+            assert rewrite(longer, {evidence.rule}) == shorter
 
 
 def test_damaged_rules_are_told_apart():
     assert is_rule("param:print=1")
     assert is_rule("segments:1:print")
+    assert is_rule("param:color=*")
     for damaged in ("", "param:", "segments:x:print", "segments:0:a", "junk", "r:x"):
         assert not is_rule(damaged), damaged
 

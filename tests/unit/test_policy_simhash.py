@@ -395,7 +395,9 @@ def test_distance_zero_turns_the_rule_off() -> None:
 
 
 def test_the_defaults_are_the_documented_ones() -> None:
-    assert NearDupConfig.from_settings(vars(defaults)) == NearDupConfig(6, 50, 0.8)
+    assert NearDupConfig.from_settings(vars(defaults)) == NearDupConfig(
+        6, 50, 0.8, copy_links=False, rule_support=2
+    )
     assert defaults.NEARDUP_MAX_DISTANCE == NEAR_DUPLICATE_DISTANCE == 6
 
 
@@ -404,8 +406,10 @@ def test_settings_given_as_text_are_read() -> None:
         "NEARDUP_MAX_DISTANCE": "5",
         "NEARDUP_HOST_WINDOW": "30",
         "NEARDUP_HOST_SHARE": "0.5",
+        "NEARDUP_COPY_LINKS": "true",
+        "NEARDUP_RULE_SUPPORT": "3",
     }
-    assert NearDupConfig.from_settings(settings) == NearDupConfig(5, 30, 0.5)
+    assert NearDupConfig.from_settings(settings) == NearDupConfig(5, 30, 0.5, True, 3)
 
 
 @pytest.mark.parametrize(
@@ -418,6 +422,8 @@ def test_settings_given_as_text_are_read() -> None:
         ("NEARDUP_HOST_SHARE", 0, "NEARDUP_HOST_SHARE must be in (0, 1], got 0.0"),
         ("NEARDUP_HOST_SHARE", 1.5, "NEARDUP_HOST_SHARE must be in (0, 1], got 1.5"),
         ("NEARDUP_HOST_SHARE", "most", "NEARDUP_HOST_SHARE must be a number"),
+        ("NEARDUP_COPY_LINKS", 2, "NEARDUP_COPY_LINKS must be true or false"),
+        ("NEARDUP_RULE_SUPPORT", -1, "NEARDUP_RULE_SUPPORT must be >= 0 pages, got -1"),
     ],
 )
 def test_a_bad_setting_is_named_in_one_line(

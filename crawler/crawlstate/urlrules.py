@@ -16,7 +16,7 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from crawler.policy.duplicateurls import is_rule
+from crawler.policy.duplicateurls import is_rule, needs_more
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -33,20 +33,23 @@ RULE = "r:"
 EVIDENCE = "e:"
 
 # KEYS[1] the host's rules; ARGV: seconds kept, support, then (rule, where, near)
-# triples. Returns the rules that reached the support with this call.
+# triples. Returns the rules that reached the support (one more for a rule of any
+# value of a key: duplicateurls.needs_more) with this call.
 LEARN = """
 local support = tonumber(ARGV[2])
 local learnt = {}
 for i = 3, #ARGV, 3 do
   local rule, where, near = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local field = 'r:' .. rule
+  local need = support
+  if string.sub(rule, -2) == '=*' then need = support + 1 end
   local count = tonumber(redis.call('HGET', KEYS[1], field) or '0') or 0
   if near ~= '1' then
     redis.call('HSET', KEYS[1], field, -1)
-  elseif count >= 0 and count < support then
+  elseif count >= 0 and count < need then
     if redis.call('HSETNX', KEYS[1], 'e:' .. rule .. ' ' .. where, 1) == 1 then
       count = redis.call('HINCRBY', KEYS[1], field, 1)
-      if count == support then
+      if count == need then
         learnt[#learnt + 1] = rule
       end
     end
@@ -107,7 +110,8 @@ class UrlRules:
         rules = frozenset(
             rule
             for field, count in fields.items()
-            if (rule := _rule_of(_text(field))) and _count(count) >= self._support
+            if (rule := _rule_of(_text(field)))
+            and _count(count) >= self._support + needs_more(rule)
         )
         self._known[host] = (now + FRESH_FOR, rules)
         self._known.move_to_end(host)
