@@ -8,8 +8,8 @@ time) is crawled by one node from its own seeds (scope ``seed-hosts``: only loop
 is fetched), no politeness delay, robots.txt obeyed, ``DEPTH_LIMIT`` 17:
 
 1. with the defences on (the defaults);
-2. with them off (``TRAPS_*`` off, no soft-404 probe, copies' links followed,
-   no rewrites learnt from near-duplicates): the traps are endless, so
+2. with them off (``TRAPS_*`` off, no soft-404 probe, no near-duplicates looked
+   for, so nothing learnt from them): the traps are endless, so
    the crawl stops at ``CLOSESPIDER_PAGECOUNT`` (``--off-pages``).
 
 Measured at the site, per host and in all (``tests.trapsite.classify``): fetches,
@@ -71,8 +71,7 @@ TRAPS_OFF = {
     "TRAPS_MAX_QUERY_VARIANTS": 0,
     "TRAPS_SOFT_404": False,
     "TRAPS_CALENDAR_NEAR_MONTHS": "none",
-    "NEARDUP_COPY_LINKS": True,
-    "NEARDUP_RULE_SUPPORT": 0,
+    "NEARDUP_MAX_DISTANCE": 0,
 }
 COLUMNS: list[tuple[str, str, str]] = [
     ("run", "run", "{}"),

@@ -21,6 +21,9 @@ from crawler.context.roundtriptimes import RoundTripTimes
 from crawler.context.runsettings import RunSettings, RunSettingsHolder
 from crawler.context.sitestrategies import SiteStrategies
 from crawler.crawlstate.connection import CrawlRedis
+from crawler.crawlstate.keys import CrawlKeys
+from crawler.crawlstate.urlrules import UrlRules
+from crawler.policy.simhash import NearDupConfig
 from crawler.policy.sitestrategy import SiteStrategyConfig
 
 if TYPE_CHECKING:
@@ -41,6 +44,7 @@ class CrawlContext:
         self._outage: RedisOutage | None = None
         self._redis: CrawlRedis | None = None
         self._sites: SiteStrategies | None = None
+        self._url_rules: UrlRules | None = None
         # The frontier's script round trips, timed for the metrics endpoint.
         self.round_trip_times = RoundTripTimes()
         # In-links the spider did not yield again (importance order).
@@ -93,3 +97,21 @@ class CrawlContext:
             assert self._crawler.stats is not None
             self._outage = RedisOutage(self._crawler.stats)
         return self._outage
+
+    @property
+    def url_rules(self) -> UrlRules:
+        """Each host's URL rewrites learnt from near-duplicates: one cache for the
+        component that learns them and those that apply them, so a rule learnt
+        here applies at once; raises ``ValueError`` on a bad setting."""
+        if self._url_rules is None:
+            # Here: crawler.context.asyncclient imports this module.
+            from crawler.context.asyncclient import LazyAsyncClient  # noqa: PLC0415
+
+            settings = self._crawler.settings
+            assert self._crawler.spider is not None
+            self._url_rules = UrlRules(
+                LazyAsyncClient(self._crawler),
+                CrawlKeys.of(settings, self._crawler.spider.name),
+                NearDupConfig.from_settings(settings).rule_support,
+            )
+        return self._url_rules

@@ -25,7 +25,6 @@ from crawler.context.crawl import CrawlContext
 from crawler.context.outage import REDIS_ERRORS, is_outage
 from crawler.context.startup import StartupFailure
 from crawler.crawlstate.keys import CrawlKeys
-from crawler.crawlstate.urlrules import UrlRules
 from crawler.policy.duplicateurls import rewrite, url_key
 from crawler.policy.hosts import BadURLError, host_of
 from crawler.policy.simhash import NearDupConfig
@@ -51,7 +50,7 @@ class KnownCopiesMiddleware:
         self._enabled = config.enabled and config.rule_support > 0
         self._keys = CrawlKeys.of(crawler.settings, crawler.spider.name)
         self._redis = LazyAsyncClient(crawler)
-        self._rules = UrlRules(self._redis, self._keys, config.rule_support)
+        self._rules = CrawlContext.of(crawler).url_rules
         self._gate = CrawlContext.of(crawler).outage.gate("near-duplicates")
 
     @classmethod

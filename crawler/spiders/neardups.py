@@ -25,13 +25,19 @@ What near-duplicates teach (``crawler.policy.duplicateurls``):
   pair was fetched and is a different page contradicts that rule (``crawler.crawlstate.urlrules``);
   once a rule has ``NEARDUP_RULE_SUPPORT`` pieces of evidence, every new link of the
   host it fits is rewritten before it is queued (``neardup/links_rewritten``), so
-  the frontier sees the page's known URL and drops it as seen.
+  the frontier sees the page's known URL and drops it as seen;
+- a host whose recent pages here are mostly near-duplicates (``NEARDUP_HOST_SHARE``
+  of its last ``NEARDUP_HOST_WINDOW``, ``crawler.policy.simhash.lowered_budget``)
+  has its budget lowered to what is queued: its pages' links to itself are not
+  queued (``traps/neardup_budget``, its ``traps``, one log line a host) until its
+  recent pages are no longer mostly near-duplicates.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +49,6 @@ from crawler.context.logonce import OnceLogger
 from crawler.context.outage import REDIS_ERRORS, is_outage
 from crawler.context.startup import StartupFailure
 from crawler.crawlstate.keys import CrawlKeys
-from crawler.crawlstate.urlrules import UrlRules
 from crawler.items import PageRecord
 from crawler.meta import LINKS_SIGNATURE
 from crawler.policy.duplicateurls import (
@@ -54,7 +59,13 @@ from crawler.policy.duplicateurls import (
     rules_between,
     url_key,
 )
-from crawler.policy.simhash import NearDupConfig, bands, decode, hamming
+from crawler.policy.simhash import (
+    NearDupConfig,
+    bands,
+    decode,
+    hamming,
+    lowered_budget,
+)
 from crawler.signals import trap_cut
 from crawler.spiders.pagerecords import host_or_empty
 
@@ -70,6 +81,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 KEPT_FOR = 7 * 86_400  # seconds a host's index outlives its last page
+HOSTS_KEPT = 10_000  # hosts whose recent pages a node counts, least recent dropped
 STALE_TRIES = 3  # tries of one look-up through connections the server may have closed
 
 
@@ -92,9 +104,13 @@ class NearDuplicatesMiddleware:
         self._config = config
         self._keys = CrawlKeys.of(crawler.settings, crawler.spider.name)
         self._redis = LazyAsyncClient(crawler)
-        self._rules = UrlRules(self._redis, self._keys, config.rule_support)
+        self._rules = CrawlContext.of(crawler).url_rules
         self._gate = CrawlContext.of(crawler).outage.gate("near-duplicates")
         self._once = OnceLogger(logger, crawler)
+        # Each host's recent pages here (True: a near-duplicate), least recent host
+        # forgotten first, and the hosts whose budget is lowered now.
+        self._recent: OrderedDict[str, deque[bool]] = OrderedDict()
+        self._lowered: set[str] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
@@ -109,20 +125,28 @@ class NearDuplicatesMiddleware:
     ) -> AsyncIterator[Any]:
         dropped: list[str] = []
         copy = False
+        host = host_or_empty(response.url)
         async for output in result:
             if isinstance(output, PageRecord) and self._looked_for(output):
                 looked = await self._look(output, response)
                 output.near_duplicate = looked.near
                 copy = looked.copy and not self._config.copy_links
+                self._count(output.host, looked.near)
             elif isinstance(output, Request) and self._config.enabled:
                 if copy:
+                    dropped.append(output.url)
+                    continue
+                if host in self._lowered and host_or_empty(output.url) == host:
+                    self._over_lowered_budget(output.url)
                     dropped.append(output.url)
                     continue
                 yield await self._rewritten(output)
                 continue
             yield output
-        if dropped:
+        if copy and dropped:
             self._links_dropped(response, dropped)
+        elif dropped:
+            self._forget(dropped)
 
     def _looked_for(self, record: PageRecord) -> bool:
         return (
@@ -253,11 +277,46 @@ class NearDuplicatesMiddleware:
             key="copy",
             count=len(urls),
         )
-        # A spider that remembers the links it yielded (bfs) forgets these, so that
-        # another page's link to one of them is still followed.
+        self._forget(urls)
+
+    def _forget(self, urls: list[str]) -> None:
+        """A spider that remembers the links it yielded (bfs) forgets *urls*, so
+        that another page's link to one of them is still followed."""
         forget = getattr(self._crawler.spider, "links_not_followed", None)
         if callable(forget):
             forget(urls)
+
+    def _count(self, host: str, near: bool) -> None:
+        """Add a page of *host* to its recent pages; lower its budget when most of
+        them are near-duplicates (``NEARDUP_HOST_SHARE`` of the last
+        ``NEARDUP_HOST_WINDOW``), raise it again when they no longer are."""
+        recent = self._recent.get(host)
+        if recent is None:
+            recent = self._recent[host] = deque(maxlen=self._config.host_window)
+            if len(self._recent) > HOSTS_KEPT:
+                forgotten, _ = self._recent.popitem(last=False)
+                self._lowered.discard(forgotten)
+        self._recent.move_to_end(host)
+        recent.append(near)
+        lowered = lowered_budget(recent, self._config)
+        if lowered and host not in self._lowered:
+            self._lowered.add(host)
+            self._once.event(
+                "neardup/budgets_lowered",
+                "%(host)s: %(near)d of its last %(pages)d pages were near-duplicates "
+                "(NEARDUP_HOST_SHARE): its new links are not queued while that "
+                "lasts (traps/neardup_budget); further hosts are counted in "
+                "neardup/budgets_lowered",
+                {"host": host, "near": sum(recent), "pages": len(recent)},
+                level=logging.INFO,
+                key=("lowered", host),
+            )
+        elif not lowered and host in self._lowered:
+            self._lowered.discard(host)
+
+    def _over_lowered_budget(self, url: str) -> None:
+        self._stats.inc_value("traps/neardup_budget")
+        self._crawler.signals.send_catch_log(trap_cut, url=url, rule="neardup_budget")
 
     def _learnt(self, host: str, rule: str) -> None:
         self._once.event(

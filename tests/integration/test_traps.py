@@ -68,13 +68,10 @@ async def test_traps_are_cut_and_every_real_page_is_fetched(
 ):
     database = f"sqlite:///{tmp_path}/pages.db"
     today = datetime.datetime.now(datetime.UTC).date()
-    # What near-duplicates teach off (copies' links followed, no rewrites learnt),
-    # so that the repeated-path and query rules meet their URLs.
+    # Near-duplicates not looked for (nothing learnt from them), so that the
+    # repeated-path and query rules meet their URLs.
     crawler, seen = await crawl_traps(
-        settings,
-        RECORDS_DATABASE_URL=database,
-        NEARDUP_COPY_LINKS=True,
-        NEARDUP_RULE_SUPPORT=0,
+        settings, RECORDS_DATABASE_URL=database, NEARDUP_MAX_DISTANCE=0
     )
 
     assert real_pages(DEPTH, hosts=HOSTS) <= seen  # no real page lost
@@ -128,8 +125,8 @@ async def test_with_the_defences_off_the_traps_eat_the_crawl(settings):
         TRAPS_MAX_PATH_REPEATS=0,
         TRAPS_CALENDAR_HORIZON_DAYS=0,
         TRAPS_MAX_QUERY_VARIANTS=0,
-        NEARDUP_COPY_LINKS=True,
-        NEARDUP_RULE_SUPPORT=0,
+        TRAPS_CALENDAR_NEAR_MONTHS=None,
+        NEARDUP_MAX_DISTANCE=0,
     )
     assert [p for host, p in seen if host == SESSIONS and SESSION.search(p)]
     assert [p for host, p in seen if host == PATHS and "/a/b/a/b/a/b/" in p]
@@ -250,3 +247,25 @@ async def test_a_copys_links_are_not_followed(settings):
     real = {(PATHS, p) for p in paths if classify(PATHS, p) == "real"}
     assert {(h, p) for h, p in real_pages(DEPTH, PATHS + 1) if h == PATHS} <= real
     assert crawler.stats.get_value("neardup/copy_links_dropped") == 4
+
+
+@deferred_f_from_coro_f
+async def test_a_host_of_near_duplicates_gets_its_budget_lowered(settings, redis):
+    """The facets host, nothing learnt: its facet pages are its listings again, so
+    its recent pages are soon mostly near-duplicates and its links to itself stop
+    being queued, while every real page (all linked early) is still fetched."""
+    with running_trap_site(hosts=FACETS + 1) as site:
+        values = settings(DEPTH_LIMIT=DEPTH, NEARDUP_RULE_SUPPORT=0)
+        crawler = await crawl(values, [site.seeds[FACETS]], scope="seed-hosts")
+        paths = [row["path"] for row in site.log() if row["path"] != "/robots.txt"]
+    real = {(FACETS, p) for p in paths if classify(FACETS, p) == "real"}
+    assert {(h, p) for h, p in real_pages(DEPTH, FACETS + 1) if h == FACETS} <= real
+    facets = [p for p in paths if classify(FACETS, p) == "trap"]
+    stats = crawler.stats
+    assert stats.get_value("neardup/budgets_lowered", 0) >= 1
+    assert stats.get_value("traps/neardup_budget", 0) > 0
+    # Without the lowered budget the query rule stops them at 4 paths x 50 (bench
+    # .traps: 200); lowered, those already queued still go out.
+    assert len(facets) < 4 * 50, len(facets)
+    traffic = redis.hget(KEYS.traffic(f"127.0.0.{2 + FACETS}"), "traps")
+    assert int(traffic or 0) >= stats.get_value("traps/neardup_budget")
