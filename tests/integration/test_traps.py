@@ -269,3 +269,27 @@ async def test_a_host_of_near_duplicates_gets_its_budget_lowered(settings, redis
     assert len(facets) < 4 * 50, len(facets)
     traffic = redis.hget(KEYS.traffic(f"127.0.0.{2 + FACETS}"), "traps")
     assert int(traffic or 0) >= stats.get_value("traps/neardup_budget")
+
+
+@deferred_f_from_coro_f
+async def test_a_queued_copy_of_a_fetched_page_is_not_fetched(settings, tmp_path):
+    """The facets host queues each listing's facet links together, before any is
+    fetched; once two of them taught a rule, the rest are found to be copies of
+    the listings as they come up, and end as traps without a fetch."""
+    database = f"sqlite:///{tmp_path}/pages.db"
+    with running_trap_site(hosts=FACETS + 1) as site:
+        values = settings(DEPTH_LIMIT=DEPTH, RECORDS_DATABASE_URL=database)
+        crawler = await crawl(values, [site.seeds[FACETS]], scope="seed-hosts")
+        asked = {row["path"] for row in site.log()}
+    copies = {
+        url: row["error"]
+        for url, row in rows_of(database).items()
+        if row["fate"] == "trap" and row["error"].startswith("KnownCopy")
+    }
+    assert copies
+    assert crawler.stats.get_value("traps/known_copy") == len(copies)
+    for url, error in copies.items():
+        assert path_of(url) not in asked  # never fetched
+        assert path_of(error.removeprefix("KnownCopy: copy of ")) in asked, error
+    real = {(FACETS, p) for p in asked if classify(FACETS, p) == "real"}
+    assert {(h, p) for h, p in real_pages(DEPTH, FACETS + 1) if h == FACETS} <= real
