@@ -134,8 +134,9 @@ async def test_damage_planted_mid_crawl_is_repaired(settings, redis, caplog):
 
 
 def plant_for_components(redis: redis_py.Redis, site: RunningSite) -> None:
-    """Damage the keys of robots.txt, traffic and analysis: wrong types, garbage
-    records, a lock no node wrote (no expiry); and seeds that are not URLs."""
+    """Damage the keys of robots.txt, traffic, near-duplicates and analysis: wrong
+    types, garbage records, a lock no node wrote (no expiry); and seeds that are
+    not URLs."""
     keys = CrawlKeys(PREFIX)
     for index in range(site.spec.hosts):
         origin = f"http://{site.host(index)}"
@@ -144,6 +145,17 @@ def plant_for_components(redis: redis_py.Redis, site: RunningSite) -> None:
         else:
             redis.set(keys.robots(origin), PICKLE)
         redis.set(keys.traffic(site.host(index).split(":")[0]), PICKLE)
+        # Near-duplicates: an index of URLs and learnt rules not ours.
+        host = site.host(index).split(":")[0]
+        if index % 2:
+            redis.set(keys.near_duplicate_urls(host), PICKLE)
+            redis.set(keys.url_rules(host), PICKLE)
+        else:
+            redis.hset(keys.near_duplicate_urls(host), "abc", GARBAGE)
+            redis.hset(
+                keys.url_rules(host),
+                mapping={"r:param:a=1": PICKLE, "r:segments:x:y": "9", "r:": "2"},
+            )
     redis.set(keys.robots_lock(f"http://{site.host(0)}"), "not a node")
     redis.set(keys.analysis_tasks, PICKLE)
     redis.rpush(keys.traffic_rank("requests"), PICKLE)
@@ -182,6 +194,7 @@ async def test_robots_traffic_and_analysis_keys_not_ours(
     assert crawler.stats.get_value("analysis/queued") == len(expected)
     assert redis.type(CrawlKeys(PREFIX).analysis_tasks) == b"stream"
     assert crawler.stats.get_value("frontier/bad_seeds") >= 3
+    assert crawler.stats.get_value("neardup/errors") > 0  # the keys of a wrong type
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
 
 
