@@ -96,16 +96,27 @@ class UrlRules:
             self._known.pop(host, None)  # read again at the next link
         return learnt
 
+    def cached(self, host: str, now: float | None = None) -> frozenset[str] | None:
+        """*host*'s rules if read lately (none to learn: an empty set), else None:
+        then ``of`` asks Redis."""
+        if not self.enabled:
+            return frozenset()
+        known = self._known.get(host)
+        now = time.monotonic() if now is None else now
+        if known is None or known[0] <= now:
+            return None
+        self._known.move_to_end(host)
+        return known[1]
+
     async def of(self, host: str, now: float | None = None) -> frozenset[str]:
         """The confirmed, uncontradicted rules of *host*, read from Redis at most
         once every ``FRESH_FOR`` seconds."""
         if not self.enabled:
             return frozenset()
         now = time.monotonic() if now is None else now
-        known = self._known.get(host)
-        if known is not None and known[0] > now:
-            self._known.move_to_end(host)
-            return known[1]
+        known = self.cached(host, now)
+        if known is not None:
+            return known
         fields = await self._client().hgetall(self._keys.url_rules(host))
         rules = frozenset(
             rule

@@ -31,10 +31,13 @@ from crawler.policy.simhash import NearDupConfig
 from crawler.signals import trap_cut
 
 if TYPE_CHECKING:
-    from typing import Self
+    from collections.abc import Awaitable, Callable
+    from typing import Self, TypeVar
 
     from scrapy import Request
     from scrapy.crawler import Crawler
+
+    T = TypeVar("T")
 
 
 class KnownCopy(IgnoreRequest):
@@ -70,15 +73,17 @@ class KnownCopiesMiddleware:
             return
         if not self._gate.ready(time.time()):
             return
-        try:
-            original = await self._fetched_original(host, request.url)
-        except REDIS_ERRORS as exc:
-            if is_outage(exc):
-                self._gate.failed(exc, time.time())
-            self._stats.inc_value("neardup/errors")
+        rules = self._rules.cached(host)
+        if rules is None:
+            rules = await self._asked(lambda: self._rules.of(host))
+        original = rewrite(request.url, rules or frozenset())
+        if original == request.url:
             return
-        self._gate.succeeded()
-        if original is None:
+        urls = self._keys.near_duplicate_urls(host)
+        fetched = await self._asked(
+            lambda: self._redis().hexists(urls, url_key(original))
+        )
+        if not fetched:
             return
         self._stats.inc_value("traps/known_copy")
         self._crawler.signals.send_catch_log(
@@ -86,12 +91,15 @@ class KnownCopiesMiddleware:
         )
         raise KnownCopy(f"copy of {original}")
 
-    async def _fetched_original(self, host: str, url: str) -> str | None:
-        """The URL *url*'s host's rules rewrite it to, if that page was fetched."""
-        rules = await self._rules.of(host)
-        original = rewrite(url, rules)
-        if original == url:
+    async def _asked(self, call: Callable[[], Awaitable[T]]) -> T | None:
+        """*call*'s answer from Redis, or None if Redis failed (counted; an outage
+        reported through the crawl's gate)."""
+        try:
+            answer = await self._redis.fresh(call)
+        except REDIS_ERRORS as exc:
+            if is_outage(exc):
+                self._gate.failed(exc, time.time())
+            self._stats.inc_value("neardup/errors")
             return None
-        urls = self._keys.near_duplicate_urls(host)
-        fetched = await self._redis().hexists(urls, url_key(original))
-        return original if fetched else None
+        self._gate.succeeded()
+        return answer

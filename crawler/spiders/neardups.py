@@ -82,7 +82,6 @@ logger = logging.getLogger(__name__)
 
 KEPT_FOR = 7 * 86_400  # seconds a host's index outlives its last page
 HOSTS_KEPT = 10_000  # hosts whose recent pages a node counts, least recent dropped
-STALE_TRIES = 3  # tries of one look-up through connections the server may have closed
 
 
 @dataclass(slots=True)
@@ -258,8 +257,10 @@ class NearDuplicatesMiddleware:
         host = host_or_empty(request.url)
         if not self._rules.enabled or not host or not self._gate.ready(time.time()):
             return request
-        rules = await self._tried(lambda: self._rules.of(host))
-        url = rewrite(request.url, rules or frozenset())
+        rules = self._rules.cached(host)
+        if rules is None:  # only a call that reached Redis tells the gate it answers
+            rules = await self._tried(lambda: self._rules.of(host)) or frozenset()
+        url = rewrite(request.url, rules)
         if url == request.url:
             return request
         self._stats.inc_value("neardup/links_rewritten")
@@ -330,20 +331,15 @@ class NearDuplicatesMiddleware:
         )
 
     async def _tried(self, call: Callable[[], Awaitable[T]]) -> T | None:
-        """*call*'s answer, or None if Redis failed. A connection the server closed
-        (Redis restarted) is tried again at once, on another, as often as the pool
-        may hold such connections."""
-        for attempt in range(STALE_TRIES):
-            try:
-                answer = await call()
-            except REDIS_ERRORS as exc:
-                if is_outage(exc) and attempt + 1 < STALE_TRIES:
-                    continue
-                self._failed(exc)
-                return None
-            self._gate.succeeded()
-            return answer
-        return None
+        """*call*'s answer (on fresh connections after a Redis restart), or None
+        if Redis failed."""
+        try:
+            answer = await self._redis.fresh(call)
+        except REDIS_ERRORS as exc:
+            self._failed(exc)
+            return None
+        self._gate.succeeded()
+        return answer
 
     def _failed(self, error: Exception) -> None:
         """An outage is the crawl's to report (one line for every component);
