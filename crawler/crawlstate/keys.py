@@ -128,8 +128,8 @@ class CrawlKeys:
         return f"{self.prefix}:nd:{host}:{band}"
 
     def near_duplicate_urls(self, host: str) -> str:
-        """HASH with a TTL: url key -> ``<text hash> <links signature> <url>`` of
-        *host*'s pages in the near-duplicate index (``crawler.spiders.neardups``)."""
+        """HASH with a TTL: url key -> ``<text hash> <links signature>`` of *host*'s
+        pages in the near-duplicate index (``crawler.spiders.neardups``); no URL."""
         return f"{self.prefix}:nd-urls:{host}"
 
     def url_rules(self, host: str) -> str:

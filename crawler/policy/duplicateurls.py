@@ -14,10 +14,11 @@ crawler/crawlstate/urlrules.py keeps them in Redis for the cluster):
 - **Rewrites that keep the page** (Bar-Yossef, Keidar and Schonfeld, "Do not crawl
   in the DUST: different URLs with similar text", 2007). A rule says that removing
   one query pair (``param:print=1``) or one run of path segments at one place
-  (``segments:1:print``) from a URL leaves its page the same. Each near-duplicate
-  pair whose URLs differ by such a removal is evidence for it; a fetched page whose
-  URL without that query pair was fetched too and is a different page
-  (``DIFFERENT_PAGES`` bits apart or more) contradicts it for good. A rule with ``support`` distinct pieces of evidence
+  (``segments:1:print``) from a URL leaves its page the same. A fetched page whose
+  URL with such a removal (``removals``) was fetched too is evidence for that rule
+  when the two are near-duplicates, and contradicts it for good when they are
+  different pages (``DIFFERENT_PAGES`` bits apart or more). Only fingerprints are
+  compared, by URL key: no URL is kept. A rule with ``support`` distinct pieces of evidence
   (pairs at different paths) and no contradiction rewrites the host's new links
   before they are queued, so a copy under a known spelling costs no fetch.
 
@@ -73,26 +74,11 @@ def links_signature(page_url: str, links: Iterable[str]) -> str:
     return digest.hexdigest()[:16]
 
 
-def rules_between(url: str, twin: str) -> list[Evidence]:
-    """The rules a near-duplicate pair of URLs (either order) is evidence for: one
-    query pair more in one, or one run of 1 to ``MAX_RULE_SEGMENTS`` path segments
-    more in one, all else alike."""
-    longer, shorter = (url, twin) if len(url) >= len(twin) else (twin, url)
-    a, b = urlsplit(longer), urlsplit(shorter)
-    if (a.scheme, a.netloc) != (b.scheme, b.netloc):
-        return []
-    if a.path == b.path:
-        removed = _one_pair_more(a.query, b.query)
-        return _param_evidence(*removed, b.path) if removed else []
-    if a.query == b.query:
-        rule = _segments_rule(a.path, b.path)
-        return [Evidence(rule, b.path)] if rule and is_rule(rule) else []
-    return []
-
-
 def removals(url: str) -> Iterator[tuple[Evidence, str]]:
-    """Each (evidence, URL without it) of *url*'s query pairs: what a fetched page
-    can be checked against (its URL without the pair, if fetched too)."""
+    """Each rule that could fit *url*, with the URL it would rewrite *url* to: one
+    query pair taken out, or one run of 1 to ``MAX_RULE_SEGMENTS`` path segments
+    (something must follow the run). A fetched page is checked against each
+    (``Evidence``: is that URL's page, if fetched, the same page?)."""
     parts = urlsplit(url)
     pairs = parse_qsl(parts.query, keep_blank_values=True)
     for index, pair in enumerate(pairs):
@@ -100,6 +86,17 @@ def removals(url: str) -> Iterator[tuple[Evidence, str]]:
         without = urlunsplit(parts._replace(query=rest, fragment=""))
         for evidence in _param_evidence(*pair, parts.path):
             yield evidence, without
+    segments = parts.path.split("/")
+    for at in range(1, len(segments) - 1):
+        for length in range(1, MAX_RULE_SEGMENTS + 1):
+            if at + length >= len(segments):
+                break
+            rule = f"{SEGMENTS}{at}:{'/'.join(segments[at : at + length])}"
+            if not is_rule(rule):
+                continue
+            path = "/".join(segments[:at] + segments[at + length :])
+            without = urlunsplit(parts._replace(path=path, fragment=""))
+            yield Evidence(rule, path), without
 
 
 def rewrite(url: str, rules: Collection[str]) -> str:
@@ -122,7 +119,7 @@ def rewrite(url: str, rules: Collection[str]) -> str:
 
 
 def is_rule(text: str) -> bool:
-    """Whether *text* is a rule as ``rules_between`` and ``removals`` write them."""
+    """Whether *text* is a rule as ``removals`` writes them."""
     return bool(_RULE.fullmatch(text))
 
 
@@ -146,30 +143,6 @@ def _param_evidence(key: str, value: str, path: str) -> list[Evidence]:
     that pair (evidence counted by path), and removing its key whatever the value
     (evidence counted by value)."""
     return [Evidence(_param_rule(key, value), path), Evidence(_any_value(key), value)]
-
-
-def _one_pair_more(longer: str, shorter: str) -> tuple[str, str] | None:
-    """The one query pair *longer* has beyond *shorter*'s (in any order)."""
-    extra = parse_qsl(longer, keep_blank_values=True)
-    for pair in parse_qsl(shorter, keep_blank_values=True):
-        if pair not in extra:
-            return None
-        extra.remove(pair)
-    return extra[0] if len(extra) == 1 else None
-
-
-def _segments_rule(longer: str, shorter: str) -> str | None:
-    """``segments:<at>:<run>`` when *longer* is *shorter* with one run inserted."""
-    a, b = longer.split("/"), shorter.split("/")
-    extra = len(a) - len(b)
-    if not 1 <= extra <= MAX_RULE_SEGMENTS:
-        return None
-    at = 0
-    while at < len(b) and a[at] == b[at]:
-        at += 1
-    if at == 0 or a[at + extra :] != b[at:]:
-        return None  # the leading "" of an absolute path is never removed
-    return f"{SEGMENTS}{at}:{'/'.join(a[at : at + extra])}"
 
 
 def _without_segments(path: str, rules: Collection[str]) -> str:

@@ -8,8 +8,9 @@ This spider middleware looks it up in its host's banded index in Redis
 every node sees the pages every other node fetched: a page within
 ``NEARDUP_MAX_DISTANCE`` bits of another URL's page is a near-duplicate (its record's
 ``near_duplicate``, ``neardup/pages``, and one of its host's ``traps``). Then its own
-fingerprint joins the index, and its URL the host's hash of indexed URLs
-(``CrawlKeys.near_duplicate_urls``). Two nodes fetching two copies at the same
+fingerprint joins the index, and its fingerprint and links signature the host's
+hash of indexed pages by URL key (``CrawlKeys.near_duplicate_urls``; no URL is kept
+in Redis). Two nodes fetching two copies at the same
 instant may both miss the other; a revisit never matches its own URL. The index of
 a host expires a week after its last page. Without Redis the page is recorded
 unmarked and its links go on as they are.
@@ -20,9 +21,9 @@ What near-duplicates teach (``crawler.policy.duplicateurls``):
   original's) has its links dropped, unless ``NEARDUP_COPY_LINKS``
   (``neardup/copy_links_dropped``); the spider is told, so that another page's link
   to one of them is still followed;
-- a near-duplicate pair whose URLs differ by one query pair or one run of path
-  segments is evidence for a rewrite rule, and a page whose URL without a query
-  pair was fetched and is a different page contradicts that rule (``crawler.crawlstate.urlrules``);
+- a page whose URL without one query pair or one run of path segments was fetched
+  too is evidence for that rewrite rule when the two are near-duplicates, and
+  contradicts it for good when they are different pages (``crawler.crawlstate.urlrules``);
   once a rule has ``NEARDUP_RULE_SUPPORT`` pieces of evidence, every new link of the
   host it fits is rewritten before it is queued (``neardup/links_rewritten``), so
   the frontier sees the page's known URL and drops it as seen;
@@ -56,7 +57,6 @@ from crawler.policy.duplicateurls import (
     Evidence,
     removals,
     rewrite,
-    rules_between,
     url_key,
 )
 from crawler.policy.simhash import (
@@ -217,9 +217,9 @@ class NearDuplicatesMiddleware:
         index: evidence for the rule if that page is near this one, against it if
         it is a different page."""
         found = []
-        for (evidence, url), entry in zip(checks, entries, strict=False):
+        for (evidence, _), entry in zip(checks, entries, strict=False):
             indexed = _Indexed.parse(entry)
-            if indexed is None or indexed.url != url:
+            if indexed is None:
                 continue
             apart = hamming(page.fingerprint, indexed.fingerprint)
             if apart <= self._config.max_distance:
@@ -231,17 +231,11 @@ class NearDuplicatesMiddleware:
     async def _compare(
         self, page: _Page, twins: list[str], urls_key: str, looked: Looked
     ) -> None:
-        """Whether one of *twins* (url keys) has the page's links (a copy), and the
-        rules each pair of URLs is evidence for."""
+        """Whether one of *twins* (url keys) has the page's links: a copy."""
         for entry in await self._redis().hmget(urls_key, twins):
             twin = _Indexed.parse(entry)
-            if twin is None:
-                continue
-            looked.copy |= bool(page.links) and twin.links == page.links
-            if self._rules.enabled:
-                looked.evidence += [
-                    (e, True) for e in rules_between(page.url, twin.url)
-                ]
+            if twin is not None:
+                looked.copy |= bool(page.links) and twin.links == page.links
 
     async def _add(self, page: _Page, keys: list[str], urls_key: str) -> None:
         pipe = self._redis().pipeline(transaction=False)
@@ -382,16 +376,15 @@ class _Page:
 
     @property
     def entry(self) -> str:
-        return f"{self.record.text_hash} {self.links or '-'} {self.record.url}"
+        return f"{self.record.text_hash} {self.links or '-'}"
 
 
 @dataclass(frozen=True, slots=True)
 class _Indexed:
-    """A page of the host's hash of indexed URLs."""
+    """A page of the host's hash of indexed URLs (its key is the URL's)."""
 
     fingerprint: int
     links: str
-    url: str
 
     @classmethod
     def parse(cls, entry: bytes | str | None) -> _Indexed | None:
@@ -399,14 +392,14 @@ class _Indexed:
         if entry is None:
             return None
         text = entry.decode("utf-8", "replace") if isinstance(entry, bytes) else entry
-        parts = text.split(" ", 2)
-        if len(parts) != 3:
+        parts = text.split(" ")
+        if len(parts) != 2:
             return None
         try:
             fingerprint = decode(parts[0])
         except ValueError:
             return None
-        return cls(fingerprint, "" if parts[1] == "-" else parts[1], parts[2])
+        return cls(fingerprint, "" if parts[1] == "-" else parts[1])
 
 
 def _candidates(members: list[Any]) -> list[tuple[int, str]]:
