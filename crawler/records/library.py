@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.policy.changehistory import History
 from crawler.policy.freshness import multiplier_for
+from crawler.policy.laziness import site_factors
 from crawler.policy.revisitpace import BEHIND_SHARE, Pace
 from crawler.records.connection import DRIVER_ERRORS
 from crawler.records.visits import ACTIVE, COLUMNS, Entry, after_visit
@@ -96,6 +97,9 @@ class URLLibrary:
         self._postgres = database.url.dialect == "postgresql"
         self._multiplier: float | None = None
         self._multiplier_at = float("-inf")  # when to estimate it again
+        # Host -> its factor on its pages' intervals, for the hosts whose factor is
+        # not 1 (adaptive: crawler.policy.laziness), refreshed with the multiplier.
+        self._site_factors: dict[str, float] = {}
         self._pace = Pace()
         assignments = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
         self._upsert_sql = (
@@ -126,7 +130,12 @@ class URLLibrary:
                 rows = []
                 for visit in visits:
                     entry, outcome = after_visit(
-                        old.get(visit.url), visit, now, self._config, multiplier
+                        old.get(visit.url),
+                        visit,
+                        now,
+                        self._config,
+                        multiplier,
+                        site_factor=self._site_factors.get(visit.host, 1.0),
                     )
                     rows.append(astuple(entry))
                     outcomes.append(outcome)
@@ -173,11 +182,34 @@ class URLLibrary:
         ]
         self._pace = self._looked_at_pace(now)
         self._multiplier = multiplier_for(pages, self._pace.scale)
+        self._site_factors = self._looked_at_sites()
         cost = time.monotonic() - started
         self._multiplier_at = now + max(
             MULTIPLIER_REFRESH, MULTIPLIER_COST_FACTOR * cost
         )
         return self._multiplier
+
+    @property
+    def site_factors(self) -> dict[str, float]:
+        """Host -> its factor on its pages' intervals, for the hosts whose factor
+        is not 1, as of the last look (empty but under ``adaptive``)."""
+        return dict(self._site_factors)
+
+    def _looked_at_sites(self) -> dict[str, float]:
+        """Each host's factor from its active pages' pooled change histories (the
+        checks and changes of each page's window), in one statement. It is
+        computed apart from the multiplier: counted in the budget's share-out, a
+        lazy site's longer intervals would free fetches that every page's shorter
+        ones would take back, and nothing would drift."""
+        rows = self._select(
+            "SELECT host, SUM(changes), SUM(checks) FROM revisits "
+            "WHERE state = ? GROUP BY host",
+            [ACTIVE],
+        )
+        totals = (
+            (host, float(changes), float(checks)) for host, changes, checks in rows
+        )
+        return site_factors(totals, self._config.laziness)
 
     def _looked_at_pace(self, now: float) -> Pace:
         """The pace after a look at the crawl's visits and what is overdue."""
