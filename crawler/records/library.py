@@ -98,8 +98,9 @@ class URLLibrary:
         self._multiplier: float | None = None
         self._multiplier_at = float("-inf")  # when to estimate it again
         # Host -> its factor on its pages' intervals, for the hosts whose factor is
-        # not 1 (adaptive: crawler.policy.laziness), refreshed with the multiplier.
+        # not 1 (adaptive: crawler.policy.laziness), and when to look again.
         self._site_factors: dict[str, float] = {}
+        self._sites_at = float("-inf")
         self._pace = Pace()
         assignments = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
         self._upsert_sql = (
@@ -123,6 +124,7 @@ class URLLibrary:
         if not visits:
             return []
         multiplier = self._current_multiplier(now)
+        self._look_at_sites(now)
         outcomes: list[Outcome] = []
         try:
             with self._database.transaction() as cursor:
@@ -166,7 +168,10 @@ class URLLibrary:
 
     def _current_multiplier(self, now: float) -> float | None:
         """Adaptive's Lagrange multiplier over the library, re-estimated every
-        MULTIPLIER_REFRESH seconds (the budget moves slowly)."""
+        MULTIPLIER_REFRESH seconds (the budget moves slowly); while no page has a
+        rate yet (a crawl's first revisits), every shortest interval when that is
+        shorter, so that a crawl on a scale of seconds does not keep its first
+        intervals for 15 s."""
         if self._config.policy != "adaptive":
             return None
         if now < self._multiplier_at:
@@ -182,11 +187,11 @@ class URLLibrary:
         ]
         self._pace = self._looked_at_pace(now)
         self._multiplier = multiplier_for(pages, self._pace.scale)
-        self._site_factors = self._looked_at_sites()
         cost = time.monotonic() - started
-        self._multiplier_at = now + max(
-            MULTIPLIER_REFRESH, MULTIPLIER_COST_FACTOR * cost
-        )
+        refresh = MULTIPLIER_REFRESH
+        if self._multiplier is None:
+            refresh = min(refresh, self._config.bounds.min_interval)
+        self._multiplier_at = now + max(refresh, MULTIPLIER_COST_FACTOR * cost)
         return self._multiplier
 
     @property
@@ -195,12 +200,18 @@ class URLLibrary:
         is not 1, as of the last look (empty but under ``adaptive``)."""
         return dict(self._site_factors)
 
-    def _looked_at_sites(self) -> dict[str, float]:
+    def _look_at_sites(self, now: float) -> None:
         """Each host's factor from its active pages' pooled change histories (the
-        checks and changes of each page's window), in one statement. It is
-        computed apart from the multiplier: counted in the budget's share-out, a
-        lazy site's longer intervals would free fetches that every page's shorter
-        ones would take back, and nothing would drift."""
+        checks and changes of each page's window), in one statement, at most every
+        MULTIPLIER_REFRESH seconds, or every shortest interval when that is
+        shorter (a crawl on a scale of seconds: intervals move no faster), and at
+        least MULTIPLIER_COST_FACTOR times as long as the look took. Apart from
+        the multiplier: counted in the budget's share-out, a lazy site's longer
+        intervals would free fetches that every page's shorter ones would take
+        back, and nothing would drift."""
+        if self._config.policy != "adaptive" or now < self._sites_at:
+            return
+        started = time.monotonic()
         rows = self._select(
             "SELECT host, SUM(changes), SUM(checks) FROM revisits "
             "WHERE state = ? GROUP BY host",
@@ -209,7 +220,10 @@ class URLLibrary:
         totals = (
             (host, float(changes), float(checks)) for host, changes, checks in rows
         )
-        return site_factors(totals, self._config.laziness)
+        self._site_factors = site_factors(totals, self._config.laziness)
+        refresh = min(MULTIPLIER_REFRESH, self._config.bounds.min_interval)
+        cost = time.monotonic() - started
+        self._sites_at = now + max(refresh, MULTIPLIER_COST_FACTOR * cost)
 
     def _looked_at_pace(self, now: float) -> Pace:
         """The pace after a look at the crawl's visits and what is overdue."""
