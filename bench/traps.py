@@ -1,6 +1,6 @@
 """Benchmark: the spider-trap defences and small changes on revisits (issue 26).
 
-``python -m bench.traps [--quick]``
+``python -m bench.traps [--quick] [--revisits-only]`` (the latter: part 3 alone)
 
 The trap site (``tests.trapsite``: seven loopback hosts, calendar, sessions, paths,
 facets, soft404, mirrors and a plain control, each request logged with its arrival
@@ -18,7 +18,7 @@ mirrors host's print copies (near-duplicates) in a column of their own; the real
 all fetches.
 
 3. Revisits of noise-only pages: the mirrors host alone, ``REVISIT_POLICY=adaptive``
-   on a seconds scale, with ``REVISIT_CHANGE_THRESHOLD`` 3 (the default) and 0
+   on a seconds scale, with ``REVISIT_CHANGE_THRESHOLD`` at its default and 0
    (every byte change counts): the fetches of /ticking.html (a timestamp changes),
    /advert.html (an advert rotates) and a plain real page, and the last gap between
    two fetches of each.
@@ -48,6 +48,7 @@ from bench import procs, report
 from bench.crawls import BENCH, ROOT
 from bench.run import code_fingerprint, machine_facts
 from crawler.crawlstate.embedded import EmbeddedRedis
+from crawler.policy.changehistory import CHANGE_THRESHOLD
 from tests.site import read_log
 from tests.traproutes import route
 from tests.trapsite import KINDS, classify, real_pages
@@ -115,6 +116,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--off-pages", type=int, default=None, help="defences off")
     parser.add_argument("--timeout", type=float, default=900.0, help="a crawl's")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--revisits-only", action="store_true", help="part 3 alone: no trap crawls"
+    )
     args = parser.parse_args(argv)
     if args.off_pages is None:
         args.off_pages = 2000 if args.quick else 5000
@@ -141,7 +145,7 @@ def revisit_runs(args: argparse.Namespace) -> list[Run]:
     }
     return [
         Run(f"threshold {t}", common | {"REVISIT_CHANGE_THRESHOLD": t}, (MIRRORS,))
-        for t in (3, 0)
+        for t in (CHANGE_THRESHOLD, 0)
     ]
 
 
@@ -170,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         client = redis.Redis.from_url(server.url)
         try:
             results["machine"] = machine_facts(client)
-            for run in trap_runs(args):
+            for run in [] if args.revisits_only else trap_runs(args):
                 totals, entries, port = crawl(args, run, client, server.url, tmp)
                 results["runs"].append(totals)
                 rows += measure_traps(run, entries, port)

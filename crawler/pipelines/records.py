@@ -107,6 +107,7 @@ class RecordsPipeline:
         self._writer: asyncio.Task[None] | None = None
         self._failing = False
         self._failure: StartupFailure | None = None
+        self._sites_said: set[str] = set()  # "lazy", "busy": logged once each
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
@@ -228,6 +229,29 @@ class RecordsPipeline:
         for outcome in outcomes:
             for name in REVISIT_STATS.get(outcome, ()):
                 stats.inc_value(f"revisit/{name}")
+        if self._library is not None:
+            self._report_sites(self._library.site_factors)
+
+    def _report_sites(self, factors: dict[str, float]) -> None:
+        """Hosts whose factor stretches (lazy) or shortens (busy) their pages'
+        intervals, as of the library's last look: counted, the first of each kind
+        logged."""
+        stats = self._crawler.stats
+        assert stats is not None
+        for kind, hosts in (
+            ("lazy", sorted(h for h, f in factors.items() if f > 1)),
+            ("busy", sorted(h for h, f in factors.items() if f < 1)),
+        ):
+            stats.set_value(f"revisit/{kind}_sites", len(hosts))
+            if hosts and kind not in self._sites_said:
+                self._sites_said.add(kind)
+                logger.info(
+                    "%(host)s is a %(kind)s site: its pages' revisit intervals are "
+                    "scaled by %(factor).2f (REVISIT_SITE_*; such hosts are counted "
+                    "in revisit/%(kind)s_sites)",
+                    {"host": hosts[0], "kind": kind, "factor": factors[hosts[0]]},
+                    extra={"spider": self._crawler.spider},
+                )
 
     async def _record_visits(self, visits: Sequence[Visit]) -> list[Outcome]:
         """Record *visits* in the URL library (none with revisits off)."""

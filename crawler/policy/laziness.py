@@ -21,7 +21,7 @@ from crawler.policy.simhash import BITS
 from crawler.policy.typedsettings import get_float, get_int
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from crawler.policy.typedsettings import SupportsGet
 
@@ -51,7 +51,7 @@ class LazinessConfig:
 
 
 def site_interval_factor(
-    pages: Sequence[tuple[int, int]], config: LazinessConfig
+    pages: Sequence[tuple[float, float]], config: LazinessConfig
 ) -> float:
     """The factor on a host's revisit intervals, from its pages' (changes, visits):
     visits are revisits that told changed or not, changes those that found one.
@@ -71,14 +71,28 @@ def site_interval_factor(
     first few revisits say too little to move every page of it. Counts that
     cannot be (negative, more changes than visits) are clamped, never raised.
     """
-    visits = changes = 0
+    visits = changes = 0.0
     for page_changes, page_visits in pages:
         counted = max(page_visits, 0)
         visits += counted
         changes += min(max(page_changes, 0), counted)
     if visits < config.site_min_visits:
         return NEUTRAL
-    rate = History(float(visits), float(changes), float(visits)).change_rate()
+    rate = History(visits, changes, visits).change_rate()
     if rate is None or rate <= 0:
         return config.site_max_factor
     return min(max(1 / rate, config.site_min_factor), config.site_max_factor)
+
+
+def site_factors(
+    hosts: Iterable[tuple[str, float, float]], config: LazinessConfig
+) -> dict[str, float]:
+    """Each host's factor from its pooled (host, changes, visits), as
+    ``site_interval_factor``; only the hosts whose factor is not 1.0 (a host left
+    out is neutral)."""
+    factors = {}
+    for host, changes, visits in hosts:
+        factor = site_interval_factor([(changes, visits)], config)
+        if factor != NEUTRAL:
+            factors[host] = factor
+    return factors

@@ -38,10 +38,15 @@ def next_interval(  # noqa: PLR0913 (COMMON.md's interface, keyword-only)
     changed: bool | None,
     bounds: Bounds,
     multiplier: float | None,
+    site_factor: float = 1.0,
 ) -> float:
     """The interval after a visit, *history* already holding it. *changed* None is
     a first visit (no checks yet: the bounds' interval) or a failed one (the current
-    interval, clamped). Adaptive moves at most ``STEP`` x toward its target."""
+    interval, clamped). Adaptive moves at most ``STEP`` x toward its target, the
+    page's own optimum times *site_factor* (its host's,
+    ``crawler.policy.laziness``): the factor scales where the interval goes, not
+    the interval itself, so it does not compound from one visit to the next.
+    Uniform and halving ignore it (a fixed interval; a baseline)."""
     if policy not in POLICIES:
         raise ValueError(f"unknown revisit policy {policy!r}")
     valid = math.isfinite(current) and current > 0
@@ -59,4 +64,5 @@ def next_interval(  # noqa: PLR0913 (COMMON.md's interface, keyword-only)
     target = target_interval(history, multiplier, bounds)
     if target is None:
         return current
+    target *= site_factor if math.isfinite(site_factor) and site_factor > 0 else 1
     return bounds.clamp(min(max(target, current / STEP), current * STEP))

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from crawler.policy.laziness import LazinessConfig
 from crawler.policy.typedsettings import (
     as_float,
     get_bool,
@@ -74,6 +75,9 @@ class RevisitConfig:
     # SimHash bits a revisited page's text may move by and count as unchanged
     # (REVISIT_CHANGE_THRESHOLD: crawler.policy.changehistory.small_change).
     change_threshold: int = 0
+    # REVISIT_CHANGE_THRESHOLD again and the REVISIT_SITE_* settings: a host's
+    # factor on its pages' intervals (crawler.policy.laziness; adaptive only).
+    laziness: LazinessConfig = field(default_factory=LazinessConfig)
 
     @property
     def enabled(self) -> bool:
@@ -123,6 +127,7 @@ class RevisitConfig:
             change_threshold=get_int(
                 settings, "REVISIT_CHANGE_THRESHOLD", at_least=0, at_most=64
             ),
+            laziness=LazinessConfig.from_settings(settings),
         )
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.policy.changehistory import History
 from crawler.policy.freshness import multiplier_for
+from crawler.policy.laziness import site_factors
 from crawler.policy.revisitpace import BEHIND_SHARE, Pace
 from crawler.records.connection import DRIVER_ERRORS
 from crawler.records.visits import ACTIVE, COLUMNS, Entry, after_visit
@@ -96,6 +97,10 @@ class URLLibrary:
         self._postgres = database.url.dialect == "postgresql"
         self._multiplier: float | None = None
         self._multiplier_at = float("-inf")  # when to estimate it again
+        # Host -> its factor on its pages' intervals, for the hosts whose factor is
+        # not 1 (adaptive: crawler.policy.laziness), and when to look again.
+        self._site_factors: dict[str, float] = {}
+        self._sites_at = float("-inf")
         self._pace = Pace()
         assignments = ", ".join(f"{c} = excluded.{c}" for c in COLUMNS[1:])
         self._upsert_sql = (
@@ -119,6 +124,7 @@ class URLLibrary:
         if not visits:
             return []
         multiplier = self._current_multiplier(now)
+        self._look_at_sites(now)
         outcomes: list[Outcome] = []
         try:
             with self._database.transaction() as cursor:
@@ -126,7 +132,12 @@ class URLLibrary:
                 rows = []
                 for visit in visits:
                     entry, outcome = after_visit(
-                        old.get(visit.url), visit, now, self._config, multiplier
+                        old.get(visit.url),
+                        visit,
+                        now,
+                        self._config,
+                        multiplier,
+                        site_factor=self._site_factors.get(visit.host, 1.0),
                     )
                     rows.append(astuple(entry))
                     outcomes.append(outcome)
@@ -157,7 +168,10 @@ class URLLibrary:
 
     def _current_multiplier(self, now: float) -> float | None:
         """Adaptive's Lagrange multiplier over the library, re-estimated every
-        MULTIPLIER_REFRESH seconds (the budget moves slowly)."""
+        MULTIPLIER_REFRESH seconds (the budget moves slowly); while no page has a
+        rate yet (a crawl's first revisits), every shortest interval when that is
+        shorter, so that a crawl on a scale of seconds does not keep its first
+        intervals for 15 s."""
         if self._config.policy != "adaptive":
             return None
         if now < self._multiplier_at:
@@ -174,10 +188,42 @@ class URLLibrary:
         self._pace = self._looked_at_pace(now)
         self._multiplier = multiplier_for(pages, self._pace.scale)
         cost = time.monotonic() - started
-        self._multiplier_at = now + max(
-            MULTIPLIER_REFRESH, MULTIPLIER_COST_FACTOR * cost
-        )
+        refresh = MULTIPLIER_REFRESH
+        if self._multiplier is None:
+            refresh = min(refresh, self._config.bounds.min_interval)
+        self._multiplier_at = now + max(refresh, MULTIPLIER_COST_FACTOR * cost)
         return self._multiplier
+
+    @property
+    def site_factors(self) -> dict[str, float]:
+        """Host -> its factor on its pages' intervals, for the hosts whose factor
+        is not 1, as of the last look (empty but under ``adaptive``)."""
+        return dict(self._site_factors)
+
+    def _look_at_sites(self, now: float) -> None:
+        """Each host's factor from its active pages' pooled change histories (the
+        checks and changes of each page's window), in one statement, at most every
+        MULTIPLIER_REFRESH seconds, or every shortest interval when that is
+        shorter (a crawl on a scale of seconds: intervals move no faster), and at
+        least MULTIPLIER_COST_FACTOR times as long as the look took. Apart from
+        the multiplier: counted in the budget's share-out, a lazy site's longer
+        intervals would free fetches that every page's shorter ones would take
+        back, and nothing would drift."""
+        if self._config.policy != "adaptive" or now < self._sites_at:
+            return
+        started = time.monotonic()
+        rows = self._select(
+            "SELECT host, SUM(changes), SUM(checks) FROM revisits "
+            "WHERE state = ? GROUP BY host",
+            [ACTIVE],
+        )
+        totals = (
+            (host, float(changes), float(checks)) for host, changes, checks in rows
+        )
+        self._site_factors = site_factors(totals, self._config.laziness)
+        refresh = min(MULTIPLIER_REFRESH, self._config.bounds.min_interval)
+        cost = time.monotonic() - started
+        self._sites_at = now + max(refresh, MULTIPLIER_COST_FACTOR * cost)
 
     def _looked_at_pace(self, now: float) -> Pace:
         """The pace after a look at the crawl's visits and what is overdue."""

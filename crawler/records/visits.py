@@ -109,15 +109,18 @@ class Entry:
 COLUMNS = tuple(f.name for f in fields(Entry))
 
 
-def after_visit(
+def after_visit(  # noqa: PLR0913 (the host's factor, keyword-only, beside the visit)
     old: Entry | None,
     visit: Visit,
     now: float,
     config: RevisitConfig,
     multiplier: float | None,
+    *,
+    site_factor: float = 1.0,
 ) -> tuple[Entry, Outcome]:
-    """The entry after *visit* at *now*, and what the visit was. The claim on it
-    ends (its revisit is recorded)."""
+    """The entry after *visit* at *now*, and what the visit was, *site_factor*
+    being its host's factor on its interval (``crawler.policy.laziness``). The
+    claim on it ends (its revisit is recorded)."""
     if old is None or old.state != ACTIVE:
         return _first(old, visit, now, config)
     if not visit.answered:
@@ -134,6 +137,7 @@ def after_visit(
         changed=changed,
         bounds=config.bounds_for(visit.host),
         multiplier=multiplier,
+        site_factor=site_factor,
     )
     outcome: Outcome = (
         "changed"

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from crawler.policy.laziness import LazinessConfig
 from crawler.policy.revisitconfig import Bounds, RevisitConfig
 from crawler.records.database import RecordsDatabase
 from crawler.records.library import URLLibrary
@@ -27,7 +28,13 @@ INTERVAL = 100.0
 CLAIM_TIMEOUT = 60.0
 
 
-def config(policy: str = "uniform") -> RevisitConfig:
+# The site factor off: the tests of one page's interval keep it to the page's own.
+NO_SITE_FACTOR = LazinessConfig(site_min_factor=1.0, site_max_factor=1.0)
+
+
+def config(
+    policy: str = "uniform", laziness: LazinessConfig = NO_SITE_FACTOR
+) -> RevisitConfig:
     return RevisitConfig(
         policy=policy,
         bounds=Bounds(INTERVAL, 10.0, 1000.0),
@@ -37,6 +44,7 @@ def config(policy: str = "uniform") -> RevisitConfig:
         feed_batch=100,
         claim_timeout=CLAIM_TIMEOUT,
         conditional=True,
+        laziness=laziness,
     )
 
 
@@ -155,11 +163,15 @@ def test_nodes_creating_the_tables_at_once_all_open(database_url: str) -> None: 
     assert errors == []
 
 
-def test_adaptive_revisits_a_changing_page_sooner_than_a_static_one(database_url):  # noqa: F811
-    database = RecordsDatabase(database_url).open()
+def revisit_two_pages(address: str, laziness: LazinessConfig) -> dict[str, float]:
+    """Twelve revisits of two pages of one host, a page that changes every other
+    check and one that never does: each one's interval after them."""
+    database = RecordsDatabase(address).open()
     try:
-        library = URLLibrary(database, config("adaptive"))
+        library = URLLibrary(database, config("adaptive", laziness))
         library.create()
+        with database.transaction() as cursor:  # a second call starts afresh
+            cursor.execute("DELETE FROM revisits")
         now = 0.0
         library.record([visit(1, "v0"), visit(2, "static")], now)
         for check in range(1, 13):  # bounded: twelve revisits of both pages
@@ -167,7 +179,28 @@ def test_adaptive_revisits_a_changing_page_sooner_than_a_static_one(database_url
             # Page 1 changes every other check, page 2 never.
             library.record([visit(1, f"v{check // 2}"), visit(2, "static")], now)
         due = {d.url: d.next_visit - now for d in library.claim(now + 10_000, 10)}
+        factors = library.site_factors
     finally:
         database.close()
+    if laziness == NO_SITE_FACTOR:
+        assert factors == {}
+    else:  # as of the library's last look, before the last visits
+        assert 3 < factors["127.0.0.2"] < 4
+    return due
+
+
+def test_adaptive_revisits_a_changing_page_sooner_than_a_static_one(database_url):  # noqa: F811
+    due = revisit_two_pages(database_url, NO_SITE_FACTOR)
     changing, static = due["http://127.0.0.2/1"], due["http://127.0.0.2/2"]
     assert changing < INTERVAL < static
+
+
+def test_a_lazy_host_stretches_both_pages_intervals(database_url):  # noqa: F811
+    """The same host with its factor (about 3.5: few of its checks found a
+    change): both pages come back later than on their own, the changing one still
+    sooner."""
+    own = revisit_two_pages(database_url, NO_SITE_FACTOR)
+    lazy = revisit_two_pages(database_url, LazinessConfig())
+    for url, interval in own.items():
+        assert lazy[url] > interval, url
+    assert lazy["http://127.0.0.2/1"] < lazy["http://127.0.0.2/2"]

@@ -14,7 +14,11 @@ from hypothesis import strategies as st
 
 from crawler import defaults
 from crawler.policy.changehistory import CHANGE_THRESHOLD, small_change
-from crawler.policy.laziness import LazinessConfig, site_interval_factor
+from crawler.policy.laziness import (
+    LazinessConfig,
+    site_factors,
+    site_interval_factor,
+)
 from tests.unit.properties import PROPERTY
 
 CONFIG = LazinessConfig(
@@ -110,6 +114,24 @@ def test_more_changes_shorten_strictly_between_the_bounds() -> None:
     """The control for the property: between the bounds the factor does fall."""
     factors = [site_interval_factor([(x, 20)], CONFIG) for x in range(6, 15)]
     assert all(a > b for a, b in itertools.pairwise(factors))
+
+
+def test_site_factors_keep_only_the_hosts_that_move() -> None:
+    """One pooled row a host (the URL library's GROUP BY); neutral hosts left out,
+    windowed (fractional) counts taken as they are."""
+    rows = [
+        ("lazy.test", 0.0, 48.0),
+        ("busy.test", 46.0, 48.0),
+        ("new.test", 0.0, 5.0),  # too few revisits: neutral
+        ("some.test", 17.5, 48.0),  # about one change a revisit interval
+    ]
+    factors = site_factors(rows, CONFIG)
+    assert factors == {
+        "lazy.test": 4.0,
+        "busy.test": 0.5,
+        "some.test": pytest.approx(1 / math.log(48.5 / 31.0)),
+    }
+    assert site_factors([], CONFIG) == {}
 
 
 # --- settings -----------------------------------------------------------------------

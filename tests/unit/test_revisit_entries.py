@@ -219,3 +219,21 @@ def test_a_page_whose_only_change_is_noise_drifts_to_the_ceiling() -> None:
         )
         assert outcome == "small_change"
     assert entry.revisit_interval == BOUNDS.max_interval
+
+
+def test_adaptive_takes_the_host_s_factor_to_the_next_visit() -> None:
+    """An unchanged revisit of a lazy host's page (factor 4) is due later than the
+    same revisit on a neutral host, the interval going toward 4x its own target."""
+    adaptive = config("adaptive")
+    first, _ = after_visit(None, visit(), 0.0, adaptive, None)
+    entries = [
+        after_visit(first, visit(), 100.0, adaptive, 1.0, site_factor=factor)[0]
+        for factor in (1.0, 4.0)
+    ]
+    neutral, lazy = entries
+    assert lazy.revisit_interval > neutral.revisit_interval
+    assert lazy.next_visit is not None
+    assert neutral.next_visit is not None
+    assert lazy.next_visit - neutral.next_visit == pytest.approx(
+        lazy.revisit_interval - neutral.revisit_interval
+    )

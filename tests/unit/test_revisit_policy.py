@@ -38,6 +38,9 @@ DEFAULTS = {
     "REVISIT_CLAIM_TIMEOUT": 3600.0,
     "REVISIT_CONDITIONAL": True,
     "REVISIT_CHANGE_THRESHOLD": 3,
+    "REVISIT_SITE_MIN_FACTOR": 0.5,
+    "REVISIT_SITE_MAX_FACTOR": 4.0,
+    "REVISIT_SITE_MIN_VISITS": 20,
 }
 WIDE = Bounds(interval=DAY, min_interval=1.0, max_interval=1e12)
 
@@ -490,6 +493,51 @@ def test_adaptive_moves_at_most_a_doubling_toward_its_target() -> None:
         multiplier=1e9,
     )
     assert interval == 2 * DAY
+
+
+def site_step(policy: str, current: float, factor: float) -> float:
+    """One visit's interval for a page that never changed in 12 checks, under a
+    multiplier that puts its own target at about 2.6 days."""
+    return next_interval(
+        policy,
+        current=current,
+        history=History(checks=12, changes=0, observed=12 * DAY),
+        changed=False,
+        bounds=Bounds(DAY, 3600, 14 * DAY),
+        multiplier=0.05 * DAY,
+        site_factor=factor,
+    )
+
+
+def test_the_site_factor_scales_adaptive_s_target_not_its_interval() -> None:
+    """A lazy host's factor takes the page's interval to its own target times the
+    factor and holds it there: applied to the target, it does not compound."""
+    own = site_step("adaptive", 2 * DAY, 1.0)
+    assert site_step("adaptive", own, 1.0) == pytest.approx(own)
+    lazy = site_step("adaptive", own, 3.0)
+    assert lazy == pytest.approx(2 * own)  # at most a doubling a visit
+    settled = site_step("adaptive", lazy, 3.0)
+    assert settled == pytest.approx(3 * own)
+    assert site_step("adaptive", settled, 3.0) == pytest.approx(3 * own)
+    assert site_step("adaptive", own, 0.5) == pytest.approx(own / 2)
+
+
+@pytest.mark.parametrize("factor", [100.0, 0.01])
+def test_the_site_factor_keeps_to_the_bounds(factor: float) -> None:
+    interval = DAY
+    for _ in range(20):
+        interval = site_step("adaptive", interval, factor)
+    assert interval == (14 * DAY if factor > 1 else 3600)
+
+
+@pytest.mark.parametrize("policy", ["uniform", "halving"])
+def test_uniform_and_halving_ignore_the_site_factor(policy: str) -> None:
+    assert site_step(policy, 2 * DAY, 4.0) == site_step(policy, 2 * DAY, 1.0)
+
+
+@pytest.mark.parametrize("factor", [0.0, -1.0, math.inf, math.nan])
+def test_a_site_factor_that_cannot_be_is_neutral(factor: float) -> None:
+    assert site_step("adaptive", 2 * DAY, factor) == site_step("adaptive", 2 * DAY, 1)
 
 
 def test_unknown_policy_is_a_value_error() -> None:
