@@ -213,9 +213,9 @@ class NearDuplicatesMiddleware:
     def _checked(
         self, page: _Page, checks: list[tuple[Evidence, str]], entries: list[Any]
     ) -> list[tuple[Evidence, bool]]:
-        """For each query pair of the page's URL whose removal gives a URL in the
-        index: evidence for the rule if that page is near this one, against it if
-        it is a different page."""
+        """For each removal (a query pair, a run of segments) that turns the page's
+        URL into one in the index: evidence for the rule if that page is near this
+        one, against it if it is a different page."""
         found = []
         for (evidence, _), entry in zip(checks, entries, strict=False):
             indexed = _Indexed.parse(entry)
