@@ -68,6 +68,9 @@ def links_signature(page_url: str, links: Iterable[str]) -> str:
     """A digest of *links* as *page_url* would write them relatively: a link below
     the page's directory by its rest (``a/``), any other by itself. A copy of a page
     served under another directory has its original's signature."""
+    links = list(links)
+    if not links:
+        return ""  # a page without links is nobody's copy: it has none to drop
     directory = page_url.split("?", 1)[0].rsplit("/", 1)[0] + "/"
     relative = sorted({link.removeprefix(directory) for link in links})
     digest = hashlib.blake2b("\n".join(relative).encode("utf-8", "replace"))
