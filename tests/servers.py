@@ -13,10 +13,11 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis as redis_py
 
@@ -30,6 +31,9 @@ from tests.site import SiteSpec, read_log
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
+    from socketserver import BaseServer
+
+Server = TypeVar("Server", bound="BaseServer")
 
 ROOT = Path(__file__).resolve().parent.parent
 # The path of a soft-404 probe (crawler.policy.traps.soft_404_probe_url).
@@ -351,3 +355,17 @@ def _free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+@contextlib.contextmanager
+def serving(server: Server) -> Iterator[Server]:
+    """*server* answering on a thread of its own until the block ends, then shut
+    down and closed (a test's small in-process HTTP site)."""
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)

@@ -9,7 +9,7 @@ import itertools
 import statistics
 import threading
 import time
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
@@ -18,9 +18,10 @@ from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from crawler.spiders.bfs import BfsSpider
+from tests.servers import serving
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
     from pathlib import Path
 
 pytestmark = pytest.mark.integration
@@ -76,17 +77,8 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the site keeps its own log."""
 
 
-@contextmanager
-def pages_site(address: str, *, busy: bool) -> Iterator[PagesSite]:
-    site = PagesSite(address, busy=busy)
-    thread = threading.Thread(target=site.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield site
-    finally:
-        site.shutdown()
-        site.server_close()
-        thread.join(timeout=10)
+def pages_site(address: str, *, busy: bool) -> AbstractContextManager[PagesSite]:
+    return serving(PagesSite(address, busy=busy))
 
 
 def last_gaps(site: PagesSite) -> list[float]:

@@ -7,9 +7,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import subprocess
-import threading
 import time
-from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
@@ -20,11 +18,12 @@ from scrapy.utils.test import get_crawler
 from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_many_nodes import stat_value
 from tests.integration.test_node_failures import scrapy_crawl
-from tests.servers import ROOT
+from tests.servers import ROOT, serving
 from tests.unit.test_records import postgres_url  # noqa: F401 (a fixture)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
+    from contextlib import AbstractContextManager
     from pathlib import Path
 
 pytestmark = pytest.mark.integration
@@ -93,17 +92,8 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the site keeps its own log."""
 
 
-@contextmanager
-def changing_site() -> Iterator[ChangingSite]:
-    site = ChangingSite()
-    thread = threading.Thread(target=site.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield site
-    finally:
-        site.shutdown()
-        site.server_close()
-        thread.join(timeout=10)
+def changing_site() -> AbstractContextManager[ChangingSite]:
+    return serving(ChangingSite())
 
 
 def revisit_settings(
