@@ -175,6 +175,12 @@ class CrawlKeys:
         tables."""
         return f"{self.prefix}:traffic-by:{metric}"
 
+    @property
+    def traffic_active(self) -> str:
+        """ZSET host -> when its traffic counters were last written (epoch seconds):
+        hosts idle past ``TRAFFIC_IDLE_TTL`` are taken out of the rankings."""
+        return f"{self.prefix}:traffic-active"
+
     def site(self, host: str) -> str:
         """HASH of what this crawl's pages of *host* showed (the site strategy's
         evidence, ``crawler.crawlstate.sitecounters``): ``pages``, ``links``,

@@ -10,7 +10,8 @@ One module per section, each setting with a one-line comment above it:
 ``scrapybuiltins`` (Scrapy's own settings we change), ``redis``, ``frontier``,
 ``politeness``, ``traps``, ``robots``, ``timeouts``, ``retrylater``, ``dns``,
 ``useragent``, ``botauth``, ``pipelines`` (page store, records, WARC, analysis),
-``revisit``, ``neardup``, ``bfs``, ``render``, ``metrics``, ``dashboard`` and
+``revisit``, ``neardup``, ``bfs``, ``render``, ``metrics``, ``traffic``,
+``dashboard`` and
 ``quiet``. This package gathers them, so ``crawler.defaults.NAME`` and
 ``settings.setmodule("crawler.defaults")`` see every setting; a name is defined in
 one section only (tests/unit/test_defaults.py).
@@ -39,6 +40,7 @@ from crawler.defaults.neardup import *
 from crawler.defaults.bfs import *
 from crawler.defaults.render import *
 from crawler.defaults.metrics import *
+from crawler.defaults.traffic import *
 from crawler.defaults.dashboard import *
 from crawler.defaults.quiet import *
 # isort: on

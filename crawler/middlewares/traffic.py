@@ -6,6 +6,10 @@ responses by status class, download errors, the last fetch time, and the delay i
 force for the host with its reason. Counts are buffered in memory
 (``crawler.middlewares.trafficbuffer``) and written every ``FLUSH_INTERVAL`` seconds
 with one pipeline, never one round trip per response.
+
+State that ends: a host's counters expire ``TRAFFIC_IDLE_TTL`` after its last fetch,
+and each ranking holds the top ``TRAFFIC_RANK_SIZE`` hosts by their totals, less the
+hosts idle that long (``CrawlKeys.traffic_active``), so a host done with costs nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 from weakref import WeakSet
 
@@ -28,10 +32,12 @@ from crawler.context.crawl import CrawlContext
 from crawler.context.enginehooks import engine_closing
 from crawler.context.logonce import OnceLogger
 from crawler.context.outage import is_outage
+from crawler.context.startup import StartupFailure
 from crawler.crawlstate.embedded import EmbeddedRedisError
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.middlewares.trafficbuffer import HostTraffic, TrafficBuffer
 from crawler.policy.hosts import BadURLError, host_of
+from crawler.policy.trafficconfig import TrafficConfig
 from crawler.signals import trap_cut
 
 if TYPE_CHECKING:
@@ -53,6 +59,8 @@ FLUSH_INTERVAL = 1.0
 # Counters kept in a ZSET each (host -> value), so a top-N table is cheap;
 # failures: 4xx and 5xx answers (robots.txt's aside) and download errors.
 RANK_METRICS = ("requests", "bytes", "errors", "failures")
+# Idle hosts taken out of the rankings per flush, at most (the rest next time).
+IDLE_BATCH = 500
 # Errors a flush may meet: its counts are kept for the next one.
 _UNREACHABLE = (
     redis.ConnectionError,
@@ -70,12 +78,14 @@ class TrafficMiddleware:
         self,
         crawler: Crawler,
         keys: CrawlKeys,
+        config: TrafficConfig,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
         assert crawler.stats is not None
         self._crawler = crawler
         self._keys = keys
+        self._config = config
         self._stats = crawler.stats
         self._clock = clock
         self.buffer = TrafficBuffer()
@@ -94,8 +104,13 @@ class TrafficMiddleware:
         crawler.signals.connect(self._trap_cut, signal=trap_cut)
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler, CrawlKeys.of(crawler.settings, crawler.spidercls.name))
+    def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
+        try:
+            config = TrafficConfig.from_settings(crawler.settings)
+        except ValueError as exc:
+            return StartupFailure(crawler, f"Bad setting: {exc}")
+        keys = CrawlKeys.of(crawler.settings, crawler.spidercls.name)
+        return cls(crawler, keys, config)
 
     # --- counting ------------------------------------------------------------------
 
@@ -177,10 +192,51 @@ class TrafficMiddleware:
     async def _write(
         self, taken: dict[str, HostTraffic], now: float
     ) -> list[Exception]:
-        """One round trip; the errors of commands Redis refused (a hostile field)."""
+        """Add the counts and find the hosts gone idle (one round trip), then rank
+        the hosts by the totals Redis answered (a second); the errors of commands
+        Redis refused (a hostile field)."""
         pipe = self._redis().pipeline(transaction=False)
+        ranked: list[tuple[str, str]] = []  # (metric, host) of each total asked
         for host, traffic in taken.items():
-            self._queue_host(pipe, host, traffic, now)
+            ranked += self._queue_host(pipe, host, traffic, now)
+        for metric, host in ranked:  # their totals: the replies before the last three
+            pipe.hincrby(self._keys.traffic(host), metric, taken[host].counts[metric])
+        for host in taken:  # after every write: a key HINCRBY made has a TTL too
+            pipe.expire(self._keys.traffic(host), self._config.idle_ttl)
+        active = self._keys.traffic_active
+        pipe.zadd(active, dict.fromkeys(taken, round(now, 3)))
+        idle_since = now - self._config.idle_ttl
+        pipe.zrangebyscore(active, "-inf", f"({idle_since}", start=0, num=IDLE_BATCH)
+        *results, idle = await pipe.execute(raise_on_error=False)
+        end = len(results) - len(taken) - 1
+        totals = dict(zip(ranked, results[end - len(ranked) : end], strict=True))
+        errors = [result for result in results if isinstance(result, Exception)]
+        if isinstance(idle, Exception):
+            errors.append(idle)
+            idle = []
+        return errors + await self._rank(totals, idle)
+
+    async def _rank(
+        self, totals: dict[tuple[str, str], Any], idle: list[bytes]
+    ) -> list[Exception]:
+        """Take the hosts idle past TRAFFIC_IDLE_TTL (their counters expired) out of
+        the rankings, put each host written now in them at its total (``GT``: a
+        total another node read later and wrote first stands), and keep each
+        ranking's top N."""
+        pipe = self._redis().pipeline(transaction=False)
+        if idle:
+            for key in [
+                *map(self._keys.traffic_rank, RANK_METRICS),
+                self._keys.traffic_active,
+            ]:
+                pipe.zrem(key, *idle)  # one key a command: a Cluster's keys spread
+        for (metric, host), total in totals.items():
+            if isinstance(total, int):
+                pipe.zadd(self._keys.traffic_rank(metric), {host: total}, gt=True)
+        for metric in {metric for metric, _host in totals}:
+            pipe.zremrangebyrank(
+                self._keys.traffic_rank(metric), 0, -self._config.rank_size - 1
+            )
         results = await pipe.execute(raise_on_error=False)
         return [result for result in results if isinstance(result, Exception)]
 
@@ -197,10 +253,12 @@ class TrafficMiddleware:
         host: str,
         traffic: HostTraffic,
         now: float,
-    ) -> None:
+    ) -> list[tuple[str, str]]:
+        """Queue the host's writes but its ranked counts, which ``_write`` adds
+        after every host's: the (metric, host) of each."""
         key = self._keys.traffic(host)
         for name, count in traffic.counts.items():
-            if count:
+            if count and name not in RANK_METRICS:
                 pipe.hincrby(key, name, count)
         fields: dict[str, str] = {}
         if traffic.last_fetch is not None:
@@ -213,9 +271,7 @@ class TrafficMiddleware:
             fields |= {"delay": f"{delay.seconds:g}", "reason": reason}
         if fields:
             pipe.hset(key, mapping=fields)  # type: ignore[arg-type]
-        for metric in RANK_METRICS:
-            if count := traffic.counts[metric]:
-                pipe.zincrby(self._keys.traffic_rank(metric), count, host)
+        return [(metric, host) for metric in RANK_METRICS if traffic.counts[metric]]
 
     def _host_delays(self) -> HostDelays | None:
         """The crawl's delays; None if a politeness setting is bad (the scheduler
@@ -268,6 +324,7 @@ class TrafficMiddleware:
         """Delete what a late flush wrote back into a crawl that was deleted."""
         keys = [self._keys.traffic(host) for host in hosts]
         keys += [self._keys.traffic_rank(metric) for metric in RANK_METRICS]
+        keys.append(self._keys.traffic_active)
         pipe = self._redis().pipeline(transaction=False)
         for key in keys:  # one key a command: keys of a Cluster live in many slots
             pipe.delete(key)

@@ -12,7 +12,8 @@ never a round trip per page. What comes back tells the crawl's ``SiteStrategies`
 saved to the records database's ``sites`` table every ``SAVE_INTERVAL`` seconds
 and at the end (``crawler.records.sites``), whose history the next crawl starts
 from. The strategy in force for each host, with why, is written beside its counts
-for ``scrapy frontier hosts`` and the dashboard.
+for ``scrapy frontier hosts`` and the dashboard. A host's counts expire
+``TRAFFIC_IDLE_TTL`` after its last page, as its traffic counters do.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from crawler.crawlstate.sitecounters import (
 from crawler.meta import REPARSED, SITE_LINKS
 from crawler.policy.hosts import BadURLError, host_of
 from crawler.policy.siteclass import leaving_links
+from crawler.policy.trafficconfig import TrafficConfig
 from crawler.records.connection import RecordsDatabaseError
 from crawler.spiders.sitesaves import SiteSaver, crawl_name
 
@@ -98,6 +100,8 @@ class SiteHistoryMiddleware:
         self._stats = crawler.stats
         self._keys = keys
         self._sites = sites
+        # Checked by from_crawler: a bad value has stopped the crawl.
+        self._idle_ttl = TrafficConfig.from_settings(crawler.settings).idle_ttl
         self._saver = saver  # None: page records off, nothing carried over
         self._clock = clock
         self._buffer: dict[str, Counter[str]] = {}
@@ -114,6 +118,7 @@ class SiteHistoryMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
         try:
             sites = CrawlContext.of(crawler).sites
+            TrafficConfig.from_settings(crawler.settings)
         except ValueError as exc:
             return StartupFailure(crawler, f"Bad setting: {exc}")
         keys = CrawlKeys.of(crawler.settings, crawler.spidercls.name)
@@ -206,6 +211,7 @@ class SiteHistoryMiddleware:
             key = encoded(self._keys.site(host))
             for field, count in counts.items():
                 pipe.hincrby(key, field, count)
+            pipe.expire(key, self._idle_ttl)
             pipe.hgetall(key)
         try:
             replies = await pipe.execute(raise_on_error=False)
@@ -221,8 +227,11 @@ class SiteHistoryMiddleware:
         that changed (a second trip, only then)."""
         position = 0
         for host, counts in taken.items():
-            position += len(counts) + 1
-            evidence = evidence_of(mapping(replies[position - 1]))
+            position += len(counts) + 2
+            fields = mapping(replies[position - 1])
+            evidence = evidence_of(fields)
+            if STRATEGY.encode() not in fields:  # new, or expired while idle
+                self._written.pop(host, None)
             self._sites.learn(host, evidence)
             self._saved_later(host, evidence)
         changed = {

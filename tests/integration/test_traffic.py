@@ -21,6 +21,7 @@ from crawler.crawlstate.embedded import EmbeddedRedis
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.middlewares.traffic import TrafficMiddleware
 from crawler.policy.tiers import HostHealth
+from crawler.policy.trafficconfig import TrafficConfig
 from crawler.reports.hosts import read_health
 from crawler.settings import ADDONS
 from crawler.spiders.bfs import BfsSpider
@@ -294,3 +295,48 @@ def test_frontier_hosts_while_a_crawl_runs_on_the_private_redis(tmp_path: Path):
 
 def server_client(server: EmbeddedRedis) -> redis_py.Redis:
     return redis_py.Redis.from_url(server.url)
+
+
+def keys_like(redis, pattern: str) -> list[bytes]:
+    return list(redis.scan_iter(match=pattern, count=1000))
+
+
+@deferred_f_from_coro_f
+async def test_an_idle_hosts_counters_expire(site, settings, redis):
+    await crawl(settings(DEPTH_LIMIT=1, TRAFFIC_IDLE_TTL=3), site)
+    traffic, sites = keys_like(redis, "bfs:traffic:*"), keys_like(redis, "bfs:site:*")
+    assert traffic
+    assert sites
+    for key in traffic + sites:
+        assert 0 < redis.pttl(key) <= 3000, key
+    deadline = time.monotonic() + 15
+    while redis.exists(*traffic, *sites) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert not redis.exists(*traffic, *sites)
+
+
+@deferred_f_from_coro_f
+async def test_rankings_keep_the_top_hosts_and_drop_idle_ones(settings, redis):
+    now = [1000.0]
+    crawler = get_crawler(BfsSpider, settings())
+    config = TrafficConfig(idle_ttl=60, rank_size=2)
+    middleware = TrafficMiddleware(crawler, KEYS, config, clock=lambda: now[0])
+
+    async def fetched(**requests: int) -> list[tuple[bytes, float]]:
+        for host, count in requests.items():
+            for _ in range(count):
+                middleware.process_request(Request(f"http://{host}.test/"))
+        await middleware.flush()
+        return redis.zrevrange(KEYS.traffic_rank("requests"), 0, -1, withscores=True)
+
+    try:
+        assert await fetched(a=3, b=2, c=1) == [(b"a.test", 3.0), (b"b.test", 2.0)]
+        now[0] += 30  # c's total counts on: past b's, it ranks again
+        assert await fetched(c=2) == [(b"c.test", 3.0), (b"a.test", 3.0)]
+        now[0] += 31  # a and b idle for 61 s: out; c (idle 31 s) stays
+        assert await fetched(d=1) == [(b"c.test", 3.0), (b"d.test", 1.0)]
+        assert redis.zrange(KEYS.traffic_active, 0, -1) == [b"c.test", b"d.test"]
+        assert int(counters(redis, "c.test")["requests"]) == 3
+        assert 0 < redis.ttl(KEYS.traffic("d.test")) <= 60
+    finally:
+        await crawler.signals.send_catch_log_async(signal=signals.spider_closed)

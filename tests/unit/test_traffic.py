@@ -11,6 +11,7 @@ from scrapy.utils.test import get_crawler
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.middlewares.traffic import TrafficMiddleware
 from crawler.middlewares.trafficbuffer import HostTraffic, TrafficBuffer, status_class
+from crawler.policy.trafficconfig import TrafficConfig
 from crawler.reports.hosts import CELL_WIDTH, cell, host_table, utc_time
 
 
@@ -95,6 +96,7 @@ def middleware() -> TrafficMiddleware:
     return TrafficMiddleware(
         get_crawler(settings_dict={"ADDONS": {"crawler.addon.Frontier": 0}}),
         CrawlKeys("bfs"),
+        TrafficConfig(idle_ttl=60, rank_size=10),
         clock=lambda: 42.0,
     )
 
@@ -248,3 +250,28 @@ def test_cut_links_and_soft_404s_count_as_the_hosts_traps():
     taken = buffer.take()
     assert taken["a.example"].counts["traps"] == 2
     assert taken["a.example"].counts["failures"] == 0  # a trap is no failure
+
+
+@pytest.mark.parametrize(
+    ("settings", "words"),
+    [
+        ({"TRAFFIC_IDLE_TTL": 0}, ["TRAFFIC_IDLE_TTL", ">= 1"]),
+        ({"TRAFFIC_IDLE_TTL": "a day"}, ["TRAFFIC_IDLE_TTL"]),
+        ({"TRAFFIC_RANK_SIZE": 0}, ["TRAFFIC_RANK_SIZE", ">= 1"]),
+        ({"TRAFFIC_RANK_SIZE": 2.5}, ["TRAFFIC_RANK_SIZE", "integer"]),
+    ],
+)
+def test_bad_traffic_settings_are_refused_in_one_line(settings, words):
+    with pytest.raises(ValueError, match=words[0]) as raised:
+        TrafficConfig.from_settings(
+            {"TRAFFIC_IDLE_TTL": 60, "TRAFFIC_RANK_SIZE": 9, **settings}
+        )
+    assert all(word in str(raised.value) for word in words)
+    assert "\n" not in str(raised.value)
+
+
+def test_an_idle_ttl_in_fractions_of_a_second_is_whole_seconds():
+    config = TrafficConfig.from_settings(
+        {"TRAFFIC_IDLE_TTL": 1.6, "TRAFFIC_RANK_SIZE": 1}
+    )
+    assert (config.idle_ttl, config.rank_size) == (2, 1)
