@@ -86,6 +86,50 @@ def test_a_host_waits_its_delay_after_the_ack_and_others_do_not(redis):
     assert drain(store, T0 + 10) == ["a1"]
 
 
+def sweep(store: FrontierStore, now: float) -> int:
+    """Sweep the shard's politeness fields (a few hashes' worth); hosts forgotten."""
+    return sum(store.forget_idle([0], now) for _ in range(3))
+
+
+def test_a_host_done_for_now_is_forgotten_once_its_delay_has_passed(redis):
+    store = make_store(redis)
+    keys = store.shards.keys[0]
+    store.flush([pending("done", 0, "d0"), pending("more", 0, "m0")], [], T0)
+    store.flush([pending("more", 0, "m1"), pending("busy", 0, "b0")], [], T0)
+    leased = {}
+    for _ in range(3):  # d0, m0 and b0, one a host
+        lease, entry = store.pop(PopOrder(0, NODE, 0.0), T0)
+        leased[entry.decode().split('"u":"')[1][0]] = lease
+    store.flush([], [(leased["d"], 10.0), (leased["m"], 10.0)], T0)  # b0 in flight
+    hosts = {b"done", b"more", b"busy"}
+    assert set(redis.hkeys(keys.ready_at)) == hosts
+    assert sweep(store, T0 + 9) == 0  # "done" must still wait out its delay
+    assert sweep(store, T0 + 11) == 1
+    assert set(redis.hkeys(keys.ready_at)) == {b"more", b"busy"}
+    assert set(redis.hkeys(keys.delays)) == {b"more"}  # "busy" was never acked
+    assert drain(store, T0 + 11) == ["m1"]  # what is queued goes on as before
+    store.flush([], [(leased["b"], 10.0)], T0 + 11)
+    assert sweep(store, T0 + 22) == 2
+    assert redis.hlen(keys.ready_at) == redis.hlen(keys.delays) == 0
+    # A host forgotten and found again is fetched at once, then waits again.
+    store.flush([pending("done", 1, "d1"), pending("done", 1, "d2")], [], T0 + 22)
+    lease, _ = store.pop(PopOrder(0, NODE, 0.0), T0 + 22)  # d1, no wait
+    store.flush([], [(lease, 10.0)], T0 + 22)
+    assert sweep(store, T0 + 23) == 0  # d2 queued: the host is not done
+    assert drain(store, T0 + 31) == []
+    assert drain(store, T0 + 32) == ["d2"]
+
+
+def test_the_sweep_goes_on_where_it_stopped_over_a_large_shard(redis):
+    store = make_store(redis)
+    keys = store.shards.keys[0]
+    redis.hset(keys.ready_at, mapping={f"h{i}": T0 * 1000 for i in range(1500)})
+    calls = [store.forget_idle([0], T0 + 1) for _ in range(30)]
+    assert sum(calls) == 1500
+    assert max(calls) < 1500  # in steps, each a bounded HSCAN
+    assert redis.hlen(keys.ready_at) == 0
+
+
 def test_an_expired_lease_goes_back_to_the_head_of_its_queue(redis):
     store = make_store(redis, FRONTIER_LEASE_TIMEOUT=30)
     store.flush([pending("a", 0, "a0"), pending("a", 0, "a1")], [], T0)

@@ -290,6 +290,8 @@ class NodeRuntime:
         if stranded := self.store.repair_stuck(self.membership.owned, now):
             self._stats.inc_value("frontier/stranded_hosts", stranded)
             self._link.wake_engine()  # stranded hosts are ready again
+        if forgotten := self.store.forget_idle(self.membership.owned, now):
+            self._stats.inc_value("frontier/idle_hosts_forgotten", forgotten)
         self._work.count_damage()
         self.progress.maybe_log(self._shards, self.membership.owned, now)
         self.progress.record_pace(self._shards, self.membership.node_id, now)

@@ -406,6 +406,28 @@ end
 return summary()
 """
 
+FORGET_IDLE = """
+-- KEYS: the shard's keys (see above)
+-- args: cursor (HSCAN's over READY_AT; '0' to start), limit (fields to look at)
+-- Forgets the politeness fields (READY_AT, DELAYS) of hosts that are done for now:
+-- their delay has passed, nothing queued, leased, ready or waiting. A host that
+-- gets requests again starts with no wait, as its delay has passed anyway.
+-- returns: {next cursor ('0': a sweep ended), hosts forgotten}
+local reply = redis.call('HSCAN', READY_AT, args.cursor, 'COUNT', tonumber(args.limit))
+local fields, forgotten = reply[2], 0
+for i = 1, #fields, 2 do
+  local host, at = fields[i], tonumber(fields[i + 1])
+  if (not at or at <= now) and hnum(INFLIGHT, host, 0) <= 0
+    and redis.call('EXISTS', levels_key(host)) == 0
+    and not redis.call('ZSCORE', READY, host) and not redis.call('ZSCORE', WAITING, host) then
+    redis.call('HDEL', READY_AT, host)
+    redis.call('HDEL', DELAYS, host)
+    forgotten = forgotten + 1
+  end
+end
+return {reply[1], forgotten}
+"""
+
 RETRY = """
 -- KEYS: the shard's keys (see above)
 -- args: concurrency

@@ -131,6 +131,7 @@ SIGNATURES = {
     ),
     "requeue": Signature(("concurrency", "limit"), ("id",)),
     "promote": Signature(("limit", "concurrency", "floor")),
+    "forget_idle": Signature(("cursor", "limit")),
     "retry": Signature(("concurrency",), ("fingerprint",)),
     "repair": Signature(("concurrency", "seen_type", "most_hashes")),
     "repair_hosts": Signature(("concurrency",), ("host",)),

@@ -19,6 +19,7 @@ from redis.exceptions import NoScriptError, ResponseError
 from crawler.frontier.store.queuescripts import (
     ACK,
     CREDIT,
+    FORGET_IDLE,
     POP,
     PROMOTE,
     PUSH,
@@ -73,6 +74,7 @@ class ScriptRunner:
         "ack": ACK,
         "requeue": REQUEUE,
         "promote": PROMOTE,
+        "forget_idle": FORGET_IDLE,
         "retry": RETRY,
         "repair": REPAIR,
         "repair_hosts": REPAIR_HOSTS,

@@ -48,6 +48,8 @@ __all__ = [
 
 # Waiting hosts one script call moves to ready at most (bounds a call's work).
 PROMOTE_LIMIT = 100
+# Politeness fields a shard's idle-host sweep looks at per heartbeat.
+IDLE_SWEEP_LIMIT = 200
 # The push script's marks of a request queued: new, or new at a shorter depth.
 NEW_MARKS = (ord("1"), ord("2"))
 OVER_BUDGET = ord("3")  # new, but its host's budget is spent: not queued
@@ -76,6 +78,7 @@ class FrontierStore:
         # None (a command's store, a test's): every provisional depth is looked at.
         self._run = run
         self._site_limits = shards.config.site_depth_limits
+        self._idle_cursors: dict[int, str] = {}  # shard -> where its sweep is
 
     @classmethod
     def on(
@@ -297,6 +300,35 @@ class FrontierStore:
         replies = self._scripts.run(calls, self._shards.repair_shard)
         for shard, reply in zip(shards, replies, strict=True):
             self._shards.remember(shard, reply)
+
+    def forget_idle(self, shards: Iterable[int], now: float) -> int:
+        """Sweep on through each of *shards*' politeness fields, forgetting those of
+        hosts done for now (their delay passed, nothing queued or leased), so a
+        host that is done costs no memory there; how many were forgotten."""
+        shards = list(shards)
+        if not shards:
+            return 0
+        calls = [
+            Call(
+                "forget_idle",
+                self._keys[s],
+                {
+                    "order": self._config.order,
+                    "now": ms(now),
+                    "cursor": self._idle_cursors.get(s, "0"),
+                    "limit": IDLE_SWEEP_LIMIT,
+                },
+            )
+            for s in shards
+        ]
+        forgotten = 0
+        for shard, reply in zip(
+            shards, self._scripts.run(calls, self._shards.repair_shard), strict=True
+        ):
+            cursor = reply[0].decode() if isinstance(reply[0], bytes) else str(reply[0])
+            self._idle_cursors[shard] = cursor
+            forgotten += int(reply[1])
+        return forgotten
 
     def repair_stuck(self, among: Collection[int], now: float) -> int:
         """Look at every host of the shards of *among* that seem stuck: requests
