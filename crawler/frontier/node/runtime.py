@@ -189,7 +189,9 @@ class NodeRuntime:
         )
         # CONCURRENT_REQUESTS the node started with, given back by `set --unset`.
         self._started_concurrency = crawler.settings.getint("CONCURRENT_REQUESTS")
-        self._seeds = SeedIntake(crawler, enqueue)
+        self._seeds = SeedIntake(
+            crawler, enqueue, flush=lambda: work.write_pending(time.time())
+        )
         self._maintenance: AsyncioLoopingCall | LoopingCall | None = None
         self._maintenance_failed = False
         self._closing = False  # a drained node's close is under way
