@@ -50,6 +50,7 @@ class SeedIntake:
         # Writes what enqueue buffered: each batch reaches Redis before the next.
         self._flush = flush
         self._budget = budget
+        self.backlog = False  # the last take stopped on time with seeds left
         self._once = OnceLogger(logger, crawler)  # one line per kind of bad seed
 
     def take(self, shards: CrawlShards) -> int:
@@ -64,6 +65,7 @@ class SeedIntake:
             if read and self._flush is not None:
                 self._flush()
             if read < SEEDS_PER_BATCH or time.monotonic() >= deadline:
+                self.backlog = read == SEEDS_PER_BATCH
                 return taken
 
     def _take_batch(self, shards: CrawlShards) -> int:
