@@ -12,7 +12,8 @@ a running node's intake:
   maintenance round bounded by ``SEEDS_ROUND_SECONDS`` (the rounds run back to back,
   so the figure is the intake's own pace).
 
-The baseline of the same run is the old intake's ceiling: 1000 seeds a maintenance
+The baselines of the same run: the push with the old command's 1000 URLs a RPUSH,
+and the old intake's ceiling: 1000 seeds a maintenance
 round (``SEEDS_PER_BATCH``, one batch a round as before) at the default
 ``FRONTIER_MAINTENANCE_INTERVAL``, i.e. ``min(intake pace, 1000 / interval)``.
 Queued requests are counted in Redis to check that every URL was queued once.
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
+# URLs a RPUSH of `scrapy frontier seed` before issue 27.
+OLD_SEED_BATCH = 1000
 # Rounds at most: a bound on the intake loop (each round takes >= 1000 seeds).
 MAX_ROUNDS = 100_000
 
@@ -55,14 +58,20 @@ def write_seeds(path: Path, count: int, hosts: int) -> None:
             out.write(f"http://h{i % hosts}.test/p/{i // hosts}\n")
 
 
-def push(client: redis.Redis, path: Path) -> float:
-    """Seconds ``scrapy frontier seed --file`` takes to push *path*."""
-    from crawler.commands.steering import seed  # noqa: PLC0415
+def push(client: redis.Redis, path: Path, batch: int) -> float:
+    """Seconds ``scrapy frontier seed --file`` takes to push *path*, *batch* URLs a
+    RPUSH (the old command's 1000, or today's ``SEED_BATCH``)."""
+    from crawler.commands import steering  # noqa: PLC0415
 
     opts = argparse.Namespace(words=[], file=str(path))
-    started = time.perf_counter()
-    seed(client, CrawlKeys(FRONTIER_PREFIX), opts, io.StringIO())
-    return time.perf_counter() - started
+    kept = steering.SEED_BATCH
+    steering.SEED_BATCH = batch
+    try:
+        started = time.perf_counter()
+        steering.seed(client, CrawlKeys(FRONTIER_PREFIX), opts, io.StringIO())
+        return time.perf_counter() - started
+    finally:
+        steering.SEED_BATCH = kept
 
 
 def intake(redis_url: str, count: int, hosts: int) -> tuple[float, int]:
@@ -124,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--hosts", type=int, default=10_000)
     args = parser.parse_args(argv)
     install_reactor(queue_cost.REACTOR)
+    from crawler.commands.steering import SEED_BATCH  # noqa: PLC0415
     from crawler.defaults.frontier import (  # noqa: PLC0415
         FRONTIER_MAINTENANCE_INTERVAL,
     )
@@ -136,7 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             seeds = Path(tmp) / "seeds.txt"
             write_seeds(seeds, args.urls, args.hosts)
             client.flushall()
-            pushed = push(client, seeds)
+            old_push = push(client, seeds, OLD_SEED_BATCH)
+            client.flushall()
+            pushed = push(client, seeds, SEED_BATCH)
             queued_seconds, rounds = intake(server.url, args.urls, args.hosts)
             queued = queue_cost.queued(client, "frontier")
         finally:
@@ -153,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "queued_in_redis": queued,
                 "push_seconds": round(pushed, 2),
                 "push_urls_per_s": round(args.urls / pushed),
+                "baseline_old_push_urls_per_s": round(args.urls / old_push),
                 "intake_seconds": round(queued_seconds, 2),
                 "intake_rounds": rounds,
                 "intake_urls_per_s": round(pace),
