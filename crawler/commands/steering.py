@@ -44,7 +44,8 @@ if TYPE_CHECKING:
 # ``set``'s one-word form: KEY=VALUE, KEY a setting's name.
 ONE_WORD_SETTING = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 # Seeds pushed by one RPUSH.
-SEED_BATCH = 1000
+# Seeds a RPUSH carries: one round trip for many (issue 27: 100M seeds).
+SEED_BATCH = 10_000
 HEARTBEAT = "within one heartbeat (FRONTIER_MAINTENANCE_INTERVAL)"
 
 

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from scrapy.utils.asyncio import create_looping_call
+from scrapy.utils.asyncio import call_later, create_looping_call
 from scrapy.utils.defer import deferred_from_coro
 
 from crawler.context.crawl import CrawlContext
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.statscollectors import StatsCollector
-    from scrapy.utils.asyncio import AsyncioLoopingCall
+    from scrapy.utils.asyncio import AsyncioLoopingCall, CallLaterResult
     from twisted.internet.task import LoopingCall
 
     from crawler.context.runsettings import RunSettingsHolder
@@ -50,6 +50,9 @@ if TYPE_CHECKING:
     from crawler.frontier.store.roundtrip import Lease
 
 logger = logging.getLogger(__name__)
+
+# Seconds the engine gets between two seed rounds while a seed backlog is left.
+SEEDS_AGAIN_AFTER = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,10 +192,13 @@ class NodeRuntime:
         )
         # CONCURRENT_REQUESTS the node started with, given back by `set --unset`.
         self._started_concurrency = crawler.settings.getint("CONCURRENT_REQUESTS")
-        self._seeds = SeedIntake(crawler, enqueue)
+        self._seeds = SeedIntake(
+            crawler, enqueue, flush=lambda: work.write_pending(time.time())
+        )
         self._maintenance: AsyncioLoopingCall | LoopingCall | None = None
         self._maintenance_failed = False
         self._closing = False  # a drained node's close is under way
+        self._more_seeds: CallLaterResult | None = None  # a seed round between beats
 
     def start(self) -> None:
         """Start the heartbeat, knowing what the hosts of this node's shards taught."""
@@ -204,6 +210,9 @@ class NodeRuntime:
         """No more heartbeats."""
         if self._maintenance is not None and self._maintenance.running:
             self._maintenance.stop()
+        if self._more_seeds is not None:
+            self._more_seeds.cancel()
+            self._more_seeds = None
 
     def leave(self) -> None:
         """Give back this node's shards; with FRONTIER_PERSIST=False, delete the
@@ -384,6 +393,24 @@ class NodeRuntime:
         if self._seeds.take(self._shards):
             self._work.write_pending(time.time())
             self._link.wake_engine()
+        if self._seeds.backlog and self._more_seeds is None and not self._closing:
+            self._more_seeds = call_later(SEEDS_AGAIN_AFTER, self._seed_round)
+
+    def _seed_round(self) -> None:
+        """More seeds between heartbeats while a backlog is left (issue 27: a large
+        seed file queued at the intake's pace, not a budget a heartbeat), with a
+        pause for the engine between rounds. A failure is the heartbeat's to meet:
+        counted here, and the next heartbeat takes seeds as usual."""
+        self._more_seeds = None
+        if self._maintenance is None or not self._maintenance.running:
+            return
+        try:
+            self._take_seeds()
+        except REDIS_ERRORS as exc:
+            if not is_outage(exc):
+                self._log_maintenance_error(exc)
+        except Exception as exc:  # noqa: BLE001 (logged with its traceback, then counted)
+            self._log_maintenance_error(exc)
 
     # --- the end of the crawl ----------------------------------------------------------
 

@@ -10,6 +10,7 @@ kind of fault; it never stops the heartbeat.
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from scrapy import Request
@@ -29,24 +30,52 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Seeds taken from the crawl's Redis seed list per maintenance round.
-SEEDS_PER_ROUND = 1000
+# Seeds taken from the crawl's Redis seed list in one LPOP: one round trip a batch.
+SEEDS_PER_BATCH = 1000
+# Seconds of a maintenance round spent on seeds: a large backlog (issue 27: 100M
+# seeds) is taken at the pace the node can enqueue, not 1000 a heartbeat (200 URLs/s
+# at the 5 s FRONTIER_MAINTENANCE_INTERVAL), while the round's other work still runs.
+SEEDS_ROUND_SECONDS = 1.0
 
 
 class SeedIntake:
-    def __init__(self, crawler: Crawler, enqueue: Callable[[Request], bool]) -> None:
+    def __init__(
+        self,
+        crawler: Crawler,
+        enqueue: Callable[[Request], bool],
+        flush: Callable[[], object] | None = None,
+        budget: float = SEEDS_ROUND_SECONDS,
+    ) -> None:
         self._enqueue = enqueue
+        # Writes what enqueue buffered: each batch reaches Redis before the next.
+        self._flush = flush
+        self._budget = budget
+        self.backlog = False  # the last take stopped on time with seeds left
         self._once = OnceLogger(logger, crawler)  # one line per kind of bad seed
 
     def take(self, shards: CrawlShards) -> int:
-        """Enqueue the seeds waiting in Redis (at most SEEDS_PER_ROUND); how many
-        entries were read."""
+        """Enqueue the seeds waiting in Redis, SEEDS_PER_BATCH at a time until the
+        list is empty or the round's time budget is spent (at least one batch);
+        how many entries were read."""
+        deadline = time.monotonic() + self._budget
+        taken = 0
+        while True:  # bounded: each pass pops a batch; ends on a short one or time
+            read = self._take_batch(shards)
+            taken += read
+            if read and self._flush is not None:
+                self._flush()
+            if read < SEEDS_PER_BATCH or time.monotonic() >= deadline:
+                self.backlog = read == SEEDS_PER_BATCH
+                return taken
+
+    def _take_batch(self, shards: CrawlShards) -> int:
+        """Enqueue up to SEEDS_PER_BATCH seeds popped in one call; how many."""
         key, client = shards.crawl_keys.seeds, shards.client
         entries: list[bytes] | None = retyped(  # type: ignore[assignment]
             client,
             key,
             "list",
-            lambda: client.lpop(key, SEEDS_PER_ROUND),
+            lambda: client.lpop(key, SEEDS_PER_BATCH),
             shards.damaged,
         )
         for entry in entries or ():
