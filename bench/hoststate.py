@@ -142,11 +142,15 @@ def crawl_command(
     return argv
 
 
-def pages_fetched(log: Path) -> int:
+def pages_fetched(log: Path, leaving_out: str = "-") -> int:
+    """Pages the site served, those of the host *leaving_out* (``address:``) aside."""
     if not log.exists():
         return 0
     return sum(
-        row["status"] == 200 and row["path"] != "/robots.txt" for row in read_log(log)
+        row["status"] == 200
+        and row["path"] != "/robots.txt"
+        and not row["host"].startswith(leaving_out)
+        for row in read_log(log)
     )
 
 
@@ -159,9 +163,9 @@ def wait_for(done: Any, what: str) -> None:
 
 
 def measure(client: redis.Redis) -> dict[str, dict[str, int]]:
-    """Bytes and keys of each family, and how many of its keys have a TTL."""
+    """Bytes, keys and members of each family, and how many of its keys have a TTL."""
     found: dict[str, dict[str, int]] = defaultdict(
-        lambda: {"bytes": 0, "keys": 0, "ttl": 0}
+        lambda: {"bytes": 0, "keys": 0, "ttl": 0, "members": 0}
     )
     for raw in client.scan_iter(match=f"{PREFIX}:*", count=1000):
         key = raw.decode("utf-8", "replace").removeprefix(f"{PREFIX}:")
@@ -173,7 +177,16 @@ def measure(client: redis.Redis) -> dict[str, dict[str, int]]:
         row["bytes"] += int(client.memory_usage(raw) or 0)
         row["keys"] += 1
         row["ttl"] += int(client.ttl(raw) > 0)
+        row["members"] += members(client, raw)
     return dict(found)
+
+
+def members(client: redis.Redis, key: bytes) -> int:
+    """Fields of a hash, members of a set or sorted set, items of a list; 1 else."""
+    counts = {b"hash": client.hlen, b"zset": client.zcard, b"set": client.scard}
+    counts[b"list"] = client.llen
+    count = counts.get(client.type(key))
+    return int(count(key)) if count is not None else 1
 
 
 def print_table(result: dict[str, Any]) -> None:
@@ -184,11 +197,13 @@ def print_table(result: dict[str, Any]) -> None:
         f"one host just done; used_memory {result['used_memory'] / 2**20:.1f} MiB"
     )
     print(
-        f"{'family':<34} {'keys':>6} {'with TTL':>8} {'bytes':>10} {'B/idle host':>12}"
+        f"{'family':<34} {'keys':>6} {'members':>8} {'with TTL':>8} {'bytes':>10} "
+        f"{'B/idle host':>12}"
     )
     for name, row in sorted(result["families"].items(), key=lambda kv: -kv[1]["bytes"]):
         print(
-            f"{name:<34} {row['keys']:>6} {row['ttl']:>8} {row['bytes']:>10} "
+            f"{name:<34} {row['keys']:>6} {row['members']:>8} {row['ttl']:>8} "
+            f"{row['bytes']:>10} "
             f"{row['bytes'] / hosts:>12.0f}"
         )
 

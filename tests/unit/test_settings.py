@@ -36,6 +36,7 @@ PREFIXES = (
     "BOT_AUTH_",
     "NEARDUP_",
     "TRAPS_",
+    "TRAFFIC_",
 )
 UNPREFIXED = frozenset(
     {"REDIS_URL", "REDIS_CLUSTER", "REDIS_HOST", "REDIS_PORT", "REDIS_PARAMS"}
