@@ -199,7 +199,7 @@ class TrafficMiddleware:
         ranked: list[tuple[str, str]] = []  # (metric, host) of each total asked
         for host, traffic in taken.items():
             ranked += self._queue_host(pipe, host, traffic, now)
-        for metric, host in ranked:  # their totals: the replies before the last three
+        for metric, host in ranked:  # totals: the replies before the EXPIREs and ZSETs
             pipe.hincrby(self._keys.traffic(host), metric, taken[host].counts[metric])
         for host in taken:  # after every write: a key HINCRBY made has a TTL too
             pipe.expire(self._keys.traffic(host), self._config.idle_ttl)
@@ -214,7 +214,11 @@ class TrafficMiddleware:
         if isinstance(idle, Exception):
             errors.append(idle)
             idle = []
-        return errors + await self._rank(totals, idle)
+        try:
+            return errors + await self._rank(totals, idle)
+        except _UNREACHABLE as exc:  # the counts are in: the next flush ranks them
+            self._unreachable(exc)
+            return errors
 
     async def _rank(
         self, totals: dict[tuple[str, str], Any], idle: list[bytes]
