@@ -15,6 +15,9 @@ NODE = "frontier_node"
 HELD_TIMES = "frontier_held_times"
 # Epoch seconds before which a held request must not be fetched again.
 HOLD_UNTIL = "frontier_hold_until"
+# Set by the bfs spider on a link it found new in the crawl's local seen cache, and
+# added there (crawler.context.seencache): the frontier does not look it up again.
+LINK_CHECKED = "frontier_link_checked"
 # The fate of a request that failed for good (crawler.policy.fates), and its error.
 FATE = "frontier_fate"
 # The timeout tier a request is sent on (crawler.policy.tiers): set by the timeouts

@@ -19,6 +19,7 @@ from crawler.context.linkcredits import LinkCredits
 from crawler.context.outage import RedisOutage
 from crawler.context.roundtriptimes import RoundTripTimes
 from crawler.context.runsettings import RunSettings, RunSettingsHolder
+from crawler.context.seencache import SeenCache
 from crawler.context.sitestrategies import SiteStrategies
 from crawler.crawlstate.connection import CrawlRedis
 from crawler.crawlstate.keys import CrawlKeys
@@ -45,6 +46,7 @@ class CrawlContext:
         self._redis: CrawlRedis | None = None
         self._sites: SiteStrategies | None = None
         self._url_rules: UrlRules | None = None
+        self._seen: SeenCache | None = None
         # The frontier's script round trips, timed for the metrics endpoint.
         self.round_trip_times = RoundTripTimes()
         # In-links the spider did not yield again (importance order).
@@ -78,6 +80,15 @@ class CrawlContext:
             config = SiteStrategyConfig.from_settings(self._crawler.settings)
             self._sites = SiteStrategies(config, self._crawler)
         return self._sites
+
+    @property
+    def seen(self) -> SeenCache:
+        """The links this process sent to the frontier, one cache for the spider
+        and the scheduler (``FRONTIER_LOCAL_SEEN_MB``); raises ``ValueError`` on a
+        bad setting."""
+        if self._seen is None:
+            self._seen = SeenCache.from_settings(self._crawler.settings)
+        return self._seen
 
     @property
     def redis(self) -> CrawlRedis:

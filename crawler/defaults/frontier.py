@@ -82,9 +82,10 @@ FRONTIER_DEDUP = "bloom"
 FRONTIER_DEDUP_CAPACITY = 10_000_000
 # False-positive rate of the Bloom filter (a new URL wrongly taken as seen).
 FRONTIER_DEDUP_ERROR_RATE = 1e-6
-# Fingerprints this process remembers to skip a Redis round trip for repeated links
-# (and URLs the bfs spider remembers it yielded: a repeated link costs no request).
-FRONTIER_LOCAL_SEEN_CACHE = 200_000
+# Megabytes of the local seen cache: links this process sent to the frontier, so a
+# repeated link costs no Redis round trip (the bfs spider's, no request at all); 9
+# bytes a link, so 32 MB remember about 3.7M (crawler/context/seencache.py). 0: off.
+FRONTIER_LOCAL_SEEN_MB = 32
 # Requests buffered in this process before they are pushed to Redis in one round trip.
 FRONTIER_PUSH_BATCH = 64
 # Keep the frontier in Redis when the crawl stops, so the next run resumes it.

@@ -16,9 +16,16 @@ from crawler.context.logonce import OnceLogger
 from crawler.frontier.dedup import bloom_hashes, most_hashes, shard_layouts
 from crawler.frontier.encoding import codec
 from crawler.frontier.importance import InLinks, credit_of
-from crawler.frontier.seencache import SeenCache
 from crawler.frontier.store.roundtrip import Pending
-from crawler.meta import HOLD_UNTIL, LINK_CREDIT, REVISIT, REVIVE, STARTED, TIER
+from crawler.meta import (
+    HOLD_UNTIL,
+    LINK_CHECKED,
+    LINK_CREDIT,
+    REVISIT,
+    REVIVE,
+    STARTED,
+    TIER,
+)
 from crawler.policy.hosts import BadURLError, host_of, shard_key
 from crawler.policy.order import TIERS_PER_DEPTH, depth_allowed, level_of
 from crawler.policy.sharding import shard_of
@@ -57,7 +64,8 @@ class Admission:
         self._run = run  # DEPTH_LIMIT may change while the crawl runs
         self._sites = CrawlContext.of(crawler).sites  # a host's own depth limit
         self._on_duplicate = on_duplicate
-        self._seen = SeenCache(config.local_seen_cache)
+        # Shared with the bfs spider, which checks its links itself (LINK_CHECKED).
+        self._seen = CrawlContext.of(crawler).seen
         self._importance = config.importance
         # Importance order: in-links of URLs pushed before, until they are sent.
         self.in_links = (
@@ -76,6 +84,7 @@ class Admission:
         it is an in-link: it goes to ``in_links``, which Redis adds to the URL's
         importance while it waits."""
         credit = credit_of(request.meta.pop(LINK_CREDIT, None))
+        checked = request.meta.pop(LINK_CHECKED, False)
         depth = request.meta.get("depth", 0)
         limit = self._sites.depth_limit_of_url(
             request.url, self._run.current.depth_limit
@@ -93,7 +102,7 @@ class Admission:
             if is_seed(request):  # Redis decides: it may have failed for good
                 self._seen.add(fingerprint, depth)
                 revive = fingerprint.hex()
-            elif not self._seen.add(fingerprint, depth):
+            elif not checked and not self._seen.add(fingerprint, depth):
                 self._duplicates += 1  # most links: counted in bulk, at the next flush
                 self._on_duplicate(request)
                 if credit is not None:  # importance order: still an in-link
@@ -112,7 +121,7 @@ class Admission:
         try:
             entry = codec.encode(request, self._spider)
         except codec.UnencodableRequestError as exc:
-            self._refuse(request, exc, fingerprint)
+            self._refuse(request, exc, request.url if checked else fingerprint)
             return None
         level = level_of(depth, tier_of(request))
         hold_until = float(hold) if isinstance(hold, int | float) else None
@@ -160,15 +169,16 @@ class Admission:
         self,
         request: Request,
         error: codec.UnencodableRequestError,
-        fingerprint: bytes | None,
+        seen_key: bytes | str | None,
     ) -> None:
         """Count a request that cannot be stored; log the first of each kind.
 
-        Its fingerprint leaves the local cache (never pushed, it must not hide the
-        same URL yielded later with values that can be stored).
+        Its key (fingerprint, or the URL the spider checked) leaves the local cache
+        (never pushed, it must not hide the same URL yielded later with values that
+        can be stored).
         """
-        if fingerprint is not None:
-            self._seen.discard(fingerprint)
+        if seen_key is not None:
+            self._seen.discard(seen_key)
         callback = callback_name(request)
         self._once.event(
             "frontier/unencodable",

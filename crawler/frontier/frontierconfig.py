@@ -46,7 +46,6 @@ class FrontierConfig:
     node_ttl: float
     log_interval: float
     bfs_lookahead: int
-    local_seen_cache: int
     push_batch: int
     persist: bool
     reset: bool
@@ -91,7 +90,6 @@ class FrontierConfig:
             node_ttl=get_float(settings, "FRONTIER_NODE_TTL"),
             log_interval=get_float(settings, "FRONTIER_LOG_INTERVAL", above=0),
             bfs_lookahead=get_int(settings, "FRONTIER_BFS_LOOKAHEAD"),
-            local_seen_cache=get_int(settings, "FRONTIER_LOCAL_SEEN_CACHE", at_least=0),
             push_batch=get_int(settings, "FRONTIER_PUSH_BATCH", above=0),
             persist=get_bool(settings, "FRONTIER_PERSIST"),
             reset=get_bool(settings, "FRONTIER_RESET"),

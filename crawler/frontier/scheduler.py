@@ -71,6 +71,7 @@ class FrontierScheduler(BaseScheduler):
                 config = replace(config, reparse_from_store=False)  # callbacks: once
             delays = CrawlContext.of(crawler).delays
             _ = CrawlContext.of(crawler).sites  # FRONTIER_SITE_STRATEGY, checked
+            _ = CrawlContext.of(crawler).seen  # FRONTIER_LOCAL_SEEN_MB, checked
         except ValueError as exc:
             return FailedScheduler(crawler, f"Bad setting: {exc}")
         return cls(crawler, config, delays)

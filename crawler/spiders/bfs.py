@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request, Spider, signals
 
 from crawler import defaults
+from crawler.context.crawl import CrawlContext
 from crawler.context.logonce import OnceLogger
+from crawler.context.seencache import SeenCache
 from crawler.context.startup import StartupFailure
-from crawler.frontier.seencache import SeenCache
 from crawler.items import EXPORTED, DepthRepair
-from crawler.meta import FATE, LINKS_SIGNATURE, REPARSED, SITE_LINKS
+from crawler.meta import FATE, LINK_CHECKED, LINKS_SIGNATURE, REPARSED, SITE_LINKS
 from crawler.policy.duplicateurls import links_signature
 from crawler.policy.scope import Scope
-from crawler.policy.typedsettings import get_optional_int
 from crawler.robots.middleware import robots_sitemaps
 from crawler.spiders.arguments import (
     PASSED_THROUGH,
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
     from crawler.items import PageRecord
@@ -102,7 +101,7 @@ class BfsSpider(Spider):
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> Self:
         spider = super().from_crawler(crawler, *args, **kwargs)
         try:
-            spider._yielded = SeenCache(_seen_cache_size(crawler.settings))
+            spider._yielded = _seen_cache(crawler)
             spider._credits = SpiderCredits.of(crawler)
             spider._follower = Follower(
                 crawler.settings.get("BFS_FOLLOW", defaults.BFS_FOLLOW)
@@ -206,7 +205,10 @@ class BfsSpider(Spider):
             self._yielded.discard(url)
 
     def _request(self, url: str) -> Request:
-        return Request(url, callback=self.parse, errback=self.failed)
+        """A link new_links found new, and added to the crawl's seen cache."""
+        return Request(
+            url, callback=self.parse, errback=self.failed, meta={LINK_CHECKED: True}
+        )
 
     def failed(self, failure: Failure) -> Iterator[PageRecord]:
         """A request that failed for good (an HTTP error, a network error, a
@@ -323,8 +325,10 @@ class BfsSpider(Spider):
         return seeds
 
 
-def _seen_cache_size(settings: BaseSettings) -> int:
-    """FRONTIER_LOCAL_SEEN_CACHE, the project default when unset (a project without
-    the add-on); a bad value is named, as the frontier's own read names it."""
-    size = get_optional_int(settings, "FRONTIER_LOCAL_SEEN_CACHE", at_least=0)
-    return defaults.FRONTIER_LOCAL_SEEN_CACHE if size is None else size
+def _seen_cache(crawler: Crawler) -> SeenCache:
+    """The crawl's seen cache, shared with the frontier; a cache of the spider's
+    own in a project without the add-on. A bad setting raises ``ValueError``."""
+    context = crawler.get_addon(CrawlContext)
+    if context is None:
+        return SeenCache.from_settings(crawler.settings)
+    return context.seen

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from scrapy.http import Response
 
-    from crawler.frontier.seencache import SeenCache
+    from crawler.context.seencache import SeenCache
     from crawler.policy.scope import Scope
 
 FOLLOW_MODES = ("pages", "resources")
@@ -142,7 +142,7 @@ def new_links(
     the others in scope are added to *known*, if given (importance order
     counts them as in-links).
 
-    A page links to ~100 URLs, nearly all yielded before: a dict lookup
+    A page links to ~100 URLs, nearly all yielded before: a cache lookup
     instead of a request through the middlewares to the frontier's seen
     check. Only URLs in scope are remembered, so a known one needs no scope
     check.

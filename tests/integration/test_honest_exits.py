@@ -99,6 +99,10 @@ def assert_one_line_stop(result: subprocess.CompletedProcess[str], *words: str) 
             ["-a", "seeds=http://127.0.0.2:9/", "-s", "FRONTIER_SHARDS=3"],
             ["FRONTIER_SHARDS", "power of two"],
         ),
+        (
+            ["-a", "seeds=http://127.0.0.2:9/", "-s", "FRONTIER_LOCAL_SEEN_MB=-1"],
+            ["FRONTIER_LOCAL_SEEN_MB", "[0, 65536]", "-1"],
+        ),
     ],
 )
 def test_a_bad_start_is_one_line_and_status_1_and_touches_nothing(

@@ -26,7 +26,6 @@ def test_project_defaults_make_a_config() -> None:
     assert config.lease_timeout == project.FRONTIER_LEASE_TIMEOUT
     assert config.maintenance_interval == project.FRONTIER_MAINTENANCE_INTERVAL
     assert config.push_batch == project.FRONTIER_PUSH_BATCH
-    assert config.local_seen_cache == project.FRONTIER_LOCAL_SEEN_CACHE
     assert config.dedup == DedupConfig(
         project.FRONTIER_DEDUP,  # type: ignore[arg-type]
         project.FRONTIER_DEDUP_CAPACITY,
@@ -59,7 +58,6 @@ def test_prefix_defaults_to_the_spider_name(
         {"FRONTIER_HOST_CONCURRENCY": 2, "CONCURRENT_REQUESTS_PER_DOMAIN": 2},
         {"FRONTIER_HOST_CONCURRENCY": 4, "CONCURRENT_REQUESTS_PER_DOMAIN": 0},
         {"FRONTIER_LEASE_TIMEOUT": 10.5, "FRONTIER_MAINTENANCE_INTERVAL": 5},
-        {"FRONTIER_LOCAL_SEEN_CACHE": 0},
         {"FRONTIER_DEDUP": "exact"},
     ],
 )
@@ -88,7 +86,6 @@ def test_valid_values_are_accepted(overrides: dict[str, object]) -> None:
         ({"FRONTIER_MAINTENANCE_INTERVAL": 0}, "FRONTIER_MAINTENANCE_INTERVAL"),
         ({"FRONTIER_LOG_INTERVAL": -1}, "FRONTIER_LOG_INTERVAL"),
         ({"FRONTIER_PUSH_BATCH": 0}, "FRONTIER_PUSH_BATCH"),
-        ({"FRONTIER_LOCAL_SEEN_CACHE": -1}, "FRONTIER_LOCAL_SEEN_CACHE"),
         ({"FRONTIER_DEDUP": "cuckoo"}, "FRONTIER_DEDUP"),
         ({"FRONTIER_DEDUP_CAPACITY": 0}, "FRONTIER_DEDUP_CAPACITY"),
         ({"FRONTIER_KEY_PREFIX": "a b"}, "FRONTIER_KEY_PREFIX"),
@@ -138,7 +135,6 @@ INTEGERS = [
     "FRONTIER_SHARDS",
     "FRONTIER_HOST_CONCURRENCY",
     "FRONTIER_BFS_LOOKAHEAD",
-    "FRONTIER_LOCAL_SEEN_CACHE",
     "FRONTIER_PUSH_BATCH",
     "FRONTIER_DEDUP_CAPACITY",
     "CONCURRENT_REQUESTS_PER_DOMAIN",
