@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ("after", ROOT, {"FRONTIER_LOCAL_SEEN_MB": megabytes}),
             ):
                 crawls.append(_crawl(args, lab, code, tree, setting))
-        facts = machine_facts(lab.client)
+            facts = machine_facts(lab.client)
     else:
         facts = {}
     facts["crawler_code"] = code_fingerprint()
@@ -211,8 +211,10 @@ def _crawl(
     }
     print(f"  {pages} pages in {seconds:.1f} s ({row['pages_per_second']:.0f}/s), "
           f"{row['redis_duplicates_per_page']:.2f} duplicates a page to Redis, "
-          f"CPU {row['crawler_cpu_ms_per_page']:.2f} ms a page, peak RSS "
-          f"{row['peak_rss_mb']:.0f} MB", flush=True)  # fmt: skip
+          f"{row['redis_round_trips_per_page']:.2f} round trips a page, CPU "
+          f"{row['crawler_cpu_ms_per_page']:.2f} ms a page (Redis "
+          f"{row['redis_cpu_ms_per_page']:.2f}), peak RSS {row['peak_rss_mb']:.0f} MB",
+          flush=True)  # fmt: skip
     return row
 
 
