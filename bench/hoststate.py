@@ -49,7 +49,7 @@ FAMILIES = (
     (r"\{s\d+\}:", "frontier shard keys (per crawl)"),
     (r"robots:", "robots.txt records (own TTL)"),
     (r"soft404:", "soft-404 probes (own TTL)"),
-    (r"nd:|nd-urls:|url-rules:", "near-duplicate index (own TTL)"),
+    (r"nd:|nd-bands:|nd-urls:|url-rules:", "near-duplicate index (own TTL)"),
 )
 WAIT_LIMIT = 600.0  # seconds any one wait may take
 

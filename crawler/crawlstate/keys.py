@@ -122,10 +122,11 @@ class CrawlKeys:
         (``crawler.middlewares.soft404``)."""
         return f"{self.prefix}:soft404:{origin}"
 
-    def near_duplicates(self, host: str, band: str) -> str:
-        """SET with a TTL: ``<text hash>:<url key>`` of *host*'s pages whose SimHash
-        has *band* (``crawler.spiders.neardups``)."""
-        return f"{self.prefix}:nd:{host}:{band}"
+    def near_duplicates(self, host: str) -> str:
+        """HASH with a TTL: band (``b<i>:<bits>``) -> the 14-byte records (SimHash,
+        URL key) of *host*'s latest pages whose SimHash has that band, oldest
+        first (``crawler.spiders.neardups``)."""
+        return f"{self.prefix}:nd-bands:{host}"
 
     def near_duplicate_urls(self, host: str) -> str:
         """HASH with a TTL: url key -> ``<text hash> <links signature>`` of *host*'s

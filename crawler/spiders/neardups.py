@@ -4,15 +4,21 @@ what such pages teach about the host's URLs is put to use.
 
 Each HTML page's record carries the SimHash of its text (``PageRecord.text_hash``).
 This spider middleware looks it up in its host's banded index in Redis
-(``CrawlKeys.near_duplicates``: a set a band, ``crawler.policy.simhash.bands``), so
-every node sees the pages every other node fetched: a page within
+(``CrawlKeys.near_duplicates``: one hash a host, a field a band value,
+``crawler.policy.simhash.bands``), so every node sees the pages every other node
+fetched: a page within
 ``NEARDUP_MAX_DISTANCE`` bits of another URL's page is a near-duplicate (its record's
 ``near_duplicate``, ``neardup/pages``, and one of its host's ``traps``). Then its own
 fingerprint joins the index, and its fingerprint and links signature the host's
 hash of indexed pages by URL key (``CrawlKeys.near_duplicate_urls``; no URL is kept
 in Redis). Two nodes fetching two copies at the same
 instant may both miss the other; a revisit never matches its own URL. The index of
-a host expires a week after its last page. Without Redis the page is recorded
+a host expires a week after its last page.
+
+The index is compact (issue 27): a page is a 14-byte record (its SimHash and URL
+key) in each of its bands' fields, appended by one script call (``ADD_TO_BANDS``);
+a field keeps its latest ``RECORDS_PER_BAND`` records, so a host's index is bounded
+(about 32,000 pages of a host are always matched) and costs about 100 bytes a page. Without Redis the page is recorded
 unmarked and its links go on as they are.
 
 What near-duplicates teach (``crawler.policy.duplicateurls``):
@@ -51,7 +57,7 @@ from crawler.context.outage import REDIS_ERRORS, is_outage
 from crawler.context.startup import StartupFailure
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.items import PageRecord
-from crawler.meta import LINKS_SIGNATURE
+from crawler.meta import LINK_CHECKED, LINKS_SIGNATURE
 from crawler.policy.duplicateurls import (
     DIFFERENT_PAGES,
     Evidence,
@@ -81,6 +87,32 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 KEPT_FOR = 7 * 86_400  # seconds a host's index outlives its last page
+# A page in a band's field: its SimHash (8 bytes) and URL key (6), big-endian.
+RECORD_BYTES = 14
+# Records a band's field keeps, the latest: with 2**9-2**10 values a band (at the
+# default distance), a host's latest ~32,000 pages are all in the index.
+RECORDS_PER_BAND = 64
+# Append a page's record to each of its bands' fields (unless there already: a
+# revisit of an unchanged page), keep each field's latest records, and renew the
+# hash's TTL. KEYS[1]: the host's bands hash; ARGV: TTL, records kept, the
+# record, then the page's bands.
+ADD_TO_BANDS = """
+local key, size = KEYS[1], #ARGV[3]
+local kept, record = tonumber(ARGV[2]) * size, ARGV[3]
+for i = 4, #ARGV do
+  local value = redis.call('HGET', key, ARGV[i]) or ''
+  local known = false
+  for at = #value % size + 1, #value - size + 1, size do
+    if string.sub(value, at, at + size - 1) == record then known = true break end
+  end
+  if not known then
+    value = value .. record
+    if #value > kept then value = string.sub(value, #value - kept + 1) end
+    redis.call('HSET', key, ARGV[i], value)
+  end
+end
+redis.call('EXPIRE', key, ARGV[1])
+"""
 HOSTS_KEPT = 10_000  # hosts whose recent pages a node counts, least recent dropped
 
 
@@ -186,20 +218,17 @@ class NearDuplicatesMiddleware:
 
     async def _looked_up(self, page: _Page) -> Looked:
         """The index's answer for *page*, which is then added to it."""
-        keys = [
-            self._keys.near_duplicates(page.host, band)
-            for band in bands(page.fingerprint, self._config.max_distance)
-        ]
+        page_bands = bands(page.fingerprint, self._config.max_distance)
+        bands_key = self._keys.near_duplicates(page.host)
         urls_key = self._keys.near_duplicate_urls(page.host)
         checks = list(removals(page.url)) if self._rules.enabled else []
         pipe = self._redis().pipeline(transaction=False)
-        for key in keys:
-            pipe.smembers(key)
+        pipe.hmget(bands_key, page_bands)
         pipe.hmget(urls_key, [url_key(url) for _, url in checks] or ["-"])
-        *members, checked = await pipe.execute()
+        fields, checked = await pipe.execute()
         twins = {
             url_key
-            for other, url_key in _candidates(members)
+            for other, url_key in _candidates(fields)
             if url_key != page.key
             and hamming(page.fingerprint, other) <= self._config.max_distance
         }
@@ -207,7 +236,7 @@ class NearDuplicatesMiddleware:
         looked.evidence = self._checked(page, checks, checked)
         if twins:
             await self._compare(page, sorted(twins), urls_key, looked)
-        await self._add(page, keys, urls_key)
+        await self._add(page, page_bands, bands_key, urls_key)
         return looked
 
     def _checked(
@@ -237,11 +266,14 @@ class NearDuplicatesMiddleware:
             if twin is not None:
                 looked.copy |= bool(page.links) and twin.links == page.links
 
-    async def _add(self, page: _Page, keys: list[str], urls_key: str) -> None:
+    async def _add(
+        self, page: _Page, page_bands: list[str], bands_key: str, urls_key: str
+    ) -> None:
         pipe = self._redis().pipeline(transaction=False)
-        for key in keys:
-            pipe.sadd(key, page.member)
-            pipe.expire(key, KEPT_FOR)
+        pipe.eval(
+            ADD_TO_BANDS, 1, bands_key, KEPT_FOR, RECORDS_PER_BAND, page.band_record,
+            *page_bands,
+        )  # fmt: skip
         pipe.hset(urls_key, page.key, page.entry)
         pipe.expire(urls_key, KEPT_FOR)
         await pipe.execute()
@@ -259,7 +291,11 @@ class NearDuplicatesMiddleware:
             return request
         self._stats.inc_value("neardup/links_rewritten")
         self._crawler.signals.send_catch_log(trap_cut, url=request.url, rule="rewrite")
-        return request.replace(url=url)
+        rewritten = request.replace(url=url)
+        # The spider checked the link, not its rewrite: the frontier's own local
+        # check drops it without a round trip once it has been queued.
+        rewritten.meta.pop(LINK_CHECKED, None)
+        return rewritten
 
     def _links_dropped(self, response: Response, urls: list[str]) -> None:
         self._once.event(
@@ -371,8 +407,9 @@ class _Page:
         return url_key(self.record.url)
 
     @property
-    def member(self) -> str:
-        return f"{self.record.text_hash}:{self.key}"
+    def band_record(self) -> bytes:
+        """The page in its bands' fields: SimHash and URL key, 14 bytes."""
+        return self.fingerprint.to_bytes(8, "big") + bytes.fromhex(self.key)
 
     @property
     def entry(self) -> str:
@@ -402,15 +439,15 @@ class _Indexed:
         return cls(fingerprint, "" if parts[1] == "-" else parts[1])
 
 
-def _candidates(members: list[Any]) -> list[tuple[int, str]]:
-    """The fingerprints (and URL keys) that share a band with the page."""
+def _candidates(fields: list[Any]) -> list[tuple[int, str]]:
+    """The fingerprints (and URL keys) of the pages in the page's bands' fields.
+    A field whose length is not a whole number of records was cut or damaged: its
+    leading bytes are skipped, as ``ADD_TO_BANDS`` skips them."""
     found = []
-    for band in members:
-        for member in band:
-            text = member.decode("ascii", "replace")
-            hex_part, _, url_key = text.partition(":")
-            try:
-                found.append((decode(hex_part), url_key))
-            except ValueError:
-                continue  # a member this crawler did not write
+    for value in fields:
+        if not isinstance(value, bytes):
+            continue  # no page has that band yet
+        for at in range(len(value) % RECORD_BYTES, len(value), RECORD_BYTES):
+            record = value[at : at + RECORD_BYTES]
+            found.append((int.from_bytes(record[:8], "big"), record[8:].hex()))
     return found
