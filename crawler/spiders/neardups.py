@@ -18,8 +18,10 @@ a host expires a week after its last page.
 The index is compact (issue 27): a page is a 14-byte record (its SimHash and URL
 key) in each of its bands' fields, appended by one script call (``ADD_TO_BANDS``);
 a field keeps its latest ``RECORDS_PER_BAND`` records, so a host's index is bounded
-(about 32,000 pages of a host are always matched) and costs about 100 bytes a page. Without Redis the page is recorded
-unmarked and its links go on as they are.
+(a few MB) and costs 110-560 bytes a page (``bench.neardupindex``). On a host of
+tens of thousands of pages the fullest fields start to forget their oldest pages,
+which are then no longer matched. Without Redis the page is recorded unmarked and
+its links go on as they are.
 
 What near-duplicates teach (``crawler.policy.duplicateurls``):
 
@@ -90,7 +92,7 @@ KEPT_FOR = 7 * 86_400  # seconds a host's index outlives its last page
 # A page in a band's field: its SimHash (8 bytes) and URL key (6), big-endian.
 RECORD_BYTES = 14
 # Records a band's field keeps, the latest: with 2**9-2**10 values a band (at the
-# default distance), a host's latest ~32,000 pages are all in the index.
+# default distance), a field fills up on a host of some 20,000 pages or more.
 RECORDS_PER_BAND = 64
 # Append a page's record to each of its bands' fields (unless there already: a
 # revisit of an unchanged page), keep each field's latest records, and renew the
