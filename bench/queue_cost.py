@@ -66,11 +66,17 @@ def frontier_crawler(
         "FRONTIER_ORDER": order,
     }
     crawler = get_crawler(BfsSpider, settings)
+    crawler.spider = crawler._create_spider()  # the middlewares read it
     # Nothing is fetched: the scheduler only checks, when it opens, that the
     # spider middlewares it needs are there.
     spidermw = SpiderMiddlewareManager.from_crawler(crawler)
     crawler.engine = SimpleNamespace(  # type: ignore[assignment]
-        scraper=SimpleNamespace(spidermw=spidermw), _slot=None
+        scraper=SimpleNamespace(spidermw=spidermw),
+        _slot=None,
+        downloader=SimpleNamespace(
+            total_concurrency=crawler.settings.getint("CONCURRENT_REQUESTS"),
+            active=(),
+        ),
     )
     return crawler
 
@@ -124,7 +130,8 @@ def measure(  # noqa: PLR0913, PLR0917 (the benchmark's knobs)
         crawler = frontier_crawler(redis_url, count, hosts, order)
     else:
         crawler = scrapy_redis_crawler(redis_url)
-    crawler.spider = crawler._create_spider()
+    if crawler.spider is None:
+        crawler.spider = crawler._create_spider()
     spider: Spider = crawler.spider
     settings = crawler.settings
     scheduler = scheduler_of(crawler, name)
@@ -172,9 +179,18 @@ def measure(  # noqa: PLR0913, PLR0917 (the benchmark's knobs)
 
 
 def _request(url: str, spider: Spider) -> Request:
+    """A link as the bfs spider yields it and Scrapy's RefererMiddleware passes it
+    on: its callback and errback, and the page it was found on as its Referer."""
     # A link's credit (importance order reads it; the others ignore it).
     meta = {"depth": DEPTH, LINK_CREDIT: 0.01}
-    return Request(url, callback=spider.parse, meta=meta)  # type: ignore[attr-defined]
+    referer = url.rsplit("/", 1)[0] + "/index.html"
+    return Request(
+        url,
+        callback=spider.parse,  # type: ignore[attr-defined]
+        errback=getattr(spider, "failed", None),
+        meta=meta,
+        headers={"Referer": referer},
+    )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

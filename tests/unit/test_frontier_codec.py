@@ -174,7 +174,7 @@ def test_transient_meta_is_not_stored() -> None:
 
 
 def test_default_fields_are_left_out() -> None:
-    assert encode(Request(URL), SPIDER) == '{"v":2,"u":"http://example.com/page"}'
+    assert encode(Request(URL), SPIDER) == '{"v":3,"u":"http://example.com/page"}'
 
 
 def test_typical_link_costs_its_url_plus_thirty_bytes() -> None:
@@ -198,7 +198,16 @@ BAD_ENTRIES: dict[str, str | bytes] = {
     "string": '"http://example.com/"',
     "JSON list": "[1, 2]",
     "list of an entry": json.dumps([{"v": 1, "u": URL}]),
-    "version 3": entry(v=3),
+    "version 4": entry(v=4),
+    "referer path in version 2": entry(v=2, r="/a"),
+    "depth in version 1": entry(d=1),
+    "referer path as list": entry(v=3, r=["/a"]),
+    "referer path not a path": entry(v=3, r="a"),
+    "referer path and a Referer header": entry(v=3, r="/a", h={"Referer": ["x"]}),
+    "depth as string": entry(v=3, d="1"),
+    "depth as bool": entry(v=3, d=True),
+    "depth negative": entry(v=3, d=-1),
+    "depth twice": entry(v=3, d=1, t={"depth": 2}),
     "version 0": entry(v=0),
     "version as string": entry(v="1"),
     "version null": json.dumps({"v": None, "u": URL}),
@@ -639,6 +648,53 @@ def test_rich_meta_and_cb_kwargs_round_trip_exactly() -> None:
     assert same(decoded.meta, RICH)
     assert same(decoded.cb_kwargs, RICH)
     assert decoded.callback == SPIDER.parse
+
+
+def test_a_link_keeps_its_page_as_a_path_and_its_depth_as_a_number() -> None:
+    """Version 3: a link's Referer (its page, on its origin) and depth cost a few
+    bytes, and come back exactly."""
+    url = "http://127.0.0.2:8080/p/17.html"
+    referer = "http://127.0.0.2:8080/p/3.html"
+    original = Request(
+        url,
+        callback=SPIDER.parse,
+        meta={"depth": 3, "kept": "x"},
+        headers={"Referer": referer, "Accept": "text/html"},
+    )
+    encoded = encode(original, SPIDER)
+    assert json.loads(encoded)["r"] == "/p/3.html"
+    assert json.loads(encoded)["d"] == 3
+    assert referer not in encoded
+    decoded = decode(encoded, SPIDER)
+    assert decoded.headers.getlist("Referer") == [referer.encode()]
+    assert decoded.headers.getlist("Accept") == [b"text/html"]
+    assert decoded.meta == {"depth": 3, "kept": "x"}
+
+
+@pytest.mark.parametrize(
+    "referer",
+    [
+        "https://127.0.0.2:8080/p/3.html",  # another scheme
+        "http://127.0.0.2:8081/p/3.html",  # another port
+        "http://127.0.0.2:8080.evil.example/p/3.html",
+        "http://127.0.0.3:8080/p/3.html",
+    ],
+)
+def test_a_referer_of_another_origin_stays_a_header(referer: str) -> None:
+    original = Request("http://127.0.0.2:8080/p/17.html", headers={"Referer": referer})
+    encoded = encode(original, SPIDER)
+    assert "r" not in json.loads(encoded)
+    assert decode(encoded, SPIDER).headers.getlist("Referer") == [referer.encode()]
+
+
+def test_version_two_entries_are_still_read() -> None:
+    data = (
+        '{"v":2,"u":"http://a.example/x","h":{"Referer":["http://a.example/"]},'
+        '"t":{"depth":3},"c":"parse"}'
+    )
+    decoded = decode(data, SPIDER)
+    assert decoded.meta == {"depth": 3}
+    assert decoded.headers.getlist("Referer") == [b"http://a.example/"]
 
 
 def test_typical_link_entry_is_no_longer_than_in_version_one() -> None:

@@ -3,7 +3,10 @@
 An entry is a JSON object with a version field ``v`` and short field names; fields at
 their default value are left out, so a typical link costs its URL plus a few bytes.
 Meta and cb_kwargs are typed JSON (``values``), so tuples, bytes, dates, items...
-come back as they were; version-1 entries (plain JSON meta) are still read.
+come back as they were; version-1 entries (plain JSON meta) are still read. Version
+3 (issue 27: compact queue entries) keeps a Referer of the URL's own origin as its
+path (``r``) and the depth as a number of its own (``d``), the two things nearly
+every link carries; version-2 entries are still read.
 Decoding accepts only known versions, known fields of the expected types, callbacks
 that are methods of the spider (never dunders), and request classes from a short
 allow-list. Meta of one attempt (``transientmeta``) is never stored. Headers are kept
@@ -32,9 +35,13 @@ if TYPE_CHECKING:
 
     from scrapy import Spider
 
-VERSION = 2
-# Entries of version 1 (meta and cb_kwargs as plain JSON) may still be queued.
-VERSIONS = (1, VERSION)
+VERSION = 3
+# Entries of version 1 (meta and cb_kwargs as plain JSON) and 2 (no ``r``, ``d``)
+# may still be queued.
+VERSIONS = (1, 2, VERSION)
+# Fields of version 3 only: the Referer's path on the URL's origin, the depth.
+_COMPACT_FIELDS = {"r": str, "d": int}
+REFERER = "Referer"
 _CLASSES: dict[str, type[Request]] = {
     "FormRequest": FormRequest,
     "JsonRequest": JsonRequest,
@@ -79,13 +86,15 @@ def encode(request: Request, spider: Spider) -> str:
     entry: dict[str, Any] = {"v": VERSION, "u": request.url}
     if request.method != "GET":
         entry["m"] = request.method
-    if request.headers:
-        entry["h"] = header_text(request)
+    headers = header_text(request) if request.headers else {}
+    meta = {k: v for k, v in request.meta.items() if k not in TRANSIENT_META}
+    entry.update(_compacted(headers, meta, request.url))
+    if headers:
+        entry["h"] = headers
     if request.body:
         entry["b"] = base64.b64encode(request.body).decode("ascii")
     if request.cookies:
         entry["k"] = request.cookies
-    meta = {k: v for k, v in request.meta.items() if k not in TRANSIENT_META}
     if meta:
         entry["t"] = _typed(meta, "meta", classes)
     if request.encoding != "utf-8":
@@ -108,6 +117,7 @@ def decode(data: str | bytes, spider: Spider) -> Request:
     """The request stored in *data*; raises ``BadEntryError`` for anything else."""
     entry = _loads(data)
     version = entry.pop("v")
+    compact = _compact_fields(entry, version)
     kwargs: dict[str, Any] = {}
     for field, value in entry.items():
         if field not in _FIELDS:
@@ -121,12 +131,82 @@ def decode(data: str | bytes, spider: Spider) -> Request:
     if "url" not in kwargs:
         raise BadEntryError("no URL")
     for keyword in ("meta", "cb_kwargs"):
-        if keyword in kwargs and version == VERSION:
+        if keyword in kwargs and version >= 2:  # typed since version 2
             try:
                 kwargs[keyword] = values.mapping_from_json(kwargs[keyword], spider)
             except values.BadValueError as exc:
                 raise BadEntryError(f"{keyword}: {exc}") from None
+    _expand(kwargs, compact)
     return _build(kwargs, spider)
+
+
+def _compacted(
+    headers: dict[str, list[str]], meta: dict[str, Any], url: str
+) -> dict[str, Any]:
+    """The version-3 fields of a request, taken out of its *headers* and *meta*:
+    the Referer of a link's page, and the depth."""
+    fields: dict[str, Any] = {}
+    if (referer := _referer_path(headers, url)) is not None:
+        fields["r"] = referer
+        del headers[REFERER]
+    depth = meta.get("depth")
+    if type(depth) is int and depth >= 0:
+        fields["d"] = meta.pop("depth")
+    return fields
+
+
+def _referer_path(headers: dict[str, list[str]], url: str) -> str | None:
+    """The Referer's path if it is one URL of *url*'s own origin (a link's page);
+    else None, and it stays with the other headers."""
+    referers = headers.get(REFERER)
+    origin = _origin(url)
+    if origin is None or referers is None or len(referers) != 1:
+        return None
+    referer = referers[0]
+    if not referer.startswith(origin + "/"):
+        return None
+    return referer[len(origin) :]
+
+
+def _origin(url: str) -> str | None:
+    """``scheme://host:port`` of *url*, or None for a URL without one."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or not scheme or "/" in scheme:
+        return None
+    netloc = rest.split("/", 1)[0]
+    return f"{scheme}://{netloc}" if netloc else None
+
+
+def _compact_fields(entry: dict[str, Any], version: int) -> dict[str, Any]:
+    """The version-3 fields taken out of *entry*, checked; ``BadEntryError`` for
+    them in an older entry or with the wrong type."""
+    found = {}
+    for field, expected in _COMPACT_FIELDS.items():
+        if field not in entry:
+            continue
+        value = entry.pop(field)
+        if version < VERSION:
+            raise BadEntryError(f"unknown field {field!r}")
+        if type(value) is not expected:
+            raise BadEntryError(f"field {field!r} has the wrong type")
+        found[field] = value
+    return found
+
+
+def _expand(kwargs: dict[str, Any], compact: dict[str, Any]) -> None:
+    """Put the Referer and the depth back where the request holds them."""
+    if "d" in compact:
+        meta = kwargs.get("meta", {})
+        if compact["d"] < 0 or "depth" in meta:
+            raise BadEntryError("a bad or second depth")
+        kwargs["meta"] = {"depth": compact["d"], **meta}
+    if "r" in compact:
+        headers = kwargs.setdefault("headers", {})
+        origin = _origin(kwargs["url"])
+        path = compact["r"]
+        if origin is None or not path.startswith("/") or REFERER in headers:
+            raise BadEntryError("a Referer that is not a path of the URL's origin")
+        headers[REFERER] = [origin + path]
 
 
 def _typed(mapping: dict[Any, Any], part: str, classes: Classes) -> Any:
