@@ -63,6 +63,9 @@ class BfsSpider(Spider):
     # Depth repair may hand it a page again from the page store (its records say
     # reparsed pages apart); a spider without this attribute never gets one.
     reparses_from_page_store = True
+    # The callback and errback of nearly every request it makes: the frontier's
+    # queue entries leave them out (crawler.frontier.encoding.codec).
+    frontier_callbacks = ("parse", "failed")
     # Every PageRecord field but the body (which the page store keeps), in this order,
     # in `-O pages.jsonl` and the like, in any project.
     custom_settings = {"FEED_EXPORT_FIELDS": list(EXPORTED)}  # noqa: RUF012 (Spider's type)

@@ -790,3 +790,65 @@ def test_generated_typed_meta_round_trips_exactly(
     decoded = round_trip(original)
     assert same(decoded.meta, meta)
     assert same(decoded.cb_kwargs, cb_kwargs)
+
+
+class UsualSpider(CodecSpider):
+    """A spider that names the callbacks most of its requests carry."""
+
+    name = "usual"
+    frontier_callbacks = ("parse", "on_error")
+
+
+USUAL = UsualSpider()
+
+
+@pytest.mark.parametrize(
+    ("callback", "errback", "stored"),
+    [
+        ("parse", "on_error", {}),
+        ("parse", None, {"c": "parse", "e": ""}),
+        (None, None, {"c": "", "e": ""}),
+        ("_secret", "on_error", {"c": "_secret", "e": "on_error"}),
+    ],
+)
+def test_a_spiders_usual_callbacks_are_left_out(
+    callback: str | None, errback: str | None, stored: dict[str, str]
+) -> None:
+    """Only the usual pair is left out; any other pair is written whole, an empty
+    name for none, and each comes back as it was."""
+    original = Request(
+        URL,
+        callback=None if callback is None else getattr(USUAL, callback),
+        errback=None if errback is None else getattr(USUAL, errback),
+    )
+    encoded = json.loads(encode(original, USUAL))
+    assert {k: v for k, v in encoded.items() if k in "ce"} == stored
+    decoded = decode(json.dumps(encoded), USUAL)
+    assert decoded.callback == original.callback
+    assert decoded.errback == original.errback
+
+
+@pytest.mark.parametrize(
+    ("spider", "data"),
+    [
+        (SPIDER, entry(v=3, c="")),  # no usual pair: an empty name is no method
+        (USUAL, entry(v=2, c="")),  # only version 3 has empty names
+        (USUAL, entry(v=3, c="__init__", e="")),
+    ],
+)
+def test_empty_or_hostile_callback_names_are_bad_entries(
+    spider: Spider, data: str
+) -> None:
+    with pytest.raises(BadEntryError):
+        decode(data, spider)
+
+
+def test_usual_callbacks_that_are_no_methods_are_ignored() -> None:
+    class Odd(CodecSpider):
+        name = "odd"
+        frontier_callbacks = ("parse", "no_such_method")
+
+    spider = Odd()
+    original = Request(URL, callback=spider.parse)
+    assert json.loads(encode(original, spider))["c"] == "parse"
+    assert decode(encode(original, spider), spider).callback == spider.parse

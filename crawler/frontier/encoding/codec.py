@@ -6,7 +6,9 @@ Meta and cb_kwargs are typed JSON (``values``), so tuples, bytes, dates, items..
 come back as they were; version-1 entries (plain JSON meta) are still read. Version
 3 (issue 27: compact queue entries) keeps a Referer of the URL's own origin as its
 path (``r``) and the depth as a number of its own (``d``), the two things nearly
-every link carries; version-2 entries are still read.
+every link carries, and leaves out the callback and errback of a spider that names
+its usual pair (``frontier_callbacks``: the bfs spider's ``parse`` and ``failed``);
+version-2 entries are still read.
 Decoding accepts only known versions, known fields of the expected types, callbacks
 that are methods of the spider (never dunders), and request classes from a short
 allow-list. Meta of one attempt (``transientmeta``) is never stored. Headers are kept
@@ -137,6 +139,8 @@ def decode(data: str | bytes, spider: Spider) -> Request:
             except values.BadValueError as exc:
                 raise BadEntryError(f"{keyword}: {exc}") from None
     _expand(kwargs, compact)
+    if version == VERSION:
+        _usual_callbacks(kwargs, spider)
     return _build(kwargs, spider)
 
 
@@ -328,8 +332,47 @@ def _spider_method(spider: Spider, name: str) -> Callable[..., Any] | None:
     return method
 
 
+def usual_callbacks(spider: Spider) -> tuple[str, str] | None:
+    """The callback and errback names the spider's class says most of its requests
+    carry (``frontier_callbacks``), if both are methods ``decode`` resolves."""
+    pair = getattr(type(spider), "frontier_callbacks", None)
+    if (
+        isinstance(pair, tuple)
+        and len(pair) == 2
+        and all(isinstance(name, str) and _spider_method(spider, name) for name in pair)
+    ):
+        return pair
+    return None
+
+
+def _usual_callbacks(kwargs: dict[str, Any], spider: Spider) -> None:
+    """A version-3 entry of a spider with usual callbacks: neither field is the
+    usual pair, and an empty name is none."""
+    usual = usual_callbacks(spider)
+    if usual is None:
+        return
+    if "callback" not in kwargs and "errback" not in kwargs:
+        kwargs["callback"], kwargs["errback"] = usual
+        return
+    for name in ("callback", "errback"):
+        if kwargs.get(name) == "":
+            del kwargs[name]
+
+
 def _callbacks(request: Request, spider: Spider) -> dict[str, str]:
-    """The names of the callback and errback; only names ``decode`` resolves back."""
+    """The names of the callback and errback; only names ``decode`` resolves back.
+    Nothing for a spider's usual pair; for its other requests both, an empty name
+    for none (``_usual_callbacks``)."""
+    names = _callback_names(request, spider)
+    usual = usual_callbacks(spider)
+    if usual is None:
+        return names
+    if (names.get("c"), names.get("e")) == usual:
+        return {}
+    return {"c": names.get("c", ""), "e": names.get("e", "")}
+
+
+def _callback_names(request: Request, spider: Spider) -> dict[str, str]:
     names = {}
     for field, function in (("c", request.callback), ("e", request.errback)):
         if function is None:
