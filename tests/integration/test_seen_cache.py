@@ -4,24 +4,15 @@ cache for the spider and the scheduler, and a crawl that loses nothing without i
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import pytest
 from scrapy.utils.defer import deferred_f_from_coro_f
-from scrapy.utils.test import get_crawler
 
 from crawler.context.crawl import CrawlContext
-from crawler.spiders.bfs import BfsSpider
-from tests.integration.test_crawl import fetched
+from tests.integration.test_crawl import crawl, fetched
 from tests.site import bfs_depths
 
 pytestmark = pytest.mark.integration
-
-
-async def crawl(settings: dict[str, Any], **kwargs: Any) -> Any:
-    crawler = get_crawler(BfsSpider, settings)
-    await crawler.crawl_async(**kwargs)
-    return crawler
 
 
 @deferred_f_from_coro_f
