@@ -1,7 +1,9 @@
 """Bulk seeding (issue 27): `scrapy frontier seed --file` pushes a large file, and a
 running node's intake queues far more than 1000 seeds in one maintenance round,
 each URL once, duplicates refused, bad entries counted
-(crawler/frontier/node/seedintake.py)."""
+(crawler/frontier/node/seedintake.py). Plain-URL seeds take the bulk path (no
+Request a seed: ``Exchange.enqueue_plain_seeds``), which must queue what the Request
+path queues, under the same admission rules."""
 
 from __future__ import annotations
 
