@@ -11,6 +11,7 @@ request at all (crawler.spiders.bfs).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -23,7 +24,11 @@ class SeenCache:
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._entries: dict[Hashable, int] = {}
+        # Oldest first. An OrderedDict, not a dict: taking a dict's first key
+        # skips the slots of every key deleted before it, so a full cache's add
+        # cost grew with the keys it had forgotten (issue 27: a seed backlog of a
+        # million went from 6,700 to 3,500 URLs/s past the cache's 200,000).
+        self._entries: OrderedDict[Hashable, int] = OrderedDict()
 
     def add(self, fingerprint: Hashable, depth: int = 0) -> bool:
         """Add *fingerprint* at *depth*; False if it was there at that depth or
@@ -36,7 +41,7 @@ class SeenCache:
             return True
         if self._size:
             if len(self._entries) >= self._size:
-                del self._entries[next(iter(self._entries))]
+                self._entries.popitem(last=False)
             self._entries[fingerprint] = depth
         return True
 
