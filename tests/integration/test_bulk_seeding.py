@@ -192,3 +192,19 @@ def test_the_bulk_path_queues_what_the_request_path_queues(redis, settings):
     for stats_of in (bulk_stats, stats):
         assert stats_of.get("frontier/bad_seeds") == 2
         assert stats_of.get("frontier/duplicates") == len(urls) + 50 - len(set(urls))
+
+
+def test_in_importance_order_plain_seeds_take_the_request_path(redis, settings):
+    scheduler, _crawler = opened_scheduler(
+        settings, FRONTIER_ORDER="importance", FRONTIER_BFS_LOOKAHEAD=-1
+    )
+    try:
+        exchange = scheduler._open._exchange  # type: ignore[union-attr]
+        assert not exchange._plain_seeds  # its fields are the request's
+        urls = [f"http://h{i % 3}.test/p/{i}" for i in range(30)]
+        redis.rpush(KEYS.seeds, *urls, *urls[:5])
+        scheduler._open._runtime._take_seeds()  # type: ignore[union-attr]
+        assert redis.llen(KEYS.seeds) == 0
+    finally:
+        scheduler.close("finished")
+    assert queued(redis) == len(urls)
