@@ -10,12 +10,16 @@ a running node's intake:
 - intake: the real ``FrontierScheduler`` opened without fetching (as
   ``bench.queue_cost`` does) and its node's ``SeedIntake`` taking the list, each
   maintenance round bounded by ``SEEDS_ROUND_SECONDS`` (the rounds run back to back,
-  so the figure is the intake's own pace).
+  so the figure is the intake's own pace). Plain-URL seeds take the bulk path
+  (issue 27: no Request a seed, one push call a shard a batch); the seeds of the
+  round run as the scheduler opens are not timed.
 
-The baselines of the same run: the push with the old command's 1000 URLs a RPUSH,
-and the old intake's ceiling: 1000 seeds a maintenance
-round (``SEEDS_PER_BATCH``, one batch a round as before) at the default
-``FRONTIER_MAINTENANCE_INTERVAL``, i.e. ``min(intake pace, 1000 / interval)``.
+The baselines of the same run: the push with the old command's 1000 URLs a RPUSH;
+the intake before the bulk path ("before": a Request a seed, pushed
+``FRONTIER_PUSH_BATCH`` at a time; ``--skip-before`` leaves it out); and the old
+intake's ceiling: 1000 seeds a maintenance round (one batch a round, as before the
+rounds were timed) at the default ``FRONTIER_MAINTENANCE_INTERVAL``, i.e.
+``min(intake pace, 1000 / interval)``.
 Queued requests are counted in Redis to check that every URL was queued once.
 """
 
@@ -27,11 +31,9 @@ import json
 import tempfile
 import time
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import redis
-from scrapy.core.spidermw import SpiderMiddlewareManager
 from scrapy.utils.reactor import install_reactor
 from scrapy.utils.test import get_crawler
 
@@ -39,6 +41,7 @@ from bench import queue_cost
 from bench.crawls import FRONTIER_PREFIX
 from crawler.crawlstate.embedded import EmbeddedRedis
 from crawler.crawlstate.keys import CrawlKeys
+from tests.standin import standin_engine
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -47,6 +50,8 @@ if TYPE_CHECKING:
 
 # URLs a RPUSH of `scrapy frontier seed` before issue 27.
 OLD_SEED_BATCH = 1000
+# Seeds a maintenance round took before issue 27 (one SEEDS_PER_BATCH).
+OLD_SEEDS_PER_ROUND = 1000
 # Rounds at most: a bound on the intake loop (each round takes >= 1000 seeds).
 MAX_ROUNDS = 100_000
 
@@ -74,8 +79,11 @@ def push(client: redis.Redis, path: Path, batch: int) -> float:
         steering.SEED_BATCH = kept
 
 
-def intake(redis_url: str, count: int, hosts: int) -> tuple[float, int]:
-    """Seconds the node's intake takes to queue the seed list, and the rounds."""
+def intake(redis_url: str, count: int, *, bulk: bool = True) -> tuple[float, int, int]:
+    """Seconds the node's intake takes to queue the seed list, the rounds, and the
+    seeds it took in them (those of the round run as the scheduler opened are not
+    timed). *bulk*: plain seeds take the bulk path (issue 27), else each is a
+    Request, as before."""
     from crawler.frontier.node.seedintake import SeedIntake  # noqa: PLC0415
 
     crawler = _crawler(redis_url, count)
@@ -85,8 +93,11 @@ def intake(redis_url: str, count: int, hosts: int) -> tuple[float, int]:
     runtime = opened._runtime
     intake_of = runtime._seeds
     assert isinstance(intake_of, SeedIntake)
+    if not bulk:  # the timed rounds build a Request a seed, as before issue 27
+        intake_of._enqueue_urls = None
     shards = runtime._shards
     client = shards.client
+    left = client.llen(shards.crawl_keys.seeds)
     started = time.perf_counter()
     rounds = 0
     while client.llen(shards.crawl_keys.seeds) and rounds < MAX_ROUNDS:
@@ -94,7 +105,7 @@ def intake(redis_url: str, count: int, hosts: int) -> tuple[float, int]:
         rounds += 1
     seconds = time.perf_counter() - started
     scheduler.close("finished")
-    return seconds, rounds
+    return seconds, rounds, left
 
 
 def _crawler(redis_url: str, count: int) -> Crawler:
@@ -113,31 +124,24 @@ def _crawler(redis_url: str, count: int) -> Crawler:
         "FRONTIER_PERSIST": True,
         "FRONTIER_DEDUP_CAPACITY": count,
     }
-    crawler = get_crawler(BfsSpider, settings)
-    crawler.spider = crawler._create_spider()
-    spidermw = SpiderMiddlewareManager.from_crawler(crawler)
-    crawler.engine = SimpleNamespace(  # type: ignore[assignment]
-        scraper=SimpleNamespace(spidermw=spidermw),
-        _slot=None,
-        downloader=SimpleNamespace(
-            total_concurrency=crawler.settings.getint("CONCURRENT_REQUESTS"),
-            active=(),
-        ),
-    )
-    return crawler
+    return standin_engine(get_crawler(BfsSpider, settings))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--urls", type=int, default=1_000_000)
     parser.add_argument("--hosts", type=int, default=10_000)
+    parser.add_argument(
+        "--skip-before",
+        action="store_true",
+        help="do not time the Request path (a Request a seed, as before issue 27)",
+    )
     args = parser.parse_args(argv)
     install_reactor(queue_cost.REACTOR)
     from crawler.commands.steering import SEED_BATCH  # noqa: PLC0415
     from crawler.defaults.frontier import (  # noqa: PLC0415
         FRONTIER_MAINTENANCE_INTERVAL,
     )
-    from crawler.frontier.node.seedintake import SEEDS_PER_BATCH  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="bench-seeding-") as tmp:
         server = EmbeddedRedis(Path(tmp), persist=False).start()
@@ -147,33 +151,38 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_seeds(seeds, args.urls, args.hosts)
             client.flushall()
             old_push = push(client, seeds, OLD_SEED_BATCH)
+            before = None
+            if not args.skip_before:
+                before = intake(server.url, args.urls, bulk=False)
+                client.flushall()
+                push(client, seeds, SEED_BATCH)
             client.flushall()
             pushed = push(client, seeds, SEED_BATCH)
-            queued_seconds, rounds = intake(server.url, args.urls, args.hosts)
+            queued_seconds, rounds, taken = intake(server.url, args.urls)
             queued = queue_cost.queued(client, "frontier")
         finally:
             client.close()
             server.stop()
-    pace = args.urls / queued_seconds
-    old = min(pace, SEEDS_PER_BATCH / FRONTIER_MAINTENANCE_INTERVAL)
-    both = args.urls / (pushed + queued_seconds)
-    print(
-        json.dumps(
-            {
-                "urls": args.urls,
-                "hosts": args.hosts,
-                "queued_in_redis": queued,
-                "push_seconds": round(pushed, 2),
-                "push_urls_per_s": round(args.urls / pushed),
-                "baseline_old_push_urls_per_s": round(args.urls / old_push),
-                "intake_seconds": round(queued_seconds, 2),
-                "intake_rounds": rounds,
-                "intake_urls_per_s": round(pace),
-                "push_and_intake_urls_per_s": round(both),
-                "baseline_old_intake_urls_per_s": round(old),
-            }
-        )
-    )
+    pace = taken / queued_seconds
+    old = min(pace, OLD_SEEDS_PER_ROUND / FRONTIER_MAINTENANCE_INTERVAL)
+    both = args.urls / (pushed + args.urls / pace)
+    figures = {
+        "urls": args.urls,
+        "hosts": args.hosts,
+        "queued_in_redis": queued,
+        "push_seconds": round(pushed, 2),
+        "push_urls_per_s": round(args.urls / pushed),
+        "baseline_old_push_urls_per_s": round(args.urls / old_push),
+        "intake_seconds": round(queued_seconds, 2),
+        "intake_rounds": rounds,
+        "intake_timed_urls": taken,
+        "intake_urls_per_s": round(pace),
+        "push_and_intake_urls_per_s": round(both),
+        "baseline_old_intake_urls_per_s": round(old),
+    }
+    if before is not None:
+        figures["before_request_path_intake_urls_per_s"] = round(before[2] / before[0])
+    print(json.dumps(figures))
     return 0
 
 

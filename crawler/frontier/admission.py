@@ -152,6 +152,47 @@ class Admission:
             **ranked,
         )
 
+    @property
+    def takes_plain_seeds(self) -> bool:
+        """Whether ``admit_plain_seed`` may stand for ``admit``: not in importance
+        order, whose fields are the request's."""
+        return self._importance is None
+
+    def admit_plain_seed(
+        self, url: str, fingerprint: bytes, entry: str
+    ) -> Pending | None:
+        """What ``admit`` makes of a plain seed, ``Request(url, meta={REVIVE:
+        True})`` (``takes_plain_seeds``), given its fingerprint and codec entry
+        (issue 27: bulk seeding builds no Request): the same checks, counts and
+        fields, without the request to drop loudly."""
+        limit = self._sites.depth_limit_of_url(url, self._run.current.depth_limit)
+        if not depth_allowed(0, limit):
+            self._stats.inc_value("frontier/depth_limited")
+            return None
+        self._seen.add(fingerprint, 0)  # a seed: Redis decides (revive)
+        dedup = self._dedup_argument(fingerprint)
+        depth_key = (
+            fingerprint[:DEPTH_KEY_BYTES].hex() if self._config.depth_repair else ""
+        )
+        try:
+            host = host_of(url)
+        except BadURLError:
+            self._stats.inc_value("frontier/bad_urls")
+            return None
+        shard = shard_of(shard_key(host, self._config.shard_by), self._config.shards)
+        deepest_first = self._sites.strategy_of(host) == "dfs"
+        return Pending(
+            shard,
+            host,
+            level_of(0, 0),
+            dedup,
+            entry,
+            None,
+            fingerprint.hex(),
+            "" if deepest_first else depth_key,
+            deepest_first=deepest_first,
+        )
+
     def in_link(self, url: str, credit: LinkCredit) -> None:
         """*url*, pushed before, found linked again with *credit* (importance
         order): held in ``in_links`` until they are sent. A URL without a usable

@@ -17,6 +17,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
+from scrapy import Request
 from scrapy.utils.asyncio import call_later
 
 from crawler.context.logonce import OnceLogger
@@ -24,18 +25,18 @@ from crawler.context.outage import REDIS_ERRORS
 from crawler.frontier.ackgate import AckGate
 from crawler.frontier.admission import Admission
 from crawler.frontier.duplicates import DuplicateLog
-from crawler.frontier.encoding import codec
+from crawler.frontier.encoding import codec, plainurl
 from crawler.frontier.leases import OwnLease, OwnLeases
 from crawler.frontier.servergates import Release
 from crawler.frontier.store.roundtrip import Ack
-from crawler.meta import BACKLINKS, IMPORTANCE, INLINKS, NODE, REPARSE
+from crawler.meta import BACKLINKS, IMPORTANCE, INLINKS, NODE, REPARSE, REVIVE
 from crawler.policy.fates import FAILED_FATES
 from crawler.signals import trap_cut
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from scrapy import Request, Spider
+    from scrapy import Spider
     from scrapy.crawler import Crawler
     from scrapy.utils.asyncio import CallLaterResult
 
@@ -103,6 +104,11 @@ class Exchange:
         self._timer: CallLaterResult | None = None
         self._once = OnceLogger(logger, crawler)
         self._damage_counted = 0  # of the store's bad_entries, in the stats already
+        # Plain seeds admitted without a Request each (enqueue_plain_seeds).
+        self._plain_seeds = self._admission.takes_plain_seeds and plainurl.is_default(
+            crawler.request_fingerprinter
+        )
+        self._seed_entry = codec.plain_get_entries(self._spider, {REVIVE: True})
 
     def __bool__(self) -> bool:
         return bool(self._requests or self._done)  # anything to write
@@ -132,6 +138,26 @@ class Exchange:
         elif len(self._requests) >= self._push_batch:
             refused = self._write(time.time(), asking=request)
         return pending is not None and not refused
+
+    def enqueue_plain_seeds(self, urls: Sequence[str]) -> int:
+        """Admit plain-URL seeds (each as ``Request`` keeps it: ``request_url``),
+        each as ``enqueue`` would ``Request(url, meta={REVIVE: True})``, buffered
+        for the next write (the seed intake's, one push call a shard for its whole
+        batch); how many were admitted.
+
+        Issue 27: with Scrapy's own fingerprinter and not in importance order no
+        Request is built; otherwise each seed takes the Request path."""
+        if not self._plain_seeds:
+            return sum(self.enqueue(Request(url, meta={REVIVE: True})) for url in urls)
+        admitted = 0
+        for url in urls:
+            pending = self._admission.admit_plain_seed(
+                url, plainurl.get_fingerprint(url), self._seed_entry(url)
+            )
+            if pending is not None:
+                self._requests.append(pending)
+                admitted += 1
+        return admitted
 
     def pop(self, now: float, order: PopOrder | None) -> Request | None:
         """Write what is pending, then pop as *order* says (if any): the request

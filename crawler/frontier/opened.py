@@ -95,6 +95,7 @@ class OpenFrontier:
             progress=progress,
             work=self._exchange,
             enqueue=self.enqueue,
+            enqueue_urls=self._exchange.enqueue_plain_seeds,
         )
         self._queued_known = 0  # the crawl's queue size Redis last gave
         self._refreshed_at = 0.0

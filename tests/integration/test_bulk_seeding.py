@@ -1,24 +1,31 @@
 """Bulk seeding (issue 27): `scrapy frontier seed --file` pushes a large file, and a
 running node's intake queues far more than 1000 seeds in one maintenance round,
 each URL once, duplicates refused, bad entries counted
-(crawler/frontier/node/seedintake.py)."""
+(crawler/frontier/node/seedintake.py). Plain-URL seeds take the bulk path (no
+Request a seed: ``Exchange.enqueue_plain_seeds``), which must queue what the Request
+path queues, under the same admission rules."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import pytest
-from scrapy.core.spidermw import SpiderMiddlewareManager
+from scrapy import Request
 from scrapy.utils.test import get_crawler
 
 from crawler.crawlstate.keys import CrawlKeys
+from crawler.frontier.encoding import codec
+from crawler.frontier.encoding.plainurl import get_fingerprint, request_url
 from crawler.frontier.scheduler import FrontierScheduler
+from crawler.meta import REVIVE
 from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_frontier_commands import frontier
+from tests.standin import standin_engine
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from scrapy.crawler import Crawler
 
 pytestmark = pytest.mark.integration
 
@@ -35,25 +42,18 @@ def queued(redis) -> int:
     )
 
 
-def opened_scheduler(settings) -> tuple[FrontierScheduler, object]:
+def opened_scheduler(settings, **overrides) -> tuple[FrontierScheduler, Crawler]:
     """The real scheduler opened without an engine that fetches (nothing is)."""
-    crawler = get_crawler(
-        BfsSpider,
-        settings(
-            FRONTIER_MAINTENANCE_INTERVAL=5.0,
-            FRONTIER_LEASE_TIMEOUT=60.0,
-            BFS_SCOPE="any",
-        ),
-    )
-    crawler.spider = crawler._create_spider()
-    spidermw = SpiderMiddlewareManager.from_crawler(crawler)
-    crawler.engine = SimpleNamespace(  # type: ignore[assignment]
-        scraper=SimpleNamespace(spidermw=spidermw),
-        _slot=None,
-        downloader=SimpleNamespace(
-            total_concurrency=crawler.settings.getint("CONCURRENT_REQUESTS"),
-            active=(),
-        ),
+    crawler = standin_engine(
+        get_crawler(
+            BfsSpider,
+            settings(
+                FRONTIER_MAINTENANCE_INTERVAL=5.0,
+                FRONTIER_LEASE_TIMEOUT=60.0,
+                BFS_SCOPE="seed-hosts",
+                **overrides,
+            ),
+        )
     )
     scheduler = FrontierScheduler.from_crawler(crawler)
     scheduler.open(crawler.spider)
@@ -80,3 +80,131 @@ def test_one_round_takes_a_large_seed_file_each_url_once(
         scheduler.close("finished")
     assert queued(redis) == URLS
     assert crawler.stats.get_value("frontier/bad_seeds") == 2
+
+
+# Seeds in the forms a Request changes or a fingerprint canonicalises: case, query
+# order, a fragment, an IDN host and a path to escape, a port, no path at all.
+SEED_FORMS = [
+    "http://h1.test/p/1",
+    "http://H1.Test/a?b=1&a=2#frag",
+    "http://münchen.test/ä b?q=ü",
+    "https://h2.test:8443/x/%7ey?q=a%20b",
+    "http://h3.test",
+]
+# DEPTH_LIMIT and per-site rules (a depth limit, deepest first) the bulk path
+# applies as Admission.admit does; exact dedup and depth repair change the fields.
+VARIANTS = [
+    {},
+    {
+        "DEPTH_LIMIT": 1,
+        "FRONTIER_DEDUP": "exact",
+        "FRONTIER_BFS_LOOKAHEAD": 1,
+        "FRONTIER_DEPTH_REPAIR": True,
+        "FRONTIER_SITE_STRATEGY": {"h2.test": "dfs", "h3.test": "bfs:2"},
+    },
+]
+
+
+@pytest.mark.parametrize("overrides", VARIANTS)
+def test_a_plain_seed_is_admitted_as_its_request_would_be(
+    redis_url, settings, overrides
+):
+    scheduler, crawler = opened_scheduler(settings, **overrides)
+    try:
+        admission = scheduler._open._exchange._admission  # type: ignore[union-attr]
+        assert admission.takes_plain_seeds
+        entry_of = codec.plain_get_entries(crawler.spider, {REVIVE: True})
+        for url in SEED_FORMS:
+            request = Request(url, meta={REVIVE: True})
+            safe = request_url(url)
+            assert safe == request.url
+            fingerprint = get_fingerprint(safe)
+            assert fingerprint == crawler.request_fingerprinter.fingerprint(
+                Request(url)
+            )
+            assert entry_of(safe) == codec.encode(request, crawler.spider)
+            bulk = admission.admit_plain_seed(safe, fingerprint, entry_of(safe))
+            assert bulk is not None
+            assert bulk == admission.admit(request)  # shard, host, level, dedup...
+    finally:
+        scheduler.close("finished")
+
+
+def test_a_bad_url_is_refused_and_counted_on_both_paths(redis_url, settings):
+    scheduler, crawler = opened_scheduler(settings)
+    try:
+        admission = scheduler._open._exchange._admission  # type: ignore[union-attr]
+        url = "http:///no-host"
+        fingerprint = get_fingerprint(url)
+        assert admission.admit_plain_seed(url, fingerprint, "{}") is None
+        assert crawler.stats.get_value("frontier/bad_urls") == 1
+        assert admission.admit(Request(url, meta={REVIVE: True})) is None
+        assert crawler.stats.get_value("frontier/bad_urls") == 2
+    finally:
+        scheduler.close("finished")
+
+
+def queue_contents(redis) -> dict[bytes, list[bytes]]:
+    """Every list the crawl keeps (the hosts' queues), and the shards' counts of
+    requests queued: what a path queued, and where."""
+    contents = {
+        key: redis.lrange(key, 0, -1)
+        for key in redis.scan_iter(match="bfs:*", count=1000)
+        if redis.type(key) == b"list"
+    }
+    for key in redis.scan_iter(match="bfs:{s*}:counters", count=1000):
+        contents[key] = [redis.hget(key, "queued") or b"0"]
+    return contents
+
+
+def intake(redis, settings, entries: list[str | bytes], *, bulk: bool):
+    """Queue *entries* as a node's seed intake does: the bulk path for plain URLs,
+    or a Request a seed; the crawl's lists and counts, and the crawler's stats."""
+    redis.flushdb()
+    scheduler, crawler = opened_scheduler(settings)
+    try:
+        seeds = scheduler._open._runtime._seeds  # type: ignore[union-attr]
+        if not bulk:
+            seeds._enqueue_urls = None
+        redis.rpush(KEYS.seeds, *entries)
+        scheduler._open._runtime._take_seeds()  # type: ignore[union-attr]
+        assert redis.llen(KEYS.seeds) == 0
+    finally:
+        scheduler.close("finished")
+    return queue_contents(redis), crawler.stats.get_stats()
+
+
+def test_the_bulk_path_queues_what_the_request_path_queues(redis, settings):
+    urls = [f"http://h{i % 7}.test/p/{i // 7}" for i in range(300)] + SEED_FORMS
+    entries: list[str | bytes] = [
+        *urls,
+        *urls[:50],  # each queued once
+        "http://h1.test:99999/",  # a port Request refuses: a bad seed
+        "ftp://h1.test/",
+        '{"url": "http://h9.test/j", "meta": {"k": 1}}',  # the Request path
+    ]
+    bulk, bulk_stats = intake(redis, settings, entries, bulk=True)
+    one_by_one, stats = intake(redis, settings, entries, bulk=False)
+    assert bulk == one_by_one
+    assert sum(int(v[0]) for k, v in bulk.items() if k.endswith(b":counters")) == (
+        len(set(urls)) + 1
+    )
+    for stats_of in (bulk_stats, stats):
+        assert stats_of.get("frontier/bad_seeds") == 2
+        assert stats_of.get("frontier/duplicates") == len(urls) + 50 - len(set(urls))
+
+
+def test_in_importance_order_plain_seeds_take_the_request_path(redis, settings):
+    scheduler, _crawler = opened_scheduler(
+        settings, FRONTIER_ORDER="importance", FRONTIER_BFS_LOOKAHEAD=-1
+    )
+    try:
+        exchange = scheduler._open._exchange  # type: ignore[union-attr]
+        assert not exchange._plain_seeds  # its fields are the request's
+        urls = [f"http://h{i % 3}.test/p/{i}" for i in range(30)]
+        redis.rpush(KEYS.seeds, *urls, *urls[:5])
+        scheduler._open._runtime._take_seeds()  # type: ignore[union-attr]
+        assert redis.llen(KEYS.seeds) == 0
+    finally:
+        scheduler.close("finished")
+    assert queued(redis) == len(urls)

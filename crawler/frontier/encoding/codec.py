@@ -407,3 +407,22 @@ def _dumps(entry: dict[str, Any]) -> str:
     except (TypeError, ValueError, RecursionError) as exc:
         # Meta and cb_kwargs are JSON-ready by now: only cookies are stored untyped.
         raise UnencodableRequestError("cookies", "value", str(exc)) from None
+
+
+def plain_get_entries(spider: Spider, meta: dict[str, Any]) -> Callable[[str], str]:
+    """A function giving, for a URL as ``Request`` keeps it, the entry ``encode``
+    writes for ``Request(url, meta=meta)`` (a GET, no callback): bulk seeding
+    (issue 27) encodes a seed without building a Request. *meta* is typed once."""
+    kept = {k: v for k, v in meta.items() if k not in TRANSIENT_META}
+    compact = _compacted({}, kept, "")  # the depth, as encode takes it out
+    typed = _typed(kept, "meta", Classes(spider)) if kept else None
+    # No callback: nothing, or empty names for a spider with usual ones.
+    callbacks = {} if usual_callbacks(spider) is None else {"c": "", "e": ""}
+
+    def entry(url: str) -> str:
+        fields: dict[str, Any] = {"v": VERSION, "u": url, **compact}
+        if typed is not None:
+            fields["t"] = typed
+        return _dumps({**fields, **callbacks})
+
+    return entry

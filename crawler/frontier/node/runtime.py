@@ -173,6 +173,7 @@ class NodeRuntime:
         progress: Progress,
         work: FrontierWork,
         enqueue: Callable[[Request], bool],
+        enqueue_urls: Callable[[list[str]], object] | None = None,
     ) -> None:
         self._crawler = crawler
         self._stats = _stats(crawler)
@@ -193,7 +194,10 @@ class NodeRuntime:
         # CONCURRENT_REQUESTS the node started with, given back by `set --unset`.
         self._started_concurrency = crawler.settings.getint("CONCURRENT_REQUESTS")
         self._seeds = SeedIntake(
-            crawler, enqueue, flush=lambda: work.write_pending(time.time())
+            crawler,
+            enqueue,
+            flush=lambda: work.write_pending(time.time()),
+            enqueue_urls=enqueue_urls,
         )
         self._maintenance: AsyncioLoopingCall | LoopingCall | None = None
         self._maintenance_failed = False

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from scrapy import Request
@@ -18,8 +19,9 @@ from scrapy.http import FormRequest
 
 from crawler.context.logonce import OnceLogger
 from crawler.crawlstate.damage import retyped
+from crawler.frontier.encoding.plainurl import request_url
 from crawler.meta import REVIVE
-from crawler.policy.scope import BadSeedError, parse_seed_payload
+from crawler.policy.scope import BadSeedError, SeedPayload, parse_seed_payload
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -30,8 +32,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Seeds taken from the crawl's Redis seed list in one LPOP: one round trip a batch.
-SEEDS_PER_BATCH = 1000
+# Seeds taken from the crawl's Redis seed list in one LPOP: one round trip a batch,
+# and one push script call a shard for its plain seeds (issue 27: 1000 a batch
+# spent a third of the push script's time in its per-call work at 64 shards).
+SEEDS_PER_BATCH = 5000
 # Seconds of a maintenance round spent on seeds: a large backlog (issue 27: 100M
 # seeds) is taken at the pace the node can enqueue, not 1000 a heartbeat (200 URLs/s
 # at the 5 s FRONTIER_MAINTENANCE_INTERVAL), while the round's other work still runs.
@@ -45,8 +49,12 @@ class SeedIntake:
         enqueue: Callable[[Request], bool],
         flush: Callable[[], object] | None = None,
         budget: float = SEEDS_ROUND_SECONDS,
+        enqueue_urls: Callable[[list[str]], object] | None = None,
     ) -> None:
         self._enqueue = enqueue
+        # Plain-URL seeds in bulk, with no Request each (issue 27), to go with
+        # the next flush; without it every seed is enqueued as a Request.
+        self._enqueue_urls = enqueue_urls
         # Writes what enqueue buffered: each batch reaches Redis before the next.
         self._flush = flush
         self._budget = budget
@@ -78,33 +86,31 @@ class SeedIntake:
             lambda: client.lpop(key, SEEDS_PER_BATCH),
             shards.damaged,
         )
+        plain: list[str] = []
         for entry in entries or ():
-            if (request := self._request(entry)) is not None:
-                self._enqueue(request)
+            if (seed := self._seed(entry)) is None:
+                continue
+            if self._enqueue_urls is not None and _plain(seed):
+                plain.append(seed.url)
+            else:
+                self._enqueue(_request(seed))
+        if plain and self._enqueue_urls is not None:
+            self._enqueue_urls(plain)
         return len(entries or ())
 
-    def _request(self, entry: bytes) -> Request | None:
-        """The request *entry* asks for, or None (counted, logged once per kind)."""
+    def _seed(self, entry: bytes) -> SeedPayload | None:
+        """The seed *entry* asks for, or None (counted, logged once per kind)."""
         try:
             seed = parse_seed_payload(entry.decode("utf-8"))
+            # As Request keeps it; a URL it refuses (a port over 65535) is bad.
+            return None if seed is None else replace(seed, url=request_url(seed.url))
         except UnicodeDecodeError:
             self._bad("utf-8", "not UTF-8 text", entry)
-            return None
         except BadSeedError as exc:
             self._bad(exc.kind, str(exc), entry)
-            return None
-        if seed is None:
-            return None
-        meta = {**seed.meta, REVIVE: True}
-        if seed.formdata:  # as scrapy-redis sends them
-            return FormRequest(
-                seed.url,
-                method=seed.method,
-                formdata=seed.formdata,
-                meta=meta,
-                priority=seed.priority,
-            )
-        return Request(seed.url, method=seed.method, meta=meta, priority=seed.priority)
+        except ValueError as exc:
+            self._bad("url", str(exc)[:200], entry)
+        return None
 
     def _bad(self, kind: str, reason: str, entry: bytes) -> None:
         self._once.event(
@@ -114,3 +120,23 @@ class SeedIntake:
             {"reason": reason, "kind": kind, "entry": entry[:200]},
             key=kind,
         )
+
+
+def _plain(seed: SeedPayload) -> bool:
+    """A seed that is a URL and nothing more (the common case: a line of a seed
+    file), which the bulk path queues as ``_request`` would."""
+    return not (seed.meta or seed.formdata or seed.priority) and seed.method == "GET"
+
+
+def _request(seed: SeedPayload) -> Request:
+    """The request *seed* asks for: a seed is revived if it failed for good."""
+    meta = {**seed.meta, REVIVE: True}
+    if seed.formdata:  # as scrapy-redis sends them
+        return FormRequest(
+            seed.url,
+            method=seed.method,
+            formdata=seed.formdata,
+            meta=meta,
+            priority=seed.priority,
+        )
+    return Request(seed.url, method=seed.method, meta=meta, priority=seed.priority)
