@@ -18,18 +18,17 @@ import argparse
 import json
 import sys
 import time
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import redis
 from scrapy import Request
-from scrapy.core.spidermw import SpiderMiddlewareManager
 from scrapy.utils.reactor import install_reactor
 from scrapy.utils.test import get_crawler
 
 from bench import redisprobe
 from bench.crawls import COMMON, FRONTIER_PREFIX, SCRAPY_REDIS_SPIDER
 from crawler.meta import LINK_CREDIT
+from tests.standin import standin_engine
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -65,20 +64,8 @@ def frontier_crawler(
         "FRONTIER_DEDUP_CAPACITY": count,
         "FRONTIER_ORDER": order,
     }
-    crawler = get_crawler(BfsSpider, settings)
-    crawler.spider = crawler._create_spider()  # the middlewares read it
-    # Nothing is fetched: the scheduler only checks, when it opens, that the
-    # spider middlewares it needs are there.
-    spidermw = SpiderMiddlewareManager.from_crawler(crawler)
-    crawler.engine = SimpleNamespace(  # type: ignore[assignment]
-        scraper=SimpleNamespace(spidermw=spidermw),
-        _slot=None,
-        downloader=SimpleNamespace(
-            total_concurrency=crawler.settings.getint("CONCURRENT_REQUESTS"),
-            active=(),
-        ),
-    )
-    return crawler
+    # Nothing is fetched: the scheduler opens against a stand-in engine.
+    return standin_engine(get_crawler(BfsSpider, settings))
 
 
 def scrapy_redis_crawler(redis_url: str) -> Crawler:
