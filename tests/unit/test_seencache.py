@@ -132,9 +132,11 @@ def test_discarded_key_is_new_again_and_the_bucket_keeps_its_order() -> None:
 
 
 def test_many_keys_in_many_buckets_are_remembered() -> None:
-    """At half its capacity nearly every key stays (a bucket overflows rarely)."""
+    """At a quarter of its capacity nearly every key stays: two keys a bucket of
+    eight on average, so a bucket overflows rarely (about 0.3 keys forgotten of
+    2000 on average, whatever Python's hash seed)."""
     cache = SeenCache(8000)
-    urls = [f"https://h{i % 50}.example/page/{i}" for i in range(4000)]
+    urls = [f"https://h{i % 50}.example/page/{i}" for i in range(2000)]
     for url in urls:
         cache.add(url, 2)
     remembered = sum(cache.depth_of(url) == 2 for url in urls)
