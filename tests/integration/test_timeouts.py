@@ -164,7 +164,7 @@ async def test_late_flaky_and_dead_hosts_lose_nothing(settings, redis):
         assert all(
             tier - SLACK <= gap < tier + 0.5
             for gap, tier in zip(tries, TIERS[:2], strict=True)
-        )
+        ), f"gaps {tries} against tiers {TIERS[:2]}"
 
     assert timeouts_stats(crawler) == {
         "timeouts/tier_0": 5,  # late 2, flaky 2, dead 1
