@@ -47,7 +47,7 @@ def crawl_argv(
         "CONCURRENT_REQUESTS": args.concurrency,
         "DEPTH_LIMIT": 0,
         "RECORDS_DATABASE_URL": f"sqlite:///{stage.tmp / 'pages.db'}",
-        "PAGESTORE_DIR": str(stage.tmp / "pages"),
+        "PAGESTORE_URL": str(stage.tmp / "pages"),
         "ROBOTS_ERROR_RETRY_DELAY": 2,
         "ROBOTS_FETCH_TIMEOUT": 3,
         "RETRY_LATER_DELAYS": "2,4,8,16",

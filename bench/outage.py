@@ -43,7 +43,7 @@ def node_command(redis_url: str, seeds: list[str], delay: float) -> list[str]:
         f"POLITENESS_DAY_DELAY={delay}",
         f"POLITENESS_NIGHT_DELAY={delay}",
         "POLITENESS_JITTER=0",
-        "PAGESTORE_DIR=",
+        "PAGESTORE_URL=",
         "RECORDS_DATABASE_URL=",
     ):
         command += ["-s", setting]

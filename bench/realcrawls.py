@@ -86,7 +86,7 @@ def stats_file(workdir: Path) -> Path:
 def pipeline_places(workdir: Path) -> dict[str, str]:
     """The default pipelines' page store and records database, in *workdir*."""
     return {
-        "PAGESTORE_DIR": str(workdir / "pages"),
+        "PAGESTORE_URL": str(workdir / "pages"),
         "RECORDS_DATABASE_URL": f"sqlite:///{workdir / 'pages.db'}",
     }
 

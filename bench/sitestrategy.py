@@ -152,7 +152,7 @@ def crawl(place: Place, n: int, *, history: bool = True) -> dict[str, Any]:
         extra={
             "FRONTIER_SITE_STRATEGY": "*=auto",
             "RECORDS_DATABASE_URL": f"sqlite:///{workdir / 'pages.db'}",
-            "PAGESTORE_DIR": "",
+            "PAGESTORE_URL": "",
             "ROBOTSTXT_OBEY": True,
             **({} if history else {"SPIDER_MIDDLEWARES": {MIDDLEWARE: None}}),
         },

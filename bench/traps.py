@@ -245,7 +245,7 @@ def _launch(
         "ROBOTSTXT_OBEY": True,
         "DEPTH_LIMIT": DEPTH,
         "FRONTIER_MAINTENANCE_INTERVAL": 1.0,
-        "PAGESTORE_DIR": str(store / "pages"),
+        "PAGESTORE_URL": str(store / "pages"),
         "RECORDS_DATABASE_URL": f"sqlite:///{store}/pages.db",
         "CLOSESPIDER_TIMEOUT": max(60, int(args.timeout) - 60),
         **run.settings,

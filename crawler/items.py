@@ -39,7 +39,7 @@ class PageRecord:
     tier: int = 0  # the timeout tier it was fetched on
     node: str = ""  # the crawler node that fetched it
     error: str | None = None  # why it failed for good (status 0), else None
-    store_path: str | None = None  # relative to PAGESTORE_DIR, set by the page store
+    store_path: str | None = None  # relative to PAGESTORE_URL, set by the page store
     body: bytes = field(default=b"", repr=False)
     # What became of the URL (crawler.policy.fates): every URL gets one record.
     fate: Fate = "fetched"

@@ -38,7 +38,7 @@ TEST_OVERRIDES: dict[str, Any] = {
     "POLITENESS_NIGHT_DELAY": 0.0,
     "POLITENESS_JITTER": 0.0,
     # Storage tests set their own directories and databases (under tmp_path).
-    "PAGESTORE_DIR": "",
+    "PAGESTORE_URL": "",
     "RECORDS_DATABASE_URL": "",
     "FRONTIER_EMBEDDED_REDIS_DIR": "",
     "FRONTIER_RUNNING_DIR": "",

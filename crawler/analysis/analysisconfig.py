@@ -24,9 +24,9 @@ class AnalysisConfig:
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> AnalysisConfig:
-        store_dir = settings.get("PAGESTORE_DIR") or ""
+        store_dir = settings.get("PAGESTORE_URL") or ""
         if not store_dir:
-            raise ValueError("PAGESTORE_DIR must be set: analysis reads the page store")
+            raise ValueError("PAGESTORE_URL must be set: analysis reads the page store")
         config = cls(
             default_analyzer=settings.get("ANALYSIS_DEFAULT") or "",
             max_attempts=get_int(settings, "ANALYSIS_MAX_ATTEMPTS", at_least=1),

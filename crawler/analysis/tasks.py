@@ -4,11 +4,11 @@ A task is a Redis Stream entry of flat string fields (never pickle):
 
 - ``v``: the format version, ``"1"``;
 - ``url``: the page's URL;
-- ``store_path``: the stored page, relative to ``PAGESTORE_DIR``;
+- ``store_path``: the stored page, relative to ``PAGESTORE_URL``;
 - ``record``: the page's record as JSON (a ``PageRecord`` without its body);
 - ``analyzer``: the dotted path of the analyzer class;
 - ``attempts``: how many times the task failed before this entry was added;
-- ``result_path`` (optional): where the result goes, relative to ``PAGESTORE_DIR``;
+- ``result_path`` (optional): where the result goes, relative to ``PAGESTORE_URL``;
   by default ``<store_path>.analysis.json``;
 - ``error`` (optional): the last failure, on a retried task.
 """

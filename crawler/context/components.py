@@ -20,10 +20,10 @@ RECORDS_PIPELINE = "crawler.pipelines.records.RecordsPipeline"
 
 
 def page_store_on(settings: BaseSettings) -> bool:
-    """Whether this crawl stores pages: ``PAGESTORE_DIR`` set and the pipeline among
+    """Whether this crawl stores pages: ``PAGESTORE_URL`` set and the pipeline among
     ``ITEM_PIPELINES`` (``-s ITEM_PIPELINES={}`` turns it off). Depth repair answers
     a page again from the store only then; otherwise it never fetches it twice."""
-    if not settings.get("PAGESTORE_DIR"):
+    if not settings.get("PAGESTORE_URL"):
         return False
     pipelines = build_component_list(settings.getwithbase("ITEM_PIPELINES"))
     return PAGE_STORE_PIPELINE in {_path_of(pipeline) for pipeline in pipelines}

@@ -19,6 +19,7 @@ one section only (tests/unit/test_defaults.py).
 
 from __future__ import annotations
 
+import logging
 import typing
 
 # The sections in their order, which default_settings() keeps.
@@ -48,6 +49,10 @@ from crawler.defaults.quiet import *
 if typing.TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
+logger = logging.getLogger(__name__)
+# Settings renamed: the former name -> the name read now.
+renamed_settings = {"PAGESTORE_DIR": "PAGESTORE_URL"}
+
 # --- Installing them ----------------------------------------------------------------
 
 
@@ -60,6 +65,20 @@ def install_defaults(settings: BaseSettings) -> None:
     """Every default at the ``addon`` priority: below what a project or ``-s`` set."""
     for name, value in default_settings().items():
         settings.set(name, value, priority="addon")
+    _carry_renamed(settings)
+
+
+def _carry_renamed(settings: BaseSettings) -> None:
+    """A setting set under its former name, above the new name's priority, gives
+    the new name its value (with a warning, once: the names are then level)."""
+    for former, name in renamed_settings.items():
+        priority = settings.getpriority(former)
+        if priority is not None and priority > (settings.getpriority(name) or 0):
+            settings.set(name, settings[former], priority=priority)
+            logger.warning(
+                "%(former)s is now called %(name)s: its value is used as %(name)s",
+                {"former": former, "name": name},
+            )
 
 
 def install_pre_crawler_settings(settings: BaseSettings) -> None:

@@ -1,9 +1,19 @@
-"""Defaults of what is kept of each page (``PAGESTORE_*``, ``RECORDS_*``, ``WARC_*``,
-``ANALYSIS_*``): the page store, the page-record database, WARC files and analysis
-tasks, read by crawler/pipelines/ and crawler/analysis/."""
+"""Defaults of what is kept of each page (``PAGESTORE_*``, ``STORAGE_*``,
+``RECORDS_*``, ``WARC_*``, ``ANALYSIS_*``): the page store and the storage it writes
+to, the page-record database, WARC files and analysis tasks, read by
+crawler/pipelines/, crawler/storage/ and crawler/analysis/."""
 
-# Root of the page store: one file per page at a path mirroring its URL; empty: off.
-PAGESTORE_DIR = ".crawl/pages"
+# Where the page store keeps one object per page, at a key mirroring its URL: a
+# directory (a path or file:///path) or s3://bucket/prefix (docs/storage.md); empty:
+# off. PAGESTORE_DIR, its former name, is still read.
+PAGESTORE_URL = ".crawl/pages"
+# Writes to an S3 store running at once per process (threads and connections).
+STORAGE_MAX_UPLOADS = 16
+# Tries of one S3 call (botocore's standard retries, with back-off) before the
+# page waits and is tried again.
+STORAGE_RETRY_ATTEMPTS = 5
+# Seconds to connect to, and to wait for an answer from, an S3 server.
+STORAGE_TIMEOUT = 30.0
 # Where page records go: sqlite:///relative/path, sqlite:////absolute/path or
 # postgresql://user:pass@host/db; empty: off.
 RECORDS_DATABASE_URL = "sqlite:///.crawl/pages.db"

@@ -16,7 +16,7 @@ fetching the page a second time.
 
 from __future__ import annotations
 
-from pathlib import Path
+import asyncio
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
@@ -27,6 +27,7 @@ from crawler.context.components import page_store_on
 from crawler.context.enginehooks import requests_in_progress
 from crawler.meta import REPARSE, REPARSED, REQUEUED
 from crawler.policy.storepath import store_path
+from crawler.storage.stores import open_store
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -36,41 +37,48 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Response
 
+    from crawler.storage.stores import ObjectStore
+
 
 # Seconds between two looks at whether a page's first fetch is through.
 FIRST_FETCH_POLL = 0.05
 
 
 class ReparseMiddleware:
-    def __init__(self, crawler: Crawler, root: Path) -> None:
+    def __init__(self, crawler: Crawler, store: ObjectStore) -> None:
         assert crawler.stats is not None
         self._crawler = crawler
         self._stats = crawler.stats
-        self._root = root.resolve()
+        self._store = store
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         if not page_store_on(crawler.settings):
             raise NotConfigured  # no page store: nothing to answer from, no warning
-        return cls(crawler, Path(crawler.settings["PAGESTORE_DIR"]))
+        settings = crawler.settings
+        try:
+            store = open_store(settings["PAGESTORE_URL"], "PAGESTORE_URL", settings)
+        except ValueError:
+            raise NotConfigured from None  # the page store's pipeline says why
+        return cls(crawler, store)
 
     def process_request(
         self, request: Request
-    ) -> Request | Response | Coroutine[Any, Any, Request | Response] | None:
+    ) -> Coroutine[Any, Any, Request | Response] | None:
         if not request.meta.get(REPARSE):
             return None
-        body = self._stored(request.url)
-        if body is None and self._first_fetch_in_progress(request):
-            return self._answer_after_first_fetch(request)
-        return self._answer(request, body)
+        return self._reparsed(request)
 
-    async def _answer_after_first_fetch(self, request: Request) -> Request | Response:
-        """Wait till the engine is through with the page's first fetch (stored by
-        then, unless it failed), then answer from the store."""
-        self._stats.inc_value("reparse/waited_for_first_fetch")
-        while self._first_fetch_in_progress(request):
-            await sleep(FIRST_FETCH_POLL)
-        return self._answer(request, self._stored(request.url))
+    async def _reparsed(self, request: Request) -> Request | Response:
+        """The stored page; if the page's first fetch is still in the engine, what
+        is stored once the engine is through with it (unless it failed)."""
+        body = await self._stored(request.url)
+        if body is None and self._first_fetch_in_progress(request):
+            self._stats.inc_value("reparse/waited_for_first_fetch")
+            while self._first_fetch_in_progress(request):
+                await sleep(FIRST_FETCH_POLL)
+            body = await self._stored(request.url)
+        return self._answer(request, body)
 
     def _first_fetch_in_progress(self, request: Request) -> bool:
         """Whether the engine still holds another request for the page's URL."""
@@ -97,15 +105,10 @@ class ReparseMiddleware:
             url=request.url, body=body, request=request, flags=["reparse"]
         )
 
-    def _stored(self, url: str) -> bytes | None:
-        """The stored body of *url*, if the page store holds one (inside its root)."""
+    async def _stored(self, url: str) -> bytes | None:
+        """The stored body of *url*, if the page store holds one (and answers)."""
         try:
-            path = (self._root / store_path(url)).resolve()
-        except ValueError:
-            return None
-        if not path.is_relative_to(self._root) or not path.is_file():
-            return None
-        try:
-            return path.read_bytes()
-        except OSError:
+            key = store_path(url).as_posix()
+            return await asyncio.to_thread(self._store.get, key)
+        except (ValueError, OSError):  # no key, absent, unsafe, store unreachable
             return None

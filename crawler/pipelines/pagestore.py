@@ -1,35 +1,49 @@
-"""PageStorePipeline: each page's body in the page store (``crawler.pagestore``),
-its path on the page's record."""
+"""PageStorePipeline: each page's body in the page store (``PAGESTORE_URL``: a
+directory or an S3-compatible bucket, ``crawler.storage``), its key on the page's
+record.
+
+``process_item`` returns once the page is stored, so the frontier, which
+acknowledges a page's lease when its items are through the pipelines, never
+releases a page whose body could still be lost. A store that cannot take pages now
+(unreachable, failing, refusing the credentials) is retried with back-off for as
+long as it takes: the pages wait, the crawl waits with them (Scrapy stops taking
+responses while its item slots are full), and a ``kill -9`` meanwhile leaves the
+leases to expire and the pages to be fetched again. A page the store will never
+take (a key or body refused, a file where a directory should be) is counted and
+skipped. At most ``STORAGE_MAX_UPLOADS`` writes run at once.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
-from crawler.context.directories import (
-    UnwritableDirectoryError,
-    check_writable_directory,
-)
 from crawler.context.logonce import OnceLogger
 from crawler.context.startup import StartupFailure, failed_at_startup
 from crawler.items import PageRecord
-from crawler.pagestore.files import PageStoreConfig, write_page
 from crawler.policy.storepath import store_path
 from crawler.records.visits import NOT_MODIFIED
+from crawler.storage.errors import StoreUnavailableError
+from crawler.storage.stores import open_store
 
 if TYPE_CHECKING:
-    from pathlib import Path
     from typing import Self
 
     from scrapy.crawler import Crawler
 
+    from crawler.storage.stores import ObjectStore
+
 logger = logging.getLogger(__name__)
 
-# Bodies up to this size are written on the reactor thread; larger ones in a thread.
-INLINE_WRITE_BYTES = 64 * 1024
+# Seconds before the first retry of a write the store could not take now, doubled
+# after each failure up to the most.
+RETRY_DELAY = 0.5
+MAX_RETRY_DELAY = 10.0
 
 
 class PageStorePipeline:
@@ -39,29 +53,39 @@ class PageStorePipeline:
     # (crawler.spiders.responserecords), and depth repairs.
     takes_page_records = True
 
-    def __init__(self, crawler: Crawler, root: Path) -> None:
+    def __init__(self, crawler: Crawler, store: ObjectStore) -> None:
+        assert crawler.stats is not None
         self._crawler = crawler
-        self._root = root
+        self._stats = crawler.stats
+        self._store = store
+        self._writers = ThreadPoolExecutor(
+            store.concurrent_writes, thread_name_prefix="pagestore"
+        )
         self._once = OnceLogger(logger, crawler)
+        self._outage_since: float | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
-        """The pipeline; with a directory it cannot write, a stand-in that stops
-        the crawl with one line before anything opens."""
-        config = PageStoreConfig.from_settings(crawler.settings)
-        if config.root is None:
+        """The pipeline; with a store it cannot use, a stand-in that stops the
+        crawl with one line before anything opens."""
+        address = crawler.settings.get("PAGESTORE_URL")
+        if not address:
             raise NotConfigured  # switched off: no message (a message warns)
         try:
-            check_writable_directory(config.root, "PAGESTORE_DIR")
-        except UnwritableDirectoryError as exc:
+            store = open_store(address, "PAGESTORE_URL", crawler.settings)
+            store.check()
+        except ValueError as exc:
             return StartupFailure(crawler, str(exc))
-        return cls(crawler, config.root)
+        return cls(crawler, store)
 
     def open_spider(self) -> None:
         if failed_at_startup(self._crawler):  # the crawl will not run: make nothing
             return
-        self._root.mkdir(parents=True, exist_ok=True)
-        self._root = self._root.resolve()  # a later chdir moves nothing
+        self._store.open()
+
+    def close_spider(self) -> None:
+        self._writers.shutdown(wait=True)
+        self._store.close()
 
     async def process_item(self, item: object) -> object:
         if (
@@ -71,19 +95,54 @@ class PageStorePipeline:
         ):
             return item
         try:
-            relative = store_path(item.url)
-            if len(item.body) <= INLINE_WRITE_BYTES:
-                write_page(self._root, relative, item.body)
-            else:
-                await asyncio.to_thread(write_page, self._root, relative, item.body)
+            key = store_path(item.url).as_posix()
+            await self._stored(key, item.body)
         except ValueError as exc:  # UnsafePathError, or no path for this URL
             self._rejected(item, exc)
         except OSError as exc:
             self._failed(item, exc)
         else:
-            item.store_path = relative.as_posix()
-            self._crawler.stats.inc_value("pagestore/saved")
+            item.store_path = key
+            self._stats.inc_value("pagestore/saved")
         return item
+
+    async def _stored(self, key: str, body: bytes) -> None:
+        """Write *body* at *key*, waiting out a store that cannot take it now."""
+        delay = RETRY_DELAY
+        while True:
+            try:
+                if len(body) <= self._store.inline_write_bytes:
+                    self._store.put(key, body)
+                else:
+                    loop = asyncio.get_running_loop()
+                    await loop.run_in_executor(
+                        self._writers, self._store.put, key, body
+                    )
+            except StoreUnavailableError as exc:
+                self._unavailable(exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, MAX_RETRY_DELAY)
+                continue
+            if self._outage_since is not None:
+                logger.warning(
+                    "Page store %(store)s takes pages again after %(seconds).0f s",
+                    {"store": self._store.address,
+                     "seconds": time.monotonic() - self._outage_since},
+                )  # fmt: skip
+                self._outage_since = None
+            return
+
+    def _unavailable(self, error: OSError, delay: float) -> None:
+        """Count a write the store could not take; log the outage's start once."""
+        self._stats.inc_value("pagestore/retries")
+        if self._outage_since is None:
+            self._outage_since = time.monotonic()
+            logger.error(
+                "Page store %(store)s cannot take pages (%(error)s): pages wait and "
+                "are tried again, every %(most).0f s at most",
+                {"store": self._store.address, "error": error,
+                 "most": MAX_RETRY_DELAY},
+            )  # fmt: skip
 
     def _rejected(self, item: PageRecord, error: ValueError) -> None:
         self._once.event(

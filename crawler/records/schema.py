@@ -25,7 +25,7 @@ SCHEMA: tuple[tuple[str, str], ...] = (
     ("last_modified", "TEXT"),  # the Last-Modified header, as sent
     ("fetched_at", "TEXT NOT NULL"),  # UTC, ISO 8601: sorts as text
     ("content_hash", "TEXT"),  # SHA-256 of the body, hex
-    ("store_path", "TEXT"),  # relative to PAGESTORE_DIR
+    ("store_path", "TEXT"),  # relative to PAGESTORE_URL
     ("tier", "INTEGER NOT NULL"),
     ("node", "TEXT NOT NULL"),
     ("error", "TEXT"),

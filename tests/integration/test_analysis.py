@@ -171,7 +171,7 @@ def analyze_command(
 ) -> subprocess.Popen[str]:
     command = [
         sys.executable, "-m", "scrapy", "analyze", "--allow", TESTS, *options,
-        "-s", f"REDIS_URL={redis_url}", "-s", f"PAGESTORE_DIR={store}",
+        "-s", f"REDIS_URL={redis_url}", "-s", f"PAGESTORE_URL={store}",
         "-s", "ANALYSIS_CLAIM_TIMEOUT=1.0", "-s", "LOG_LEVEL=INFO",
     ]  # fmt: skip
     return subprocess.Popen(
@@ -330,7 +330,7 @@ async def test_the_pipeline_queues_one_task_per_stored_page(
         AnalyzedSpider,
         settings(
             ANALYSIS_ENABLED=True,
-            PAGESTORE_DIR=str(store),
+            PAGESTORE_URL=str(store),
             ITEM_PIPELINES={
                 "crawler.pipelines.pagestore.PageStorePipeline": 300,
                 "crawler.analysis.pipeline.AnalysisPipeline": 500,

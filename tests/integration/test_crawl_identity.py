@@ -128,7 +128,7 @@ def test_the_start_up_lines_say_what_the_crawl_is(tmp_path, redis_url):
             *("-s", "POLITENESS_JITTER=0", "-s", "DEPTH_LIMIT=4"),
             *("-s", "DOWNLOAD_DELAY=0.01", "-s", "CLOSESPIDER_PAGECOUNT=1"),
             *("-s", "ROBOTSTXT_OBEY=False", "-s", "TELNETCONSOLE_ENABLED=False"),
-            *("-s", "RECORDS_DATABASE_URL=", "-s", "PAGESTORE_DIR="),
+            *("-s", "RECORDS_DATABASE_URL=", "-s", "PAGESTORE_URL="),
         ]
         result = subprocess.run(
             command, cwd=ROOT, capture_output=True, text=True, timeout=120, check=False

@@ -173,7 +173,7 @@ async def test_robots_traffic_and_analysis_keys_not_ours(
         CLOSESPIDER_TIMEOUT=CRAWL_TIMEOUT,
         ROBOTSTXT_OBEY=True,
         ANALYSIS_ENABLED=True,
-        PAGESTORE_DIR=str(tmp_path / "pages"),
+        PAGESTORE_URL=str(tmp_path / "pages"),
         ITEM_PIPELINES={
             "crawler.pipelines.pagestore.PageStorePipeline": 300,
             "crawler.analysis.pipeline.AnalysisPipeline": 500,

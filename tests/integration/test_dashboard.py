@@ -43,7 +43,7 @@ CRAWL = {
     "POLITENESS_JITTER": 0,
     "ROBOTSTXT_OBEY": False,
     "RECORDS_DATABASE_URL": "",
-    "PAGESTORE_DIR": "",
+    "PAGESTORE_URL": "",
     "BFS_SCOPE": "seed-hosts",
     "RETRY_LATER_DELAYS": "",  # failures are final at once: the crawl ends
     # No soft-404 probe: it would cost each host one more delay (10 s by day).

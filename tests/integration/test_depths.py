@@ -96,7 +96,7 @@ async def test_every_page_within_the_limit_is_recorded_at_its_distance(
     followed again from its stored copy: no page is fetched twice, and none is
     fed or recorded twice."""
     with running_site(**SITE) as site:
-        values = polite(settings, tmp_path, PAGESTORE_DIR=str(tmp_path / "pages"))
+        values = polite(settings, tmp_path, PAGESTORE_URL=str(tmp_path / "pages"))
         depths = await recorded_depths(values, site)
         expected = within_limit(site)
         fetches = Counter((row["host"], row["path"]) for row in site.pages())
@@ -147,7 +147,7 @@ async def test_a_depth_limit_raised_while_the_crawl_runs_is_repaired_to(
     within LIMIT is recorded at its distance, none fetched twice."""
     keys = CrawlKeys("bfs")
     values = {
-        **polite(settings, tmp_path, PAGESTORE_DIR=str(tmp_path / "pages")),
+        **polite(settings, tmp_path, PAGESTORE_URL=str(tmp_path / "pages")),
         "DEPTH_LIMIT": 1,
         "FRONTIER_MAINTENANCE_INTERVAL": 0.2,
         "CLOSESPIDER_TIMEOUT": 120,  # bounded, should the crawl never resume

@@ -97,7 +97,7 @@ async def crawl_site(settings, tmp_path: Path, follow: str) -> tuple[Any, set[st
     with static_site(site_root) as (base, paths):
         values = settings(
             BFS_FOLLOW=follow,
-            PAGESTORE_DIR=str(tmp_path / "store"),
+            PAGESTORE_URL=str(tmp_path / "store"),
             RECORDS_DATABASE_URL=f"sqlite:///{tmp_path}/pages.db",
             ROBOTSTXT_OBEY=False,
         )

@@ -285,7 +285,7 @@ def test_status_follows_a_real_crawl_from_running_to_finished(redis_url, tmp_pat
             "POLITENESS_JITTER": 0,
             "ROBOTSTXT_OBEY": False,
             "RECORDS_DATABASE_URL": "",
-            "PAGESTORE_DIR": "",
+            "PAGESTORE_URL": "",
             "TELNETCONSOLE_ENABLED": False,
         }
         settings = [w for k, v in options.items() for w in ("-s", f"{k}={v}")]

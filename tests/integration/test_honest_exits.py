@@ -29,7 +29,7 @@ def crawl_command(
         "REDIS_URL": redis_url,
         "FRONTIER_EMBEDDED_REDIS_DIR": str(tmp_path / "redis"),
         "RECORDS_DATABASE_URL": f"sqlite:///{tmp_path}/pages.db",
-        "PAGESTORE_DIR": str(tmp_path / "pages"),
+        "PAGESTORE_URL": str(tmp_path / "pages"),
         "ROBOTSTXT_OBEY": "False",
         "POLITENESS_DAY_DELAY": "0",
         "POLITENESS_NIGHT_DELAY": "0",

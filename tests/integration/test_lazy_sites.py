@@ -96,7 +96,7 @@ async def crawl_both(
     """One adaptive crawl of the lazy and the busy host: each one's last gaps."""
     values: dict[str, Any] = {
         "RECORDS_DATABASE_URL": f"sqlite:///{tmp_path}/pages.db",
-        "PAGESTORE_DIR": str(tmp_path / "pages"),
+        "PAGESTORE_URL": str(tmp_path / "pages"),
         "REVISIT_POLICY": "adaptive",
         "REVISIT_INTERVAL": 1.0,
         "REVISIT_MIN_INTERVAL": 0.5,

@@ -32,7 +32,7 @@ def scrapy_crawl(*settings: str, seeds: str = "") -> list[str]:
     command += ["-s", "TELNETCONSOLE_ENABLED=False"]
     for name in ("POLITENESS_DAY_DELAY", "POLITENESS_NIGHT_DELAY", "POLITENESS_JITTER"):
         command += ["-s", f"{name}=0"]  # DOWNLOAD_DELAY alone sets the pace
-    command += ["-s", "PAGESTORE_DIR=", "-s", "RECORDS_DATABASE_URL="]  # no files
+    command += ["-s", "PAGESTORE_URL=", "-s", "RECORDS_DATABASE_URL="]  # no files
     for setting in settings:
         command += ["-s", setting]
     if seeds:

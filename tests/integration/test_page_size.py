@@ -59,7 +59,7 @@ def test_a_gzip_bomb_is_refused_and_memory_stays_bounded(redis_url, tmp_path):
         command = [
             *scrapy_crawl(
                 f"REDIS_URL={redis_url}",
-                f"PAGESTORE_DIR={store}",
+                f"PAGESTORE_URL={store}",
                 f"RECORDS_DATABASE_URL=sqlite:///{tmp_path}/pages.db",
                 seeds=f"{host}{BOMB},{site.seeds[0]}",
             ),

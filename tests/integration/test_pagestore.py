@@ -5,8 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from scrapy import signals
@@ -16,12 +15,16 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from crawler.items import PageRecord
-from crawler.pagestore.files import UnsafePathError, write_page
 from crawler.pipelines.pagestore import PageStorePipeline
 from crawler.policy.storepath import store_path
 from crawler.spiders.bfs import BfsSpider
+from crawler.storage.errors import UnsafePathError
+from crawler.storage.local import write_file
 from tests.servers import running_site
 from tests.site import HOSTILE_INDEX, HOSTILE_LINKS, hostile_body
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 pytestmark = pytest.mark.integration
 
@@ -36,7 +39,7 @@ def record(
 
 
 def pipeline(root: Path) -> tuple[PageStorePipeline, Any]:
-    crawler = get_crawler(settings_dict={"PAGESTORE_DIR": str(root)})
+    crawler = get_crawler(settings_dict={"PAGESTORE_URL": str(root)})
     crawler.spider = crawler._create_spider("test")  # for extra={"spider": ...}
     store = build_from_crawler(PageStorePipeline, crawler)
     store.open_spider()
@@ -49,7 +52,7 @@ def files_under(directory: Path) -> list[Path]:
 
 @pytest.mark.parametrize("value", ["", None])
 def test_an_empty_directory_turns_the_store_off(value):
-    crawler = get_crawler(settings_dict={"PAGESTORE_DIR": value})
+    crawler = get_crawler(settings_dict={"PAGESTORE_URL": value})
     with pytest.raises(NotConfigured):
         build_from_crawler(PageStorePipeline, crawler)
 
@@ -106,15 +109,15 @@ async def test_a_symlink_in_the_store_cannot_send_a_page_outside(tmp_path, caplo
     assert stats.get_value("pagestore/rejected_path") == 1
 
 
-def test_write_page_refuses_paths_that_step_out(tmp_path):
+def test_write_file_refuses_paths_that_step_out(tmp_path):
     root = tmp_path / "root"
     root.mkdir()
     for relative in ("../x", "/etc/x", "a/../../x", "a/..", "a/\0", "..", "/", "."):
         with pytest.raises(UnsafePathError):
-            write_page(root, PurePosixPath(relative), b"x")
+            write_file(root, relative, b"x")
     (root / "link").symlink_to(tmp_path)
     with pytest.raises(UnsafePathError):
-        write_page(root, PurePosixPath("link"), b"x")  # would replace the link only
+        write_file(root, "link", b"x")  # would replace the link only
     assert (root / "link").is_symlink()
     assert [p.name for p in tmp_path.rglob("*")] == ["root", "link"]
 
@@ -165,7 +168,7 @@ def assert_stored_as_the_scheme_says(root: Path, items: list[PageRecord]) -> Non
 async def test_a_crawl_stores_every_page_the_site_served(site, settings, tmp_path):
     root = tmp_path / "pages"
     crawler, items = await crawl_and_collect(
-        settings(PAGESTORE_DIR=str(root)), seeds=site.seeds[0]
+        settings(PAGESTORE_URL=str(root)), seeds=site.seeds[0]
     )
     # One record per page served, whether or not depth repair answered a page again
     # from the store at a shorter depth (that only lowers its row's depth).
@@ -184,7 +187,7 @@ async def test_hostile_urls_land_where_the_scheme_says_and_never_outside(
     root = sandbox / "deep" / "pages"
     with running_site(hosts=1, pages=2, hostile=True) as site:
         crawler, items = await crawl_and_collect(
-            settings(PAGESTORE_DIR=str(root), DEPTH_LIMIT=1),
+            settings(PAGESTORE_URL=str(root), DEPTH_LIMIT=1),
             seeds=f"http://{site.host(0)}{HOSTILE_INDEX}",
         )
         served = [row for row in site.pages() if row["status"] == 200]

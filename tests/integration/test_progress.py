@@ -36,7 +36,7 @@ QUICK = {
     "POLITENESS_DAY_DELAY": 0,
     "POLITENESS_NIGHT_DELAY": 0,
     "RECORDS_DATABASE_URL": "",
-    "PAGESTORE_DIR": "",
+    "PAGESTORE_URL": "",
     "BFS_SCOPE": "seed-hosts",
 }
 LINE = re.compile(

@@ -102,7 +102,7 @@ async def test_every_fetched_page_has_one_row(site, settings, database_url):  # 
         assert row["host"] == f"127.0.0.{2 + host}"
         assert row["content_type"].startswith("text/html")
         assert row["error"] is None
-        assert row["store_path"] is None  # PAGESTORE_DIR is empty
+        assert row["store_path"] is None  # PAGESTORE_URL is empty
         assert row["fetched_at"].endswith("+00:00")
 
 

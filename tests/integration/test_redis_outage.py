@@ -56,7 +56,7 @@ def crawl_command(site: RunningSite, redis_url: str) -> list[str]:
         "POLITENESS_DAY_DELAY=0.15",
         "POLITENESS_NIGHT_DELAY=0.15",
         "POLITENESS_JITTER=0",
-        "PAGESTORE_DIR=",
+        "PAGESTORE_URL=",
         "RECORDS_DATABASE_URL=",
         "FRONTIER_MAINTENANCE_INTERVAL=0.5",
         # Shorter than the outage: the node's heartbeat and shard owner keys expire

@@ -188,7 +188,7 @@ async def test_auto_renders_where_it_pays(settings, redis, tmp_path, caplog):
             RENDER_MODE="auto",
             RENDER_SAMPLE_PAGES=SAMPLE_PAGES,
             RENDER_SETTLE=0.1,
-            PAGESTORE_DIR=str(tmp_path / "store"),
+            PAGESTORE_URL=str(tmp_path / "store"),
             RECORDS_DATABASE_URL=f"sqlite:///{tmp_path}/pages.db",
         )
         crawler = await crawl(values, dynamic, static, mixed)

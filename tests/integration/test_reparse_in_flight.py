@@ -118,7 +118,7 @@ async def test_a_page_found_shorter_while_in_flight_is_reparsed_not_fetched_agai
 ):
     crawler, pages, depths, bases = await crawl_the_race(
         settings(
-            PAGESTORE_DIR=str(tmp_path / "pages"),
+            PAGESTORE_URL=str(tmp_path / "pages"),
             RECORDS_DATABASE_URL=f"sqlite:///{tmp_path}/pages.db",
             DEPTH_LIMIT=3,
             BFS_SCOPE="seed-hosts",
@@ -137,11 +137,11 @@ async def test_a_page_found_shorter_while_in_flight_is_reparsed_not_fetched_agai
 async def test_with_the_pipelines_off_nothing_is_reparsed_or_fetched_again(
     settings, tmp_path
 ):
-    """PAGESTORE_DIR set but -s ITEM_PIPELINES={}: nothing is stored, so depth
+    """PAGESTORE_URL set but -s ITEM_PIPELINES={}: nothing is stored, so depth
     repair must not count on a stored copy (it would fetch the target again)."""
     crawler, pages, depths, bases = await crawl_the_race(
         settings(
-            PAGESTORE_DIR=str(tmp_path / "pages"),
+            PAGESTORE_URL=str(tmp_path / "pages"),
             ITEM_PIPELINES={},
             DEPTH_LIMIT=3,
             BFS_SCOPE="seed-hosts",

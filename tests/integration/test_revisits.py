@@ -101,7 +101,7 @@ def revisit_settings(
 ) -> dict[str, Any]:
     values: dict[str, Any] = {
         "RECORDS_DATABASE_URL": f"sqlite:///{tmp_path}/pages.db",
-        "PAGESTORE_DIR": str(tmp_path / "pages"),
+        "PAGESTORE_URL": str(tmp_path / "pages"),
         "REVISIT_POLICY": "uniform",
         "REVISIT_INTERVAL": 1.0,
         "REVISIT_MIN_INTERVAL": 0.5,

@@ -65,7 +65,7 @@ def directory_settings(tmp_path: Path, name: str) -> dict[str, str]:
 @pytest.mark.parametrize(
     ("name", "words"),
     [
-        ("PAGESTORE_DIR", ["PAGESTORE_DIR", "a-file/inside is not writable"]),
+        ("PAGESTORE_URL", ["PAGESTORE_URL", "a-file/inside is not writable"]),
         ("WARC_DIR", ["WARC_DIR", "a-file/inside is not writable"]),
         ("FRONTIER_EMBEDDED_REDIS_DIR", ["FRONTIER_EMBEDDED_REDIS_DIR", "writable"]),
         ("RECORDS_DATABASE_URL", ["RECORDS_DATABASE_URL", "is not writable"]),
@@ -78,9 +78,9 @@ def test_a_directory_the_crawl_cannot_write_is_one_line(tmp_path, name, words):
 
 
 def test_a_page_store_it_cannot_write_stops_before_redis_starts(tmp_path):
-    settings = directory_settings(tmp_path, "PAGESTORE_DIR")
+    settings = directory_settings(tmp_path, "PAGESTORE_URL")
     result = scrapy_crawl(tmp_path, "-a", "seeds=http://127.0.0.2:9/", **settings)
-    assert_one_line_stop(result, "PAGESTORE_DIR")
+    assert_one_line_stop(result, "PAGESTORE_URL")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["a-file"]
 
 

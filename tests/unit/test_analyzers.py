@@ -168,7 +168,7 @@ def project_settings(**overrides: Any) -> Settings:
 def test_the_project_defaults_make_a_valid_config():
     config = AnalysisConfig.from_settings(project_settings())
     assert config.max_attempts == 3
-    assert config.store_dir == Path(project.PAGESTORE_DIR)
+    assert config.store_dir == Path(project.PAGESTORE_URL)
 
 
 @pytest.mark.parametrize(
@@ -179,7 +179,7 @@ def test_the_project_defaults_make_a_valid_config():
         ("ANALYSIS_ALERT", "ftp://x/"),
         ("ANALYSIS_STREAM_MAXLEN", 0),
         ("ANALYSIS_DEFAULT", ""),
-        ("PAGESTORE_DIR", ""),
+        ("PAGESTORE_URL", ""),
     ],
 )
 def test_a_bad_setting_is_named(name, value):

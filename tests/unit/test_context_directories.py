@@ -16,7 +16,7 @@ def test_a_directory_it_can_write_or_make_passes_and_nothing_is_left(tmp_path, e
     path = tmp_path / "a" / "b"
     if exists:
         path.mkdir(parents=True)
-    check_writable_directory(path, "PAGESTORE_DIR")
+    check_writable_directory(path, "PAGESTORE_URL")
     assert path.exists() == exists
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []  # the trial file
 
@@ -25,9 +25,9 @@ def test_a_file_in_the_way_is_named_with_the_setting(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x\n")
     with pytest.raises(UnwritableDirectoryError) as raised:
-        check_writable_directory(blocker / "pages", "PAGESTORE_DIR")
+        check_writable_directory(blocker / "pages", "PAGESTORE_URL")
     assert str(raised.value) == (
-        f"PAGESTORE_DIR {blocker / 'pages'} is not writable: Not a directory "
+        f"PAGESTORE_URL {blocker / 'pages'} is not writable: Not a directory "
         f"({blocker})"
     )
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crawler.pagestore.files import write_page
 from crawler.policy.storepath import store_path, url_of
+from crawler.storage.local import write_file
 from tests.unit.properties import PROPERTY
 
 # The examples of docs/pagestore.md: URL, path, URL url_of gives back.
@@ -260,7 +260,7 @@ def test_writing_any_url_stays_inside_the_root(urls):
                 relative = store_path(url)
             except ValueError:
                 continue
-            target = write_page(root, relative, f"page {index}".encode())
+            target = write_file(root, relative.as_posix(), f"page {index}".encode())
             assert target.resolve().is_relative_to(root.resolve())
             written[relative] = index
         files = [p for p in sandbox.rglob("*") if p.is_file() or p.is_symlink()]

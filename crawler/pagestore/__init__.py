@@ -1,1 +1,0 @@
-"""The page store: a mirror of each host's URL tree (docs/pagestore.md)."""

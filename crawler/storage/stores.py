@@ -1,0 +1,53 @@
+"""The store an address names, behind one interface (``ObjectStore``).
+
+Every method blocks: a caller on the reactor's thread runs ``put`` and ``get`` in a
+worker thread unless the body is at most the store's ``inline_write_bytes``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+from crawler.storage.address import StoreAddress
+from crawler.storage.local import LocalStore
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+
+class ObjectStore(Protocol):
+    """A place objects are written to and read from by key (``check_key``)."""
+
+    address: StoreAddress
+    inline_write_bytes: int
+    concurrent_writes: int
+
+    def check(self) -> None:
+        """``ValueError`` with one line if the store cannot be written."""
+
+    def open(self) -> None:
+        """Make what the store needs before the first write."""
+
+    def put(self, key: str, body: bytes) -> None:
+        """Write *body* at *key* atomically: whole or not at all. Raises
+        ``UnsafePathError`` for a key that would leave the store, ``OSError``
+        (``StoreUnavailableError`` when worth retrying) when it cannot write."""
+
+    def get(self, key: str) -> bytes:
+        """The bytes at *key*; ``FileNotFoundError`` when there are none."""
+
+    def close(self) -> None:
+        """Release connections."""
+
+
+def open_store(text: str, setting: str, settings: BaseSettings) -> ObjectStore:
+    """The store the address *text* (the value of *setting*) names; ``ValueError``
+    with one line naming the setting when the address or a setting it needs is
+    bad. Nothing is made or contacted: ``check`` and ``open`` do that."""
+    address = StoreAddress.parse(text, setting)
+    if address.scheme == "s3":
+        # boto3 takes a while to import: only crawls that store to S3 pay for it.
+        from crawler.storage.s3 import S3Store  # noqa: PLC0415
+
+        return S3Store.from_settings(address, settings)
+    return LocalStore(address, setting)
