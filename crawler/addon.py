@@ -105,7 +105,7 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         ("crawler.middlewares.botauth.BotAuthMiddleware", 940),
         # Per-host traffic counters in Redis (`scrapy frontier hosts`).
         ("crawler.middlewares.traffic.TrafficMiddleware", 950),
-        # WARC records (WARC_DIR), nearest the downloader so bodies are still raw.
+        # WARC records (WARC_URL), nearest the downloader so bodies are still raw.
         ("crawler.middlewares.warc.WarcMiddleware", 960),
     ),
     "EXTENSIONS": (

@@ -51,7 +51,7 @@ if typing.TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 # Settings renamed: the former name -> the name read now.
-renamed_settings = {"PAGESTORE_DIR": "PAGESTORE_URL"}
+renamed_settings = {"PAGESTORE_DIR": "PAGESTORE_URL", "WARC_DIR": "WARC_URL"}
 
 # --- Installing them ----------------------------------------------------------------
 

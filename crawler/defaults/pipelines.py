@@ -20,8 +20,12 @@ RECORDS_DATABASE_URL = "sqlite:///.crawl/pages.db"
 # Records written in one transaction; while the database cannot be written, up to 100
 # batches are held, then the oldest are dropped (records/dropped).
 RECORDS_BATCH_SIZE = 100
-# Directory of WARC files of every request and response; empty: off.
-WARC_DIR = ""
+# Where WARC files of every request and response go: a directory (a path or
+# file:///path) or s3://bucket/prefix, where each file is uploaded whole once closed;
+# empty: off. WARC_DIR, its former name, is still read.
+WARC_URL = ""
+# Where WARC files are written before their upload when WARC_URL is an object store.
+WARC_SPOOL_DIR = ".crawl/warc-spool"
 # Size (bytes) at which a WARC file is closed and the next one started.
 WARC_MAX_SIZE = 1_000_000_000
 # Queue an analysis task per stored page on a Redis Stream for `scrapy analyze`.

@@ -1,7 +1,8 @@
 """WARC output: a ``request`` and a ``response`` record for every download (a
 ``revisit`` record instead of the response when a revisit brought nothing new).
 
-Off unless ``WARC_DIR`` names a directory. The middleware sits next to the
+Off unless ``WARC_URL`` names a directory or an object store (where files go
+whole once closed: ``crawler.middlewares.warcupload``). The middleware sits next to the
 downloader (priority 960), so it sees each request as the download handler gets it
 and each response as it came off the wire: redirect hops and robots.txt fetches are
 separate downloads, and the body is the raw one (Scrapy's HttpCompressionMiddleware,
@@ -33,6 +34,8 @@ from crawler.context.logonce import OnceLogger
 from crawler.context.startup import StartupFailure
 from crawler.middlewares.warcfiles import WarcConfig, WarcFiles
 from crawler.middlewares.warcrecords import WARC_VERSION, download_records
+from crawler.middlewares.warcupload import WarcUploader
+from crawler.storage.stores import open_store
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -46,41 +49,55 @@ logger = logging.getLogger(__name__)
 
 
 class WarcMiddleware:
-    """Writes every download this node makes to WARC files under ``WARC_DIR``."""
+    """Writes every download this node makes to WARC files (``WARC_URL``)."""
 
     def __init__(
         self,
         crawler: Crawler,
         files: WarcFiles,
         *,
+        uploader: WarcUploader | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         assert crawler.stats is not None
         self._crawler = crawler
         self._stats = crawler.stats
         self._files = files
+        self._uploader = uploader
         self._clock = clock
         # When each request went to the download handler (the records' WARC-Date).
         self._sent: WeakKeyDictionary[Request, float] = WeakKeyDictionary()
         self._once = OnceLogger(logger, crawler)
+        crawler.signals.connect(self._spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self._spider_closed, signal=signals.spider_closed)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
-        """The middleware; ``NotConfigured`` when ``WARC_DIR`` is empty; with a bad
+        """The middleware; ``NotConfigured`` when ``WARC_URL`` is empty; with a bad
         setting, a stand-in that logs one line and closes the spider."""
-        if not crawler.settings.get("WARC_DIR"):
+        settings = crawler.settings
+        if not settings.get("WARC_URL"):
             raise NotConfigured  # off by default: no message (a message warns)
         assert crawler.spidercls is not None
+        assert crawler.stats is not None
         try:
-            config = WarcConfig.from_settings(crawler.settings, crawler.spidercls.name)
-        except ValueError as exc:
-            return StartupFailure(crawler, f"Bad setting: {exc}")
-        try:
-            check_writable_directory(config.directory, "WARC_DIR")
+            config = WarcConfig.from_settings(settings, crawler.spidercls.name)
+            check_writable_directory(config.directory, config.directory_setting)
+            uploader = None
+            if config.upload_to is not None:
+                store = open_store(settings["WARC_URL"], "WARC_URL", settings)
+                store.check()
+                uploader = WarcUploader(store, config.directory, crawler.stats)
         except UnwritableDirectoryError as exc:
             return StartupFailure(crawler, str(exc))
-        return cls(crawler, WarcFiles(config, info=_warcinfo(crawler, config)))
+        except ValueError as exc:
+            return StartupFailure(crawler, f"Bad setting: {exc}")
+        files = WarcFiles(
+            config,
+            info=_warcinfo(crawler, config),
+            closed=uploader.submit if uploader else bool,
+        )
+        return cls(crawler, files, uploader=uploader)
 
     def process_request(self, request: Request) -> None:
         self._sent[request] = self._clock()
@@ -117,6 +134,10 @@ class WarcMiddleware:
             level=logging.ERROR,
         )
 
+    def _spider_opened(self) -> None:
+        if self._uploader is not None:
+            self._uploader.start()
+
     def _spider_closed(self) -> None:
         records, files = self._files.records, self._files.files
         try:
@@ -124,6 +145,8 @@ class WarcMiddleware:
         except OSError as exc:
             self._failed(exc)
         self._count(records, files)
+        if self._uploader is not None:
+            self._uploader.close()
 
 
 def _warcinfo(crawler: Crawler, config: WarcConfig) -> dict[str, str]:

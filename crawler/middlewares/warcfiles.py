@@ -1,7 +1,8 @@
 """The WARC files of this node: named, opened, filled and closed at their size limit.
 
 Records are gzipped one by one into ``<crawl>-<UTC time>-<host>-<pid>-<serial>.warc.gz``
-under ``WARC_DIR`` (written as ``....warc.gz.open``, renamed when closed); each file
+in the WARC directory (``WARC_URL``, or ``WARC_SPOOL_DIR`` when that is an object
+store: ``crawler.middlewares.warcupload``) (written as ``....warc.gz.open``, renamed when closed); each file
 starts with a ``warcinfo`` record and is closed once it reaches ``WARC_MAX_SIZE``
 bytes, so a file exceeds it by at most one request/response pair. A file a write
 failed on is given up under its ``.open`` name; the next pair starts a new one.
@@ -26,8 +27,11 @@ from warcio.warcwriter import WARCWriter
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.middlewares.warcrecords import WARC_VERSION
 from crawler.policy.typedsettings import get_int
+from crawler.storage.address import StoreAddress
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
@@ -40,16 +44,24 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 class WarcConfig:
     """Where WARC files go and when one is closed, checked once at start-up."""
 
-    directory: Path
+    directory: Path  # where files are written
+    directory_setting: str  # the setting that names it
     max_size: int
     crawl: str
+    upload_to: StoreAddress | None  # an object store closed files go to
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> WarcConfig:
         """The config; ``ValueError`` with one line naming a bad setting."""
         max_size = get_int(settings, "WARC_MAX_SIZE", above=0, note="bytes")
         crawl = CrawlKeys.of(settings, spider_name).prefix
-        return cls(Path(settings.get("WARC_DIR")), max_size, crawl)
+        address = StoreAddress.parse(settings.get("WARC_URL"), "WARC_URL")
+        if address.root is not None:
+            return cls(address.root, "WARC_URL", max_size, crawl, None)
+        spool = settings.get("WARC_SPOOL_DIR") or ""
+        if not spool:
+            raise ValueError("WARC_SPOOL_DIR must name a directory when WARC_URL is s3")
+        return cls(Path(spool), "WARC_SPOOL_DIR", max_size, crawl, address)
 
 
 def warc_filename(crawl: str, *, now: float, node: str, serial: int) -> str:
@@ -62,9 +74,16 @@ def warc_filename(crawl: str, *, now: float, node: str, serial: int) -> str:
 class WarcFiles:
     """The WARC file being written, its successors, and their warcinfo records."""
 
-    def __init__(self, config: WarcConfig, *, info: dict[str, str]) -> None:
+    def __init__(
+        self,
+        config: WarcConfig,
+        *,
+        info: dict[str, str],
+        closed: Callable[[Path], object] = bool,
+    ) -> None:
         self._config = config
         self._info = info
+        self._closed = closed  # called with each file closed, by its final name
         self._node = f"{socket.gethostname()}-{os.getpid()}"
         self._serial = 0
         self._path: Path | None = None
@@ -115,6 +134,7 @@ class WarcFiles:
         file.close()
         Path(file.name).rename(path)
         logger.info("Closed WARC file %(path)s", {"path": path})
+        self._closed(path)
 
     def _abandon(self) -> None:
         """Drop a file a write failed on; it keeps its ``.open`` name."""

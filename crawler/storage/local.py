@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 from typing import TYPE_CHECKING
 
 from crawler.context.directories import check_writable_directory
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 TEMP_PREFIX = ".tmp-"
+# Bytes copied at a time from a file put into the store.
+COPY_CHUNK = 1 << 20
 
 
 class LocalStore:
@@ -54,6 +57,10 @@ class LocalStore:
         if it would not be inside the root, ``OSError`` if the disk refuses."""
         write_file(self._root, key, body)
 
+    def put_file(self, key: str, path: Path) -> None:
+        """Copy *path* to *key* atomically (a temporary file, then a rename)."""
+        write_file(self._root, key, path)
+
     def get(self, key: str) -> bytes:
         """The object's bytes; ``FileNotFoundError`` when absent,
         ``UnsafePathError`` when *key* resolves outside the root."""
@@ -75,9 +82,9 @@ class LocalStore:
         """Nothing to release."""
 
 
-def write_file(root: Path, key: str, body: bytes) -> Path:
-    """Write *body* atomically at *root*/*key*, creating directories; returns the
-    file's path. ``UnsafePathError`` (nothing written) if the file would not be
+def write_file(root: Path, key: str, body: bytes | Path) -> Path:
+    """Write *body* (bytes, or a file's content) atomically at *root*/*key*,
+    creating directories; returns the file's path. ``UnsafePathError`` (nothing written) if the file would not be
     inside *root*, ``OSError`` if the file system refuses."""
     parts = check_key(key).split("/")
     base = root.resolve()
@@ -95,14 +102,18 @@ def write_file(root: Path, key: str, body: bytes) -> Path:
     return target
 
 
-def _replace_atomically(target: Path, body: bytes) -> None:
+def _replace_atomically(target: Path, body: bytes | Path) -> None:
     """Write a temporary file next to *target*, then rename it over *target*."""
     temp = target.with_name(f"{TEMP_PREFIX}{secrets.token_hex(8)}")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     descriptor = os.open(temp, flags | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(descriptor, "wb") as file:
-            file.write(body)
+            if isinstance(body, bytes):
+                file.write(body)
+            else:
+                with body.open("rb") as source:
+                    shutil.copyfileobj(source, file, COPY_CHUNK)
         temp.replace(target)
     except BaseException:
         temp.unlink(missing_ok=True)

@@ -23,6 +23,8 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 import boto3
+from boto3.exceptions import S3UploadFailedError
+from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -31,7 +33,12 @@ from crawler.storage.address import StoreAddress, check_key
 from crawler.storage.errors import StoreRefusedError, StoreUnavailableError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from scrapy.settings import BaseSettings
+
+# Files larger than this are uploaded in parts of this size (S3's least part is 5 MiB).
+MULTIPART_BYTES = 64 * 1024 * 1024
 
 # Error codes that mean "not now" (the crawl waits), not "never": the server is
 # busy or failing, or the bucket or credentials are wrong, which an operator fixes
@@ -128,6 +135,25 @@ class S3Store:
             Body=body,
             ContentMD5=digest.decode(),
         )
+
+    def put_file(self, key: str, path: Path) -> None:
+        """Upload the file at *path* to *key*, in parts above MULTIPART_BYTES (the
+        object appears only once every part is in)."""
+        object_key = self.address.object_key(check_key(key))
+        transfer = TransferConfig(
+            multipart_threshold=MULTIPART_BYTES, multipart_chunksize=MULTIPART_BYTES
+        )
+        try:
+            self._client.upload_file(
+                str(path), self.address.bucket, object_key, Config=transfer
+            )
+        except S3UploadFailedError as exc:
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, (BotoCoreError, ClientError)):
+                raise _translated(cause, object_key) from None
+            raise StoreUnavailableError(f"{object_key[:200]}: {exc}") from None
+        except (BotoCoreError, ClientError) as exc:
+            raise _translated(exc, object_key) from None
 
     def get(self, key: str) -> bytes:
         """The object's bytes; ``FileNotFoundError`` when there is none."""

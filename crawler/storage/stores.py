@@ -12,6 +12,8 @@ from crawler.storage.address import StoreAddress
 from crawler.storage.local import LocalStore
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from scrapy.settings import BaseSettings
 
 
@@ -32,6 +34,10 @@ class ObjectStore(Protocol):
         """Write *body* at *key* atomically: whole or not at all. Raises
         ``UnsafePathError`` for a key that would leave the store, ``OSError``
         (``StoreUnavailableError`` when worth retrying) when it cannot write."""
+
+    def put_file(self, key: str, path: Path) -> None:
+        """Copy the file at *path* to *key*, streamed (a file may be larger than
+        memory), atomically as ``put``."""
 
     def get(self, key: str) -> bytes:
         """The bytes at *key*; ``FileNotFoundError`` when there are none."""

@@ -5,6 +5,7 @@ credential in anything a crawl writes."""
 
 from __future__ import annotations
 
+import io
 import signal
 import sqlite3
 import subprocess
@@ -17,7 +18,9 @@ import pytest
 from scrapy import signals
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
+from warcio.archiveiterator import ArchiveIterator
 
+from crawler.middlewares import warcupload
 from crawler.policy.storepath import store_path
 from crawler.spiders.bfs import BfsSpider
 from tests.objectstore import SECRET_KEY, object_store_for_tests
@@ -251,3 +254,70 @@ def test_wrong_credentials_stop_start_up_with_one_line(object_store, bucket, red
     assert "SignatureDoesNotMatch" in errors[0] or "403" in errors[0]
     assert SECRET_KEY not in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def warc_responses(objects: dict[str, bytes]) -> list[str]:
+    """The target URIs of the response records in WARC objects."""
+    uris = []
+    for body in objects.values():
+        for record in ArchiveIterator(io.BytesIO(body)):
+            if record.rec_type == "response":
+                uris.append(record.rec_headers.get_header("WARC-Target-URI"))
+    return uris
+
+
+@deferred_f_from_coro_f
+async def test_warc_files_are_uploaded_whole_as_they_close(
+    object_store, bucket, settings, tmp_path
+):
+    spool = tmp_path / "spool"
+    s3 = object_store.settings(bucket, PREFIX)
+    with running_site(hosts=1, pages=20, links=4) as site:
+        crawler, items = await crawl(
+            settings(
+                **s3,
+                WARC_URL=f"s3://{bucket}/warc",
+                WARC_SPOOL_DIR=str(spool),
+                WARC_MAX_SIZE=5000,
+                BFS_SCOPE="seed-hosts",
+            ),
+            seeds=site.seeds[0],
+        )
+    warcs = object_store.objects(bucket, "warc/")
+    assert len(warcs) == crawler.stats.get_value("warc/files") > 2  # rolled
+    assert crawler.stats.get_value("warc/uploaded") == len(warcs)
+    assert all(key.endswith(".warc.gz") for key in warcs)
+    assert sorted(set(warc_responses(warcs)) - {f"{site.seeds[0]}robots.txt"}) == (
+        sorted(item.url for item in items)
+    )
+    assert list(spool.iterdir()) == []  # each file deleted once uploaded
+
+
+@deferred_f_from_coro_f
+async def test_warc_files_the_store_could_not_take_go_with_the_next_crawl(
+    object_store, bucket, settings, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(warcupload, "CLOSE_PATIENCE", 3.0)  # not 30 s of outage
+    spool = tmp_path / "spool"
+    s3 = object_store.settings(bucket, PREFIX) | {
+        "PAGESTORE_URL": str(tmp_path / "pages"),
+        "WARC_URL": f"s3://{bucket}/warc",
+        "WARC_SPOOL_DIR": str(spool),
+    }
+    values = settings(**s3, BFS_SCOPE="seed-hosts")
+    with running_site(hosts=1, pages=5, links=2) as site:
+        crawler = get_crawler(BfsSpider, values)
+        crawler.signals.connect(
+            object_store.stop, signal=signals.spider_idle, weak=False
+        )
+        try:
+            await crawler.crawl_async(seeds=site.seeds[0])
+        finally:
+            object_store.start()
+        left = sorted(path.name for path in spool.iterdir())
+        assert len(left) == 1
+        assert crawler.stats.get_value("warc/upload_retries") >= 1
+        assert object_store.objects(bucket, "warc/") == {}
+        await crawl(values, seeds=site.seeds[0])  # the same crawl again: all seen
+    assert f"warc/{left[0]}" in object_store.objects(bucket, "warc/")
+    assert not (spool / left[0]).exists()

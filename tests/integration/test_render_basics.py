@@ -296,7 +296,7 @@ async def test_always_renders_every_page_through_the_same_counters(
             settings,
             [site.bases[0] + "/script.html"],
             RENDER_MODE="always",
-            WARC_DIR=str(tmp_path),
+            WARC_URL=str(tmp_path),
         )
         assert "/from-script.html" in site.paths()
         assert stat(crawler, "render/pages") == 2

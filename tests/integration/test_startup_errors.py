@@ -66,7 +66,7 @@ def directory_settings(tmp_path: Path, name: str) -> dict[str, str]:
     ("name", "words"),
     [
         ("PAGESTORE_URL", ["PAGESTORE_URL", "a-file/inside is not writable"]),
-        ("WARC_DIR", ["WARC_DIR", "a-file/inside is not writable"]),
+        ("WARC_URL", ["WARC_URL", "a-file/inside is not writable"]),
         ("FRONTIER_EMBEDDED_REDIS_DIR", ["FRONTIER_EMBEDDED_REDIS_DIR", "writable"]),
         ("RECORDS_DATABASE_URL", ["RECORDS_DATABASE_URL", "is not writable"]),
     ],

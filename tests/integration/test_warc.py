@@ -47,8 +47,8 @@ class WarcRecord:
 
 
 def warc_settings(settings, directory: Path, **overrides: Any) -> dict[str, Any]:
-    """The add-on installs the WARC middleware; WARC_DIR switches it on."""
-    return settings(WARC_DIR=str(directory), **overrides)
+    """The add-on installs the WARC middleware; WARC_URL switches it on."""
+    return settings(WARC_URL=str(directory), **overrides)
 
 
 def read_records(path: Path) -> tuple[list[WarcRecord], int]:
@@ -184,7 +184,7 @@ async def test_a_warc_dir_unwritable_mid_crawl_is_counted_and_the_crawl_goes_on(
 
 
 def test_no_warc_dir_means_no_middleware(settings):
-    crawler = get_crawler(BfsSpider, settings(WARC_DIR=""))
+    crawler = get_crawler(BfsSpider, settings(WARC_URL=""))
     with pytest.raises(NotConfigured):
         build_from_crawler(WarcMiddleware, crawler)
 
@@ -196,7 +196,7 @@ def test_an_unwritable_warc_dir_fails_at_start_naming_the_setting(
     blocker.write_text("a file where the WARC directory should be\n")
     crawler = get_crawler(BfsSpider, warc_settings(settings, blocker / "warc"))
     assert isinstance(build_from_crawler(WarcMiddleware, crawler), StartupFailure)
-    assert "WARC_DIR" in caplog.text
+    assert "WARC_URL" in caplog.text
     assert "is not writable" in caplog.text
 
 

@@ -135,7 +135,7 @@ async def test_revisits_that_bring_nothing_new_are_revisit_records(
         (f"{server}/same?first-visit", None, {}),
         (f"{server}/same?no-hash", {"due": 1.0}, {}),
     ]
-    crawler = get_crawler(RevisitSpider, settings(WARC_DIR=str(tmp_path)))
+    crawler = get_crawler(RevisitSpider, settings(WARC_URL=str(tmp_path)))
     await crawler.crawl_async(fetches=fetches)
     records = read_warc(tmp_path)
     assert records[0][0] == "warcinfo"
@@ -189,7 +189,7 @@ async def test_every_revisit_record_has_its_request_record(server, settings, tmp
         (f"{server}/conditional", stored_revisit(), {"If-None-Match": ETAG}),
         (f"{server}/same", stored_revisit(), {}),
     ]
-    crawler = get_crawler(RevisitSpider, settings(WARC_DIR=str(tmp_path)))
+    crawler = get_crawler(RevisitSpider, settings(WARC_URL=str(tmp_path)))
     await crawler.crawl_async(fetches=fetches)
     records = read_warc(tmp_path)[1:]
     revisits = {

@@ -36,6 +36,6 @@ def test_a_file_named_as_the_directory_is_not_a_directory(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x\n")
     with pytest.raises(
-        UnwritableDirectoryError, match=r"WARC_DIR .* is not a directory"
+        UnwritableDirectoryError, match=r"WARC_URL .* is not a directory"
     ):
-        check_writable_directory(blocker, "WARC_DIR")
+        check_writable_directory(blocker, "WARC_URL")
