@@ -4,7 +4,8 @@ The Scrapy crawls are ``bench.crawls.command``'s (``COMMON`` concurrency, the st
 file, the frontier's private Redis and no politeness delay), with what real sites
 add: robots.txt read by every crawler (nginx answers 404), every crawl confined to
 the sites' hosts, and the page store and records database of ``frontier+pipelines``
-in a temporary directory. ``wget`` is the reference for coverage.
+in a temporary directory (``frontier+s3``: the page store in a bucket of the
+benchmark's SeaweedFS server instead). ``wget`` is the reference for coverage.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 CRAWLERS = ("frontier", "frontier+pipelines", "plain", "wget")
-# Also on demand (--crawlers): the frontier fetching resources too, as wget does.
-OPTIONAL = ("frontier+resources",)
+# Also on demand (--crawlers): the frontier fetching resources too, as wget does, and
+# the frontier with its pipelines storing pages to an S3-compatible server.
+OPTIONAL = ("frontier+resources", "frontier+s3")
 PLAIN_SPIDER = BENCH / "plainspiders.py"
 # Seen-filter capacity: far above the few thousand URLs of the default corpora.
 DEDUP_CAPACITY = 100_000
@@ -36,6 +38,8 @@ class CrawlPlace:
     workdir: Path
     redis_url: str
     timeout: float
+    # Settings that store pages in the benchmark's object store (frontier+s3).
+    object_store: dict[str, str] | None = None
 
 
 def crawl_command(name: str, place: CrawlPlace) -> Command:
@@ -51,6 +55,11 @@ def crawl_command(name: str, place: CrawlPlace) -> Command:
         spec = _spec(place, {**SHARED, "ITEM_PIPELINES": {}, "BFS_FOLLOW": "resources"})
     elif name == "frontier+pipelines":
         spec = _spec(place, {**SHARED, **pipeline_places(place.workdir)})
+    elif name == "frontier+s3":
+        if place.object_store is None:
+            raise ValueError("frontier+s3 needs the benchmark's object store")
+        places = pipeline_places(place.workdir) | place.object_store
+        spec = _spec(place, {**SHARED, **places})
     else:
         known = ", ".join((*CRAWLERS, *OPTIONAL))
         raise ValueError(f"unknown crawler {name!r}; choose from {known}")

@@ -3,7 +3,9 @@ by nginx on loopback.
 
 ``python -m bench.realsites [--rounds 3] [--quick] [--corpus NAME=DIR ...]
 [--crawlers frontier,frontier+pipelines,plain,wget]`` (``frontier+resources``, the
-frontier with ``BFS_FOLLOW=resources``, on demand)
+frontier with ``BFS_FOLLOW=resources``, and ``frontier+s3``, its pipelines with the
+page store in a bucket of a SeaweedFS server started for the run, on demand; each
+``frontier+s3`` crawl's objects are counted against its stored pages)
 
 By default the corpora are three Debian documentation packages (Python, PostgreSQL,
 SQLite; installed when missing, as root). One nginx serves each from its own address
@@ -38,6 +40,7 @@ import redis
 from bench import accesslog, nginxsites, procs, realcrawls, realsummary, report, run
 from bench.realcrawls import CRAWLERS, OPTIONAL, CrawlPlace
 from crawler.crawlstate.embedded import EmbeddedRedis
+from tests.objectstore import ObjectStoreServer
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -45,7 +48,10 @@ if TYPE_CHECKING:
 
 OUT = run.OUT
 LOG_SETTLE = 0.3  # s: nginx logs a response once it is sent; let the last one land
-FRONTIER_CRAWLERS = ("frontier", "frontier+pipelines", "frontier+resources")
+FRONTIER_CRAWLERS = (
+    "frontier", "frontier+pipelines", "frontier+resources", "frontier+s3",
+)  # fmt: skip
+BUCKET = "bench-pages"
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -144,6 +150,7 @@ class Bench:
     sites: list[nginxsites.Site]
     server: EmbeddedRedis
     client: redis.Redis
+    object_store: ObjectStoreServer | None
 
 
 @contextlib.contextmanager
@@ -157,11 +164,31 @@ def lab(args: argparse.Namespace) -> Iterator[Bench]:
         try:
             nginx_dir = Path(tmp) / "nginx"
             nginx_dir.mkdir()
-            with nginxsites.serving(args.corpora, nginx_dir, args.port) as sites:
-                yield Bench(args, sites, server, client)
+            with (
+                nginxsites.serving(args.corpora, nginx_dir, args.port) as sites,
+                _object_store(args, Path(tmp) / "seaweedfs") as object_store,
+            ):
+                yield Bench(args, sites, server, client, object_store)
         finally:
             client.close()
             server.stop()
+
+
+@contextlib.contextmanager
+def _object_store(
+    args: argparse.Namespace, directory: Path
+) -> Iterator[ObjectStoreServer | None]:
+    """A SeaweedFS server with the benchmark's bucket, when frontier+s3 runs."""
+    if "frontier+s3" not in args.crawlers:
+        yield None
+        return
+    server = ObjectStoreServer(directory)
+    server.start()
+    try:
+        server.make_bucket(BUCKET)
+        yield server
+    finally:
+        server.stop()
 
 
 def crawl_round(bench: Bench, index: int) -> list[dict[str, Any]]:
@@ -190,7 +217,10 @@ def crawl(bench: Bench, name: str, index: int) -> tuple[dict[str, Any], frozense
         if name in FRONTIER_CRAWLERS:
             bench.client.flushall()
         roots = [site.root_url for site in sites]
-        place = CrawlPlace(roots, workdir, bench.server.url, args.timeout)
+        s3 = None
+        if name == "frontier+s3" and bench.object_store is not None:
+            s3 = bench.object_store.settings(BUCKET, tag)
+        place = CrawlPlace(roots, workdir, bench.server.url, args.timeout, s3)
         offsets = nginxsites.log_sizes(sites)
         result = procs.run_measured(
             realcrawls.crawl_command(name, place),
@@ -207,6 +237,10 @@ def crawl(bench: Bench, name: str, index: int) -> tuple[dict[str, Any], frozense
         fetched, result.wall_seconds, result.cpu_seconds, result.peak_rss_bytes
     )
     figures["scrapy"] = _scrapy_figures(stats)
+    if name == "frontier+s3" and bench.object_store is not None:
+        objects = bench.object_store.objects(BUCKET, f"{tag}/")
+        figures["objects"] = len(objects)
+        figures["object_bytes"] = sum(map(len, objects.values()))
     # Others share the machine: the 1-minute load average says how much, roughly.
     figures["load_average"] = os.getloadavg()[0]
     figures["warnings"] = check(tag, figures, result)
@@ -215,7 +249,10 @@ def crawl(bench: Bench, name: str, index: int) -> tuple[dict[str, Any], frozense
 
 
 def _scrapy_figures(stats: dict[str, Any]) -> dict[str, Any]:
-    keys = ("finish_reason", "response_received_count", "item_scraped_count")
+    keys = (
+        "finish_reason", "response_received_count", "item_scraped_count",
+        "pagestore/saved", "pagestore/retries",
+    )  # fmt: skip
     return {key: stats.get(key) for key in keys}
 
 
@@ -232,6 +269,9 @@ def check(tag: str, figures: dict[str, Any], result: procs.ProcessResult) -> lis
         warnings.append(f"{tag}: finish_reason {reason!r}")
     if not figures["responses"]:
         warnings.append(f"{tag}: no response in the access logs")
+    saved = figures["scrapy"].get("pagestore/saved")
+    if "objects" in figures and figures["objects"] != saved:
+        warnings.append(f"{tag}: {figures['objects']} objects, {saved} pages stored")
     return warnings
 
 

@@ -125,7 +125,8 @@ class ObjectStoreServer:
 
     def _answers(self, client: Any) -> bool:
         if self._process is None or self._process.poll() is not None:
-            raise RuntimeError(f"weed exited: see {self.directory / 'weed.log'}")
+            log = (self.directory / "weed.log").read_text(errors="replace")
+            raise RuntimeError(f"weed exited:\n{log[-3000:]}")
         try:
             client.list_buckets()
         except (BotoCoreError, ClientError):

@@ -2,7 +2,9 @@
 
 Scrapy logs its start-up listings (enabled add-ons, extensions, downloader and
 spider middlewares, overridden settings: about 40 lines in this project) at INFO;
-here they go to DEBUG, where ``LOG_LEVEL=DEBUG`` shows them. The item pipelines'
+here they go to DEBUG, where ``LOG_LEVEL=DEBUG`` shows them, with the values of
+secret settings (``AWS_SECRET_ACCESS_KEY``, any ``*TOKEN*``, ``*PASSWORD*``) and the
+passwords of URLs (``REDIS_URL``, ``RECORDS_DATABASE_URL``) withheld. The item pipelines'
 list stays at INFO: it says whether pages are stored and recorded. Libraries'
 DEBUG chatter (redis-py's, asyncio's, ...) is kept out while
 ``QUIET_LIBRARIES`` is on (the default). Both are process-wide, as Python's loggers are.
@@ -11,6 +13,7 @@ DEBUG chatter (redis-py's, asyncio's, ...) is kept out while
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING
 
 from crawler.policy.typedsettings import get_bool
@@ -27,6 +30,13 @@ LISTINGS = (
     "Enabled spider middlewares:",
     "Overridden settings:",
 )
+# A secret setting's value in the overridden settings' listing (a pprinted dict).
+_SECRET_SETTING = re.compile(
+    r"('\w*(?:SECRET|PASSWORD|TOKEN)\w*'): (?:'(?:[^'\\]|\\.)*'|\"[^\"]*\")"
+)
+# The password of a URL: scheme://user:password@host.
+_URL_PASSWORD = re.compile(r"(://[^:/@\s'\"]*:)[^@/\s'\"]+@")
+WITHHELD = "'***'"
 # Libraries whose DEBUG lines say nothing about the crawl (redis-py logs a failed
 # MAINT_NOTIFICATIONS handshake per connection, for one).
 LIBRARY_LOGGERS = (
@@ -41,6 +51,9 @@ LIBRARY_LOGGERS = (
     "h2",
     "filelock",
     "charset_normalizer",
+    "botocore",
+    "boto3",
+    "s3transfer",
 )
 
 
@@ -49,10 +62,21 @@ class StartupListingsFilter(logging.Filter):
     before any handler, so the handler's level then decides)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno == logging.INFO and record.getMessage().startswith(LISTINGS):
+        if record.levelno != logging.INFO:
+            return True
+        message = record.getMessage()
+        if message.startswith(LISTINGS):
             record.levelno = logging.DEBUG
             record.levelname = logging.getLevelName(logging.DEBUG)
+        if message.startswith("Overridden settings:"):
+            record.msg, record.args = withheld(message), None
         return True
+
+
+def withheld(text: str) -> str:
+    """*text* with secret settings' values and URLs' passwords replaced by ``***``."""
+    text = _SECRET_SETTING.sub(lambda m: f"{m[1]}: {WITHHELD}", text)
+    return _URL_PASSWORD.sub(r"\1***@", text)
 
 
 def quiet_logs(settings: BaseSettings) -> None:

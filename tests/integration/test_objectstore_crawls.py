@@ -239,6 +239,7 @@ def test_wrong_credentials_stop_start_up_with_one_line(object_store, bucket, red
         scrapy_crawl(
             f"REDIS_URL={redis_url}",
             *(f"{k}={v}" for k, v in s3.items()),
+            "LOG_LEVEL=DEBUG",  # Scrapy's overridden settings listed too
             seeds="http://127.0.0.2:9/",
         ),
         cwd=ROOT,
@@ -252,6 +253,7 @@ def test_wrong_credentials_stop_start_up_with_one_line(object_store, bucket, red
     assert len(errors) == 1, result.stderr[-3000:]
     assert f"s3://{bucket}/{PREFIX}" in errors[0]
     assert "SignatureDoesNotMatch" in errors[0] or "403" in errors[0]
+    assert "Overridden settings" in result.stderr
     assert SECRET_KEY not in result.stderr
     assert "Traceback" not in result.stderr
 

@@ -4,6 +4,7 @@ pipelines' list stays at INFO, libraries' DEBUG lines are out while QUIET_LIBRAR
 from __future__ import annotations
 
 import logging
+import pprint
 from typing import TYPE_CHECKING
 
 import pytest
@@ -79,3 +80,27 @@ def test_the_filter_is_installed_once() -> None:
 def test_a_bad_switch_is_refused() -> None:
     with pytest.raises(ValueError, match="QUIET_LIBRARIES"):
         quiet_logs(Settings({"QUIET_LIBRARIES": "sometimes"}))
+
+
+def test_secret_settings_and_url_passwords_are_withheld_from_the_listing() -> None:
+    overridden = {
+        "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE",
+        "AWS_SECRET_ACCESS_KEY": "s3cr'et/key",
+        "AWS_SESSION_TOKEN": "session-token-value",
+        "DASHBOARD_PASSWORD": "hunter2",
+        "REDIS_URL": "redis://:redispass@127.0.0.1:6379/0",
+        "RECORDS_DATABASE_URL": "postgresql://crawler:pgpass@db/crawl",
+        "BOT_NAME": "crawler",
+    }
+    log_record = record(
+        "Overridden settings:\n%(settings)s", {"settings": pprint.pformat(overridden)}
+    )
+    assert StartupListingsFilter().filter(log_record)
+    shown = log_record.getMessage()
+    for secret in ("s3cr", "session-token-value", "hunter2", "redispass", "pgpass"):
+        assert secret not in shown
+    assert "'AWS_SECRET_ACCESS_KEY': '***'" in shown
+    assert "redis://:***@127.0.0.1:6379/0" in shown
+    assert "postgresql://crawler:***@db/crawl" in shown
+    assert "'BOT_NAME': 'crawler'" in shown
+    assert "AKIAEXAMPLE" in shown  # an access key id is not a secret
