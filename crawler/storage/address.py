@@ -62,8 +62,11 @@ class StoreAddress:
             if parts.query or parts.fragment:
                 raise ValueError(f"{setting} {text!r}: an address takes no ?query or #")
             prefix = parts.path.strip("/")
-            if prefix:
-                check_key(prefix)
+            try:
+                if prefix:
+                    check_key(prefix)
+            except UnsafePathError as exc:
+                raise ValueError(f"{setting} {text!r}: {exc}") from None
             return cls("s3", bucket=parts.netloc, prefix=prefix)
         raise ValueError(
             f"{setting} {text!r}: unknown scheme {scheme!r} (a path, file:// or s3://)"

@@ -7,10 +7,11 @@ import importlib
 import pkgutil
 from typing import TYPE_CHECKING
 
+import pytest
 from scrapy.settings import Settings
 
 import crawler.defaults
-from crawler.defaults import default_settings
+from crawler.defaults import default_settings, install_defaults
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -75,3 +76,26 @@ def test_names_stay_importable_from_the_package() -> None:
     for name, value in default_settings().items():
         assert getattr(crawler.defaults, name) == value
         assert settings[name] == value
+
+
+@pytest.mark.parametrize(
+    ("former", "name", "value"),
+    [("PAGESTORE_DIR", "PAGESTORE_URL", "/srv/pages"), ("WARC_DIR", "WARC_URL", "w")],
+)
+def test_a_setting_set_under_its_former_name_still_counts(
+    former: str, name: str, value: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = Settings()
+    settings.set(former, value, priority="cmdline")
+    install_defaults(settings)
+    install_defaults(settings)  # the add-on installs them again: one warning
+    assert settings[name] == value
+    assert caplog.text.count(f"{former} is now called {name}") == 1
+
+
+def test_the_new_name_set_as_high_wins_over_the_former() -> None:
+    settings = Settings()
+    settings.set("PAGESTORE_DIR", "/old", priority="project")
+    settings.set("PAGESTORE_URL", "s3://bucket/pages", priority="cmdline")
+    install_defaults(settings)
+    assert settings["PAGESTORE_URL"] == "s3://bucket/pages"
