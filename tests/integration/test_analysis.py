@@ -9,8 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -30,7 +28,6 @@ from tests.analyzers import BLOCK_ENV, CALLS
 from tests.servers import ROOT, wait_for
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
 
     import redis as redis_py
@@ -55,14 +52,11 @@ def config_of(tmp_path: Path, **overrides: Any) -> AnalysisConfig:
 
 
 def worker_of(
-    client: redis_py.Redis,
-    config: AnalysisConfig,
-    name: str = "w1",
-    settings: dict[str, Any] | None = None,
+    client: redis_py.Redis, config: AnalysisConfig, name: str = "w1"
 ) -> AnalysisWorker:
-    """A worker as ``scrapy analyze`` makes one, its stores opened (they are closed
-    by the caller when they hold connections: ``worker_stores``)."""
-    stores = stores_of(config, Settings(settings or {}))
+    """A worker as ``scrapy analyze`` makes one, on a local page store (nothing
+    to close)."""
+    stores = stores_of(config, Settings())
     stores.pages.open()
     stores.results.open()
     loader = AnalyzerLoader([TESTS, *config.trusted_modules()], config.analyzers)
@@ -105,30 +99,6 @@ def dead_letters(client: redis_py.Redis) -> list[dict[str, str]]:
 
 def result_of(store: Path, name: str = "page") -> dict[str, Any]:
     return json.loads((store / f"{name}.analysis.json").read_text())
-
-
-@pytest.fixture
-def webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """A local webhook: its URL and the JSON bodies POSTed to it."""
-    received: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers["Content-Length"])
-            received.append(json.loads(self.rfile.read(length)))
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/alert", received
-    server.shutdown()
-    server.server_close()
-    thread.join()
 
 
 def test_a_task_failing_twice_succeeds_on_its_third_attempt(redis, tmp_path):
