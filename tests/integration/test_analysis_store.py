@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from scrapy.settings import Settings
+from scrapy.utils.defer import deferred_f_from_coro_f
+from scrapy.utils.test import get_crawler
 
 import crawler.defaults as project
 from crawler.analysis.analysisconfig import AnalysisConfig
@@ -20,6 +22,7 @@ from crawler.analysis.loader import AnalyzerLoader
 from crawler.analysis.processes import opened_stores
 from crawler.analysis.tasks import AnalysisTask
 from crawler.analysis.worker import AnalysisWorker
+from crawler.spiders.bfs import BfsSpider
 from crawler.storage.stores import open_store
 from tests.integration.test_analysis import KEYS, TESTS, dead_letters, pending
 from tests.objectstore import ACCESS_KEY, SECRET_KEY, object_store_for_tests
@@ -344,3 +347,32 @@ def test_a_hostile_task_is_dead_lettered_reading_and_writing_nothing(
     assert letter["attempts"] == "1"
     assert not log.exists()  # no program ran
     assert {bucket: buckets.objects(bucket) for bucket in (BUCKET, OTHER)} == before
+
+
+@deferred_f_from_coro_f
+async def test_a_crawl_into_a_bucket_queues_tasks_a_worker_analyzes_there(
+    redis, buckets, site, settings
+):
+    crawl_settings = settings(
+        **buckets.settings(BUCKET, PREFIX),
+        ANALYSIS_ENABLED=True,
+        ITEM_PIPELINES={
+            "crawler.pipelines.pagestore.PageStorePipeline": 300,
+            "crawler.analysis.pipeline.AnalysisPipeline": 500,
+        },
+        DEPTH_LIMIT=1,
+    )
+    crawler = get_crawler(BfsSpider, crawl_settings)
+    await crawler.crawl_async(seeds=site.seeds[0])
+    entries = redis.xrange(KEYS.analysis_tasks)
+    tasks = [AnalysisTask.from_fields(fields) for _id, fields in entries]
+    assert len(tasks) == crawler.stats.get_value("analysis/queued") > 1
+    for task in tasks:
+        assert task.page == f"s3://{BUCKET}/{PREFIX}/{task.store_path}"
+        assert task.content_type == task.record["content_type"]
+    assert analyze_all(redis, crawl_settings) == len(tasks)
+    assert dead_letters(redis) == []
+    objects = buckets.objects(BUCKET, PREFIX)
+    for task in tasks:
+        document = json.loads(objects[f"{PREFIX}/{task.store_path}.analysis.json"])
+        assert document["result"]["title"] == task.record["title"]
