@@ -376,3 +376,18 @@ async def test_a_crawl_into_a_bucket_queues_tasks_a_worker_analyzes_there(
     for task in tasks:
         document = json.loads(objects[f"{PREFIX}/{task.store_path}.analysis.json"])
         assert document["result"]["title"] == task.record["title"]
+
+
+def test_a_missing_bucket_stops_scrapy_analyze_in_one_line(redis_url, buckets):
+    given = {**buckets.settings("no-such-bucket", PREFIX), "REDIS_URL": redis_url}
+    command = [
+        sys.executable, "-m", "scrapy", "analyze", "--once",
+        *(part for name, value in given.items() for part in ("-s", f"{name}={value}")),
+    ]  # fmt: skip
+    done = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("scrapy analyze: s3://no-such-bucket/crawl: "), last
+    assert SECRET_KEY not in done.stdout + done.stderr

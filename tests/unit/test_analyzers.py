@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +15,9 @@ from crawler.analysis.analyzers import MAX_TEXT, OutlinksAnalyzer, TextAnalyzer
 from crawler.analysis.loader import AnalyzerLoader
 from crawler.analysis.pipeline import analysis_rules
 from crawler.analysis.tasks import AnalysisTask, BadTaskError
+from crawler.storage import s3
 from crawler.storage.address import StoreAddress
+from crawler.storage.stores import STORE_SETTINGS
 from tests.site import SiteSpec, links_of, page_html, url_of
 
 PAGE = b"""<!DOCTYPE html><html><head><title> A  page </title>
@@ -253,3 +257,12 @@ def test_analysis_default_may_name_an_analyzers_entry():
     assert config.trusted_modules() == ("my.mod",)
     with pytest.raises(ValueError, match="ANALYSIS_DEFAULT"):
         AnalysisConfig.from_settings(project_settings(ANALYSIS_DEFAULT="nothing"))
+
+
+def test_workers_are_handed_every_setting_the_s3_store_reads():
+    """A spawned worker opens its stores from STORE_SETTINGS alone."""
+    read = set(
+        re.findall(r'"((?:AWS|STORAGE)_[A-Z_]+)"', Path(s3.__file__).read_text())
+    )
+    assert {"AWS_ENDPOINT_URL", "STORAGE_TIMEOUT"} <= read
+    assert read <= set(STORE_SETTINGS)
