@@ -53,6 +53,9 @@ class ObjectStoreServer:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.s3_port = _free_port()
+        # Given, never 0: weed takes 0 as the S3 port + 10000, past 65535 for a
+        # port above 55535 (weed then exits: "invalid port").
+        self.s3_grpc_port = _free_port()
         self.ports = {  # weed's flag -> port: none of weed's defaults is used
             f"{service}.port{grpc}": _free_port()
             for service in ("master", "volume", "filer")
@@ -107,7 +110,7 @@ class ObjectStoreServer:
             "-master.resumeState=false",
             *(f"-{flag}={port}" for flag, port in self.ports.items()),
             "-filer", "-s3", f"-s3.port={self.s3_port}", f"-s3.config={identities}",
-            "-s3.port.grpc=0", "-s3.port.iceberg=0", "-s3.port.lance=0",
+            f"-s3.port.grpc={self.s3_grpc_port}", "-s3.port.iceberg=0", "-s3.port.lance=0",
             "-metricsPort=0",
         ]  # fmt: skip
         log = (self.directory / "weed.log").open("ab")

@@ -2,8 +2,10 @@
 
 Runs after the page store (which sets ``item.store_path``) and the records pipeline.
 Items with no stored page are passed on untouched. The analyzer of a page is the
-first of the spider's optional ``analysis_rules`` (``[(regex, dotted path), ...]``,
-matched with ``re.search`` against the URL) that matches, else ``ANALYSIS_DEFAULT``.
+first of the spider's optional ``analysis_rules`` (``[(regex, analyzer), ...]``,
+matched with ``re.search`` against the URL; an analyzer is an ``ANALYZERS`` name or a
+dotted class path) that matches, else ``ANALYSIS_DEFAULT``. A task names its page by
+key (``store_path``) and by full address (``page``, in ``PAGESTORE_URL``).
 Tasks are consumed by ``scrapy analyze`` (``crawler.analysis.worker``).
 """
 
@@ -76,7 +78,7 @@ class AnalysisPipeline:
 
     def open_spider(self) -> None:
         self._rules = analysis_rules(
-            getattr(self._crawler.spider, "analysis_rules", [])
+            getattr(self._crawler.spider, "analysis_rules", []), self._config
         )
 
     async def process_item(self, item: Any) -> Any:
@@ -87,6 +89,8 @@ class AnalysisPipeline:
             store_path=item.store_path,
             record=record_of(item),
             analyzer=self.analyzer_for(item.url),
+            page=self._config.page_store.url_of(item.store_path),
+            content_type=item.content_type or "",
         )
         try:
             await patiently(self._gate, partial(self._add, task))  # Redis away: waits
@@ -118,8 +122,8 @@ class AnalysisPipeline:
         )
 
     def analyzer_for(self, url: str) -> str:
-        """The dotted path of the analyzer of *url*: first matching rule, else the
-        default."""
+        """The analyzer of *url* (a name or a dotted path): first matching rule,
+        else the default."""
         for pattern, path in self._rules:
             if pattern.search(url):
                 return path
@@ -129,18 +133,24 @@ class AnalysisPipeline:
         await self._client.aclose()
 
 
-def analysis_rules(rules: Any) -> list[tuple[re.Pattern[str], str]]:
+def analysis_rules(
+    rules: Any, config: AnalysisConfig
+) -> list[tuple[re.Pattern[str], str]]:
     """A spider's ``analysis_rules`` compiled; raise ``ValueError`` in one line
     saying what is wrong (at start, not per page)."""
     try:
-        compiled = [(re.compile(pattern), path) for pattern, path in rules]
+        compiled = [(re.compile(pattern), name) for pattern, name in rules]
     except (TypeError, ValueError, re.error) as exc:
         raise ValueError(
-            f"analysis_rules must be [(regex, 'module.Class'), ...]: {exc}"
+            f"analysis_rules must be [(regex, 'module.Class' or ANALYZERS name), "
+            f"...]: {exc}"
         ) from None
-    for _pattern, path in compiled:
-        if not isinstance(path, str) or "." not in path:
-            raise ValueError(f"analysis_rules: {path!r} is not a dotted class path")
+    for _pattern, name in compiled:
+        if not isinstance(name, str) or not config.names_analyzer(name):
+            raise ValueError(
+                f"analysis_rules: {name!r} is neither an ANALYZERS name nor a "
+                "dotted class path"
+            )
     return compiled
 
 

@@ -4,6 +4,7 @@ worker after its current task."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import signal
@@ -11,14 +12,20 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from scrapy.settings import Settings
 from scrapy.utils.log import configure_logging
 
 from crawler.analysis.loader import AnalyzerLoader
-from crawler.analysis.worker import AnalysisWorker, consumer_name
+from crawler.analysis.worker import AnalysisStores, AnalysisWorker, consumer_name
 from crawler.crawlstate.connection import check_reachable, connect
 from crawler.crawlstate.keys import CrawlKeys
+from crawler.storage.stores import open_store
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from scrapy.settings import BaseSettings
+
     from crawler.analysis.analysisconfig import AnalysisConfig
 
 logger = logging.getLogger(__name__)
@@ -43,6 +50,8 @@ class WorkerSpec:
     allowed: tuple[str, ...]
     idle_exit: float | None
     log_settings: dict[str, Any]
+    # The settings the stores are opened with (STORE_SETTINGS).
+    store_settings: dict[str, Any]
     # Client keyword arguments (REDIS_PARAMS).
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -54,18 +63,58 @@ def run_worker(spec: WorkerSpec) -> int:
     client = connect(spec.url, cluster=spec.cluster, **spec.params)
     try:
         check_reachable(client, spec.url)
-        worker = AnalysisWorker(
-            client,
-            CrawlKeys(spec.prefix),
-            spec.config,
-            AnalyzerLoader(spec.allowed),
-            consumer_name(),
-        )
-        handled = worker.run(idle_exit=spec.idle_exit, stop=stop.is_set)
+        with opened_stores(spec.config, Settings(spec.store_settings)) as stores:
+            worker = AnalysisWorker(
+                client,
+                CrawlKeys(spec.prefix),
+                spec.config,
+                AnalyzerLoader(spec.allowed, spec.config.analyzers),
+                stores=stores,
+                consumer=consumer_name(),
+            )
+            handled = worker.run(idle_exit=spec.idle_exit, stop=stop.is_set)
     finally:
         client.close()
     logger.info("Analysis worker stopped after %(handled)d tasks", {"handled": handled})
     return 0
+
+
+def stores_of(config: AnalysisConfig, settings: BaseSettings) -> AnalysisStores:
+    """The page store and the results store (the same object unless
+    ANALYSIS_RESULTS_URL is set), not yet opened; ``ValueError`` for a bad
+    address or storage setting."""
+    pages = open_store(str(config.page_store), "PAGESTORE_URL", settings)
+    if config.results_store is None:
+        return AnalysisStores(pages, pages)
+    results = open_store(str(config.results_store), "ANALYSIS_RESULTS_URL", settings)
+    return AnalysisStores(pages, results)
+
+
+def check_stores(config: AnalysisConfig, settings: BaseSettings) -> None:
+    """``ValueError`` in one line when a store cannot be used: the results store
+    must be writable; a page store only read is checked if it is a bucket."""
+    stores = stores_of(config, settings)
+    try:
+        stores.results.check()
+        if stores.pages is not stores.results and config.page_store.scheme == "s3":
+            stores.pages.check()
+    finally:
+        stores.close()
+
+
+@contextlib.contextmanager
+def opened_stores(
+    config: AnalysisConfig, settings: BaseSettings
+) -> Iterator[AnalysisStores]:
+    """The stores of ``stores_of``, opened, and closed on exit."""
+    stores = stores_of(config, settings)
+    try:
+        stores.pages.open()
+        if stores.results is not stores.pages:
+            stores.results.open()
+        yield stores
+    finally:
+        stores.close()
 
 
 def child_main(spec: WorkerSpec) -> None:

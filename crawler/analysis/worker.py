@@ -1,8 +1,9 @@
 """The consumer of analysis tasks: one ``AnalysisWorker`` per process.
 
 Each worker reads tasks one at a time in the consumer group ``GROUP`` of the crawl's
-task stream, runs the task's analyzer on the stored page, writes the result as JSON
-(atomically) and acknowledges the task. A failed attempt acknowledges the entry and
+task stream, reads the page from the page store (a directory or a bucket), runs the
+task's analyzer on it, puts the result beside the page (or in the results store)
+and acknowledges the task. A failed attempt acknowledges the entry and
 adds a copy with ``attempts`` one higher, until ``ANALYSIS_MAX_ATTEMPTS`` attempts
 have failed: then the task goes to the dead-letter stream and is alerted. An entry
 left pending by a worker that died is claimed (``XAUTOCLAIM``) by another after
@@ -17,16 +18,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import redis
 
 from crawler.analysis.alerts import alert
+from crawler.analysis.programs import RawOutput
 from crawler.analysis.tasks import (
     AnalysisTask,
     BadTaskError,
@@ -34,6 +34,7 @@ from crawler.analysis.tasks import (
     shown_fields,
 )
 from crawler.analysis.taskstream import TaskStream, text
+from crawler.storage.errors import UnsafePathError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from crawler.analysis.analysisconfig import AnalysisConfig
     from crawler.analysis.loader import AnalyzerLoader
     from crawler.crawlstate.keys import CrawlKeys
+    from crawler.storage.stores import ObjectStore
 
 logger = logging.getLogger(__name__)
 
@@ -50,21 +52,37 @@ READ_BLOCK = 0.5
 RETRY_DELAY = 1.0
 
 
+@dataclass(frozen=True, slots=True)
+class AnalysisStores:
+    """Where a worker reads pages and puts results (the same store, by default)."""
+
+    pages: ObjectStore
+    results: ObjectStore
+
+    def close(self) -> None:
+        self.pages.close()
+        if self.results is not self.pages:
+            self.results.close()
+
+
 class AnalysisWorker:
     """Runs the analysis tasks of one crawl as consumer *consumer* (see module)."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 (each is one part the worker is built from)
         self,
         client: redis.Redis,
         keys: CrawlKeys,
         config: AnalysisConfig,
         loader: AnalyzerLoader,
+        *,
+        stores: AnalysisStores,
         consumer: str,
     ) -> None:
         self._stream = TaskStream(client, keys, config, consumer)
         self._keys = keys
         self._config = config
         self._loader = loader
+        self._stores = stores
         self._claim_every = min(max(config.claim_timeout / 4, 0.1), 5.0)
         self._next_claim = 0.0
         self._group_ready = False
@@ -159,7 +177,7 @@ class AnalysisWorker:
             return
         try:
             self._write(task, entry_id, self._run(task), attempt=tried + 1)
-        except BadTaskError as exc:  # will never succeed: no retry
+        except (BadTaskError, UnsafePathError) as exc:  # will never succeed: no retry
             self._dead_letter(entry_id, task.to_fields(), f"bad task: {exc}", tried + 1)
         except Exception as exc:  # noqa: BLE001 (an analyzer may raise anything)
             self._failed(entry_id, task, error_text(exc), tried + 1)
@@ -167,21 +185,44 @@ class AnalysisWorker:
             self._stream.ack(entry_id)
             logger.debug("Analyzed %(url)s", {"url": task.url})
 
-    def _run(self, task: AnalysisTask) -> dict[str, Any]:
+    def _run(self, task: AnalysisTask) -> dict[str, Any] | RawOutput:
+        self._check_page(task)
         analyzer = self._loader.get(task.analyzer)
-        page = task.page_file(self._config.store_dir).read_bytes()
-        result = analyzer.analyze(page, task.record)
-        if not isinstance(result, dict):
+        page = self._stores.pages.get(task.store_path)
+        result = analyzer.analyze(page, task.analyzed_record())
+        if not isinstance(result, dict | RawOutput):
             raise TypeError(
                 f"{task.analyzer} returned {type(result).__name__}, not dict"
             )
         return result
 
+    def _check_page(self, task: AnalysisTask) -> None:
+        """``BadTaskError`` unless the task's ``page`` (when given) is its
+        ``store_path`` in this worker's page store."""
+        if not task.page:
+            return
+        try:
+            key = self._stores.pages.address.key_of(task.page)
+        except UnsafePathError as exc:
+            raise BadTaskError(f"page: {exc}") from None
+        if key != task.store_path:
+            raise BadTaskError(
+                f"page {task.page[:200]!r} is not store_path {task.store_path!r}"
+            )
+
     def _write(
-        self, task: AnalysisTask, entry_id: str, result: dict[str, Any], *, attempt: int
+        self,
+        task: AnalysisTask,
+        entry_id: str,
+        result: dict[str, Any] | RawOutput,
+        *,
+        attempt: int,
     ) -> None:
-        """Write the result file atomically (a temporary file, then a rename)."""
-        target = task.result_file(self._config.store_dir)
+        """Put the result in the results store (whole or not at all): a program's
+        output that is not a JSON object as it is, else the result document."""
+        if isinstance(result, RawOutput):
+            self._stores.results.put(task.result_key, result.body)
+            return
         document = {
             "url": task.url,
             "analyzer": task.analyzer,
@@ -190,19 +231,8 @@ class AnalysisWorker:
             "analyzed_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "result": result,
         }
-        text = json.dumps(document, ensure_ascii=False, allow_nan=False)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", dir=target.parent, prefix=".", suffix=".tmp",
-            delete=False,
-        ) as handle:  # fmt: skip
-            temporary = Path(handle.name)
-            try:
-                handle.write(text)
-            except BaseException:
-                temporary.unlink()
-                raise
-        temporary.replace(target)
+        body = json.dumps(document, ensure_ascii=False, allow_nan=False)
+        self._stores.results.put(task.result_key, body.encode())
 
     def _failed(
         self, entry_id: str, task: AnalysisTask, error: str, tried: int

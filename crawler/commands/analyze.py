@@ -16,11 +16,17 @@ from scrapy.exceptions import UsageError
 from scrapy.utils.log import configure_logging
 
 from crawler.analysis.analysisconfig import AnalysisConfig
-from crawler.analysis.loader import module_of
-from crawler.analysis.processes import LOG_SETTINGS, WorkerSpec, run_worker, run_workers
+from crawler.analysis.processes import (
+    LOG_SETTINGS,
+    WorkerSpec,
+    check_stores,
+    run_worker,
+    run_workers,
+)
 from crawler.commands.crawltarget import crawl_target
 from crawler.commands.frontier import REDIS_COMMAND_ERRORS
 from crawler.crawlstate.connection import CrawlRedis
+from crawler.storage.stores import STORE_SETTINGS
 
 if TYPE_CHECKING:
     import argparse
@@ -86,6 +92,7 @@ class Command(ScrapyCommand):
         target = crawl_target(self.settings, spider, opts.prefix)
         settings, keys = target.settings, target.keys
         config = AnalysisConfig.from_settings(settings)
+        check_stores(config, settings)
         with contextlib.ExitStack() as stack:
             server = CrawlRedis.from_settings(settings, join=True)
             stack.callback(server.close)
@@ -95,9 +102,10 @@ class Command(ScrapyCommand):
                 params=server.server.params,
                 prefix=keys.prefix,
                 config=config,
-                allowed=(module_of(config.default_analyzer), *opts.allow),
+                allowed=(*config.trusted_modules(), *opts.allow),
                 idle_exit=0.0 if opts.once else opts.idle_exit,
                 log_settings={name: settings.get(name) for name in LOG_SETTINGS},
+                store_settings={name: settings.get(name) for name in STORE_SETTINGS},
             )
             if opts.workers == 1:
                 return run_worker(spec)

@@ -44,3 +44,11 @@ ANALYSIS_CLAIM_TIMEOUT = 60.0
 ANALYSIS_ALERT = ""
 # Longest the task and dead-letter streams grow (approximate trimming), in tasks.
 ANALYSIS_STREAM_MAXLEN = 1_000_000
+# Where analysis results go, each at its page's key + ".analysis.json": an address
+# as PAGESTORE_URL takes (a path, file:///path, s3://bucket/prefix); empty: beside
+# each page in the page store.
+ANALYSIS_RESULTS_URL = ""
+# Analyzers by name, for ANALYSIS_DEFAULT, analysis_rules and tasks: a dotted class
+# path, or an external program {"argv": ["prog", "{page}", "{result}"], "timeout":
+# 60} (templates {page} {result} {url} {type}; no shell); tasks name no other program.
+ANALYZERS: dict[str, object] = {}

@@ -16,6 +16,14 @@ if TYPE_CHECKING:
 
     from scrapy.settings import BaseSettings
 
+# The settings ``open_store`` reads besides the address (Scrapy's AWS_* and ours):
+# what a process must be handed to open the same stores.
+STORE_SETTINGS = (
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+    "AWS_REGION_NAME", "AWS_ENDPOINT_URL", "AWS_USE_SSL", "AWS_VERIFY",
+    "STORAGE_RETRY_ATTEMPTS", "STORAGE_TIMEOUT", "STORAGE_MAX_UPLOADS",
+)  # fmt: skip
+
 
 class ObjectStore(Protocol):
     """A place objects are written to and read from by key (``check_key``)."""

@@ -9,25 +9,25 @@ import os
 import signal
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 from scrapy.utils.test import get_crawler
 
 from crawler.analysis.analysisconfig import AnalysisConfig
 from crawler.analysis.loader import AnalyzerLoader
+from crawler.analysis.processes import stores_of
 from crawler.analysis.tasks import GROUP, AnalysisTask
 from crawler.analysis.worker import AnalysisWorker
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.spiders.bfs import BfsSpider
+from crawler.storage.address import StoreAddress
 from tests.analyzers import BLOCK_ENV, CALLS
 from tests.servers import ROOT, wait_for
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
 
     import redis as redis_py
@@ -45,14 +45,22 @@ def config_of(tmp_path: Path, **overrides: Any) -> AnalysisConfig:
         "claim_timeout": 60.0,
         "alert_url": "",
         "stream_maxlen": 1000,
-        "store_dir": tmp_path / "pages",
+        "page_store": StoreAddress("file", root=tmp_path / "pages"),
     }
     values.update(overrides)
     return AnalysisConfig(**values)
 
 
-def worker_of(client: redis_py.Redis, config: AnalysisConfig, name: str = "w1"):
-    return AnalysisWorker(client, KEYS, config, AnalyzerLoader([TESTS]), name)
+def worker_of(
+    client: redis_py.Redis, config: AnalysisConfig, name: str = "w1"
+) -> AnalysisWorker:
+    """A worker as ``scrapy analyze`` makes one, on a local page store (nothing
+    to close)."""
+    stores = stores_of(config, Settings())
+    stores.pages.open()
+    stores.results.open()
+    loader = AnalyzerLoader([TESTS, *config.trusted_modules()], config.analyzers)
+    return AnalysisWorker(client, KEYS, config, loader, stores=stores, consumer=name)
 
 
 def queue(
@@ -71,6 +79,8 @@ def queue(
         store_path=name,
         record={"url": f"http://127.0.0.2/{name}", "content_type": "text/html"},
         analyzer=analyzer,
+        page=StoreAddress("file", root=store).url_of(name),
+        content_type="text/html",
     )
     client.xadd(KEYS.analysis_tasks, task.to_fields())  # type: ignore[arg-type]
     return task
@@ -91,38 +101,14 @@ def result_of(store: Path, name: str = "page") -> dict[str, Any]:
     return json.loads((store / f"{name}.analysis.json").read_text())
 
 
-@pytest.fixture
-def webhook() -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """A local webhook: its URL and the JSON bodies POSTed to it."""
-    received: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers["Content-Length"])
-            received.append(json.loads(self.rfile.read(length)))
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/alert", received
-    server.shutdown()
-    server.server_close()
-    thread.join()
-
-
 def test_a_task_failing_twice_succeeds_on_its_third_attempt(redis, tmp_path):
     config = config_of(tmp_path)
-    task = queue(redis, config.store_dir, f"{TESTS}.FlakyAnalyzer")
+    task = queue(redis, config.page_store.root, f"{TESTS}.FlakyAnalyzer")
     CALLS.clear()
     handled = worker_of(redis, config).run(idle_exit=0.0)
     assert handled == 3
     assert CALLS["flaky", task.url] == 3
-    result = result_of(config.store_dir)
+    result = result_of(config.page_store.root)
     assert result["attempts"] == 3
     assert result["result"] == {"length": len(b"<html><title>t</title></html>")}
     assert pending(redis) == 0
@@ -135,7 +121,7 @@ def test_a_task_always_failing_is_dead_lettered_and_alerted(
 ):
     url, received = webhook
     config = config_of(tmp_path, alert_url=url)
-    task = queue(redis, config.store_dir, f"{TESTS}.FailingAnalyzer")
+    task = queue(redis, config.page_store.root, f"{TESTS}.FailingAnalyzer")
     CALLS.clear()
     with caplog.at_level(logging.WARNING):
         worker_of(redis, config).run(idle_exit=0.0)
@@ -145,7 +131,7 @@ def test_a_task_always_failing_is_dead_lettered_and_alerted(
     assert letter["url"] == task.url
     assert "this analyzer always fails" in letter["error"]
     assert pending(redis) == 0
-    assert not (config.store_dir / "page.analysis.json").exists()
+    assert not (config.page_store.root / "page.analysis.json").exists()
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1
     assert "dead-lettered" in errors[0].getMessage()
@@ -159,7 +145,7 @@ def test_a_task_always_failing_is_dead_lettered_and_alerted(
 
 def test_an_unreachable_webhook_is_logged_and_never_crashes(redis, tmp_path, caplog):
     config = config_of(tmp_path, alert_url="http://127.0.0.1:9/nothing-listens")
-    queue(redis, config.store_dir, f"{TESTS}.FailingAnalyzer")
+    queue(redis, config.page_store.root, f"{TESTS}.FailingAnalyzer")
     with caplog.at_level(logging.ERROR):
         worker_of(redis, config).run(idle_exit=0.0)
     assert len(dead_letters(redis)) == 1
@@ -246,34 +232,39 @@ def hostile(**changes: str) -> dict[str, str]:
         (hostile(analyzer=f"{TESTS}.not_a_class"), "analyze method"),
         (hostile(analyzer=f"{TESTS}.Missing"), "analyze method"),
         (hostile(analyzer=f"{TESTS}.nope.Missing"), "does not import"),
-        (hostile(analyzer="__import__('os')"), "not a dotted path"),
-        (hostile(store_path="../outside"), "leaves the page store"),
-        (hostile(store_path="/etc/passwd"), "not relative"),
-        (hostile(store_path="a/../../outside"), "leaves the page store"),
-        (hostile(store_path="bad\x00path"), "null byte"),
-        (hostile(result_path="../result.json"), "leaves the page store"),
+        (hostile(analyzer="__import__('os')"), "nor a dotted path"),
+        (hostile(store_path="../outside"), "not a safe relative path"),
+        (hostile(store_path="/etc/passwd"), "not a safe relative path"),
+        (hostile(store_path="a/../../outside"), "not a safe relative path"),
+        (hostile(store_path="bad\x00path"), "not a safe relative path"),
+        (hostile(store_path="link/outside"), "leaves"),
+        (hostile(result_path="../result.json"), "not a safe relative path"),
+        (hostile(page="file:///etc/passwd"), "is not under"),
+        (hostile(page="s3://other-bucket/page"), "is not under"),
+        (hostile(analyzer="cat"), "neither in ANALYZERS nor a dotted path"),
         (hostile(record="[1, 2]"), "JSON object"),
         (hostile(record="{not json"), "bad record"),
         (hostile(attempts="-1"), "attempts"),
         (hostile(attempts="many"), "bad record or attempts"),
-        (hostile(v="2"), "unknown version"),
+        (hostile(v="3"), "unknown version"),
         ({"url": "http://x/"}, "missing fields"),
     ],
 )
 def test_a_hostile_task_is_dead_lettered_at_once(redis, tmp_path, fields, error):
     config = config_of(tmp_path)
-    config.store_dir.mkdir()
-    (config.store_dir / "page").write_bytes(b"page")
+    config.page_store.root.mkdir()
+    (config.page_store.root / "page").write_bytes(b"page")
+    (config.page_store.root / "link").symlink_to(tmp_path)
     (tmp_path / "outside").write_bytes(b"secret")
     redis.xadd(KEYS.analysis_tasks, fields)
-    good = queue(redis, config.store_dir, f"{TESTS}.EchoAnalyzer", name="good")
+    good = queue(redis, config.page_store.root, f"{TESTS}.EchoAnalyzer", name="good")
     worker = worker_of(redis, config)
     assert worker.run(idle_exit=0.0) == 2
     [letter] = dead_letters(redis)
     assert error in letter["error"], letter
     assert letter["attempts"] == "1"
     assert pending(redis) == 0
-    assert result_of(config.store_dir, "good")["url"] == good.url
+    assert result_of(config.page_store.root, "good")["url"] == good.url
     assert sorted(p.name for p in tmp_path.iterdir()) == ["outside", "pages"]
 
 
@@ -288,7 +279,7 @@ def test_undecodable_fields_are_dead_lettered(redis, tmp_path):
 
 def test_a_result_that_is_not_a_dict_fails_the_attempt(redis, tmp_path):
     config = config_of(tmp_path, max_attempts=2)
-    queue(redis, config.store_dir, f"{TESTS}.BadResultAnalyzer")
+    queue(redis, config.page_store.root, f"{TESTS}.BadResultAnalyzer")
     worker_of(redis, config).run(idle_exit=0.0)
     [letter] = dead_letters(redis)
     assert letter["attempts"] == "2"
@@ -297,8 +288,8 @@ def test_a_result_that_is_not_a_dict_fails_the_attempt(redis, tmp_path):
 
 def test_a_missing_page_is_retried_then_dead_lettered(redis, tmp_path):
     config = config_of(tmp_path)
-    queue(redis, config.store_dir, f"{TESTS}.EchoAnalyzer")
-    (config.store_dir / "page").unlink()
+    queue(redis, config.page_store.root, f"{TESTS}.EchoAnalyzer")
+    (config.page_store.root / "page").unlink()
     worker_of(redis, config).run(idle_exit=0.0)
     [letter] = dead_letters(redis)
     assert letter["attempts"] == "3"
@@ -311,7 +302,7 @@ def test_a_deleted_stream_is_created_again(redis, tmp_path):
     worker.ensure_group()
     redis.delete(KEYS.analysis_tasks)
     assert worker.read_one(block=0.01) == 0
-    queue(redis, config.store_dir, f"{TESTS}.EchoAnalyzer")
+    queue(redis, config.page_store.root, f"{TESTS}.EchoAnalyzer")
     assert worker.read_one(block=0.01) == 1
 
 
@@ -347,6 +338,8 @@ async def test_the_pipeline_queues_one_task_per_stored_page(
     assert len({task.url for task in tasks}) == pages
     for task in tasks:
         assert (store / task.store_path).is_file()
+        assert task.page == (store / task.store_path).resolve().as_uri()
+        assert task.content_type == task.record["content_type"]
         assert "body" not in task.record
         assert task.record["url"] == task.url
         outlinks = task.url.startswith("http://127.0.0.3:")
@@ -365,3 +358,20 @@ async def test_the_pipeline_queues_one_task_per_stored_page(
         else:
             assert result["links"] == result["internal"] + result["external"]
             assert result["internal"] > 0
+
+
+def test_a_task_whose_page_is_another_key_is_dead_lettered(redis, tmp_path):
+    config = config_of(tmp_path)
+    queue(redis, config.page_store.root, f"{TESTS}.EchoAnalyzer", name="secret")
+    redis.xtrim(KEYS.analysis_tasks, maxlen=0)
+    fields = hostile(page=config.page_store.url_of("secret"))
+    queue(redis, config.page_store.root, f"{TESTS}.EchoAnalyzer")
+    redis.xtrim(KEYS.analysis_tasks, maxlen=0)
+    redis.xadd(KEYS.analysis_tasks, fields)
+    assert worker_of(redis, config).run(idle_exit=0.0) == 1
+    [letter] = dead_letters(redis)
+    assert "is not store_path 'page'" in letter["error"]
+    assert sorted(p.name for p in config.page_store.root.iterdir()) == [
+        "page",
+        "secret",
+    ]

@@ -205,8 +205,8 @@ def test_the_analysis_worker_replaces_streams_not_ours(redis, tmp_path):
     config = config_of(tmp_path, max_attempts=1)
     worker = worker_of(redis, config)
     worker.ensure_group()
-    queue(redis, config.store_dir, "tests.analyzers.EchoAnalyzer")
-    (config.store_dir / "page").unlink()  # the task fails: dead-lettered
+    queue(redis, config.page_store.root, "tests.analyzers.EchoAnalyzer")
+    (config.page_store.root / "page").unlink()  # the task fails: dead-lettered
     assert worker.run(idle_exit=0.0) == 1
     assert worker.bad_records == 2
     assert redis.xlen(keys.analysis_dead) == 1

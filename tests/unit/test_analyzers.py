@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,10 @@ from crawler.analysis.analysisconfig import AnalysisConfig
 from crawler.analysis.analyzers import MAX_TEXT, OutlinksAnalyzer, TextAnalyzer
 from crawler.analysis.loader import AnalyzerLoader
 from crawler.analysis.pipeline import analysis_rules
-from crawler.analysis.tasks import AnalysisTask, BadTaskError, inside
+from crawler.analysis.tasks import AnalysisTask, BadTaskError
+from crawler.storage import s3
+from crawler.storage.address import StoreAddress
+from crawler.storage.stores import STORE_SETTINGS
 from tests.site import SiteSpec, links_of, page_html, url_of
 
 PAGE = b"""<!DOCTYPE html><html><head><title> A  page </title>
@@ -121,9 +125,9 @@ def test_analyzers_on_a_page_of_the_test_site():
         ("crawler.analysis.analyzers.Analyzer", "cannot be made"),
         ("tests.analyzers.NotAnAnalyzer", "analyze method"),
         ("tests.nothing_here.Analyzer", "does not import"),
-        ("TextAnalyzer", "not a dotted path"),
-        ("a.b; import os", "not a dotted path"),
-        ("x." * 200 + "Y", "not a dotted path"),
+        ("TextAnalyzer", "nor a dotted path"),
+        ("a.b; import os", "nor a dotted path"),
+        ("x." * 200 + "Y", "nor a dotted path"),
     ],
 )
 def test_the_loader_refuses_what_is_not_an_allowed_analyzer(path, error):
@@ -139,25 +143,63 @@ def test_the_loader_makes_one_instance_per_analyzer():
 
 
 def test_a_task_round_trips_through_its_fields():
-    task = AnalysisTask("http://x/", "x/1", {"url": "http://x/", "n": 1}, "a.B", 2)
+    task = AnalysisTask(
+        "http://x/",
+        "x/1",
+        {"url": "http://x/", "n": 1},
+        "a.B",
+        2,
+        page="s3://bucket/p/x/1",
+        content_type="text/html",
+    )
     raw = {k.encode(): v.encode() for k, v in task.to_fields().items()}
     assert AnalysisTask.from_fields(raw) == task
 
 
 @pytest.mark.parametrize(
-    "relative",
-    ["", "/etc/passwd", "..", "../x", "a/../../x", ".", "a/..", "link/x", "a\x00b"],
+    ("store_path", "result_path"),
+    [
+        ("", ""),
+        ("/etc/passwd", ""),
+        ("..", ""),
+        ("../x", ""),
+        ("a/../../x", ""),
+        (".", ""),
+        ("a//b", ""),
+        ("a\\..\\b", ""),
+        ("a\x00b", ""),
+        ("page", "../result.json"),
+        ("page", "/etc/result.json"),
+    ],
 )
-def test_paths_outside_the_store_are_refused(tmp_path, relative):
-    store = tmp_path / "store"
-    store.mkdir()
-    (store / "link").symlink_to(tmp_path)
-    with pytest.raises(BadTaskError):
-        inside(store, relative)
+def test_task_keys_that_could_leave_the_store_are_refused(store_path, result_path):
+    task = AnalysisTask("http://x/", store_path, {}, "a.B", result_path=result_path)
+    raw = {k.encode(): v.encode() for k, v in task.to_fields().items()}
+    with pytest.raises(BadTaskError, match="not a safe relative path"):
+        AnalysisTask.from_fields(raw)
 
 
-def test_paths_inside_the_store_resolve(tmp_path):
-    assert inside(tmp_path, "a/b/../c.html") == tmp_path.resolve() / "a/c.html"
+def test_a_version_1_task_is_still_read():
+    raw = {
+        b"v": b"1",
+        b"url": b"http://x/",
+        b"store_path": b"http/x/index.html",
+        b"record": b'{"content_type": "text/html"}',
+        b"analyzer": b"a.B",
+        b"attempts": b"1",
+    }
+    task = AnalysisTask.from_fields(raw)
+    assert (task.store_path, task.page, task.attempts) == ("http/x/index.html", "", 1)
+    assert task.result_key == "http/x/index.html.analysis.json"
+
+
+def test_a_version_2_task_needs_its_page_and_content_type():
+    task = AnalysisTask("http://x/", "k", {}, "a.B", page="s3://b/k", content_type="")
+    fields = task.to_fields()
+    assert fields["v"] == "2"
+    del fields["page"]
+    with pytest.raises(BadTaskError, match="missing fields"):
+        AnalysisTask.from_fields({k.encode(): v.encode() for k, v in fields.items()})
 
 
 def project_settings(**overrides: Any) -> Settings:
@@ -168,7 +210,11 @@ def project_settings(**overrides: Any) -> Settings:
 def test_the_project_defaults_make_a_valid_config():
     config = AnalysisConfig.from_settings(project_settings())
     assert config.max_attempts == 3
-    assert config.store_dir == Path(project.PAGESTORE_URL)
+    assert config.page_store == StoreAddress.parse(
+        project.PAGESTORE_URL, "PAGESTORE_URL"
+    )
+    assert config.results_store is None
+    assert config.analyzers == {}
 
 
 @pytest.mark.parametrize(
@@ -180,6 +226,10 @@ def test_the_project_defaults_make_a_valid_config():
         ("ANALYSIS_STREAM_MAXLEN", 0),
         ("ANALYSIS_DEFAULT", ""),
         ("PAGESTORE_URL", ""),
+        ("PAGESTORE_URL", "ftp://host/pages"),
+        ("ANALYSIS_RESULTS_URL", "s3://Bad_Bucket/results"),
+        ("ANALYZERS", "not json"),
+        ("ANALYZERS", {"wc": 3}),
     ],
 )
 def test_a_bad_setting_is_named(name, value):
@@ -188,7 +238,31 @@ def test_a_bad_setting_is_named(name, value):
 
 
 def test_analysis_rules_are_checked_at_start():
-    assert analysis_rules([(r"\.pdf$", "a.B")])[0][1] == "a.B"
+    config = AnalysisConfig.from_settings(
+        project_settings(ANALYZERS={"wc": {"argv": ["wc", "{page}"]}})
+    )
+    assert analysis_rules([(r"\.pdf$", "a.B")], config)[0][1] == "a.B"
+    assert analysis_rules([(r"\.txt$", "wc")], config)[0][1] == "wc"
     for bad in (["x"], [("(", "a.B")], [(r"x", "NoDots")], [(r"x", 3)], 5):
         with pytest.raises(ValueError, match="analysis_rules"):
-            analysis_rules(bad)
+            analysis_rules(bad, config)
+
+
+def test_analysis_default_may_name_an_analyzers_entry():
+    settings = project_settings(
+        ANALYZERS={"wc": {"argv": ["wc", "{page}"]}, "text": "my.mod.Text"},
+        ANALYSIS_DEFAULT="wc",
+    )
+    config = AnalysisConfig.from_settings(settings)
+    assert config.trusted_modules() == ("my.mod",)
+    with pytest.raises(ValueError, match="ANALYSIS_DEFAULT"):
+        AnalysisConfig.from_settings(project_settings(ANALYSIS_DEFAULT="nothing"))
+
+
+def test_workers_are_handed_every_setting_the_s3_store_reads():
+    """A spawned worker opens its stores from STORE_SETTINGS alone."""
+    read = set(
+        re.findall(r'"((?:AWS|STORAGE)_[A-Z_]+)"', Path(s3.__file__).read_text())
+    )
+    assert {"AWS_ENDPOINT_URL", "STORAGE_TIMEOUT"} <= read
+    assert read <= set(STORE_SETTINGS)

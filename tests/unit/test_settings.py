@@ -40,6 +40,8 @@ PREFIXES = (
 )
 UNPREFIXED = frozenset(
     {"REDIS_URL", "REDIS_CLUSTER", "REDIS_HOST", "REDIS_PORT", "REDIS_PARAMS"}
+    # Issue 28 names it so: the analyzers by name, read by crawler/analysis/.
+    | {"ANALYZERS"}
 )
 
 
