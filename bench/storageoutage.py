@@ -105,6 +105,7 @@ def crawl(args: argparse.Namespace, outage: float, lab: Lab) -> dict[str, Any]:
         "POLITENESS_NIGHT_DELAY": args.delay,
         "POLITENESS_JITTER": 0,
         "FRONTIER_LEASE_TIMEOUT": 10,
+        "FRONTIER_MAINTENANCE_INTERVAL": 1,
         "FRONTIER_NODE_TTL": 5,
     }
     total = args.hosts * args.pages
@@ -113,7 +114,15 @@ def crawl(args: argparse.Namespace, outage: float, lab: Lab) -> dict[str, Any]:
             node_command(settings, ",".join(site.seeds)),
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log,
         )  # fmt: skip
-        wait_for(lambda: len(store.objects(BUCKET)) >= total // 3, CRAWL_TIMEOUT, 0.5)
+        wait_for(
+            lambda: (
+                first.poll() is not None or len(store.objects(BUCKET)) >= total // 3
+            ),
+            CRAWL_TIMEOUT,
+            0.5,
+        )
+        if first.poll() is not None:
+            raise RuntimeError(f"the node exited early: see {tmp / 'first.log'}")
         store.stop()
         stopped = time.monotonic()
         time.sleep(min(args.kill_after, outage))

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -26,15 +28,36 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from crawler.crawlstate.embedded import _die_with_parent
-from tests.servers import _free_port, stop, wait_for
+from tests.servers import stop, wait_for
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 ACCESS_KEY = "crawler-test-access"
 SECRET_KEY = "crawler-test-secret-9f8e7d6c5b4a"  # noqa: S105 (grepped for in output)
+# Where Linux keeps the range of ports given to outgoing connections.
+EPHEMERAL_RANGE = "/proc/sys/net/ipv4/ip_local_port_range"
 # Seconds a (re)start may take before the test fails.
 START_TIMEOUT = 60.0
+
+
+def _lasting_port() -> int:
+    """A free port below the ephemeral range: a port taken from that range may be
+    given to some outgoing connection while the server is stopped, and then the
+    server cannot start again on it."""
+    try:
+        lowest = int(Path(EPHEMERAL_RANGE).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        lowest = 32768  # Linux's default
+    for _ in range(1000):
+        port = random.randrange(10000, lowest)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def weed_binary() -> str:
@@ -52,12 +75,12 @@ class ObjectStoreServer:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self.s3_port = _free_port()
+        self.s3_port = _lasting_port()
         # Given, never 0: weed takes 0 as the S3 port + 10000, past 65535 for a
         # port above 55535 (weed then exits: "invalid port").
-        self.s3_grpc_port = _free_port()
+        self.s3_grpc_port = _lasting_port()
         self.ports = {  # weed's flag -> port: none of weed's defaults is used
-            f"{service}.port{grpc}": _free_port()
+            f"{service}.port{grpc}": _lasting_port()
             for service in ("master", "volume", "filer")
             for grpc in ("", ".grpc")
         }

@@ -23,6 +23,7 @@ PREFIXES = (
     "REFERER_",
     "REVISIT_",
     "PAGESTORE_",
+    "STORAGE_",
     "RECORDS_",
     "RETRY_LATER_",
     "ANALYSIS_",
