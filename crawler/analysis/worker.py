@@ -34,7 +34,7 @@ from crawler.analysis.tasks import (
     shown_fields,
 )
 from crawler.analysis.taskstream import TaskStream, text
-from crawler.storage.errors import UnsafePathError
+from crawler.storage.errors import StoreUnavailableError, UnsafePathError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -87,6 +87,8 @@ class AnalysisWorker:
         self._next_claim = 0.0
         self._group_ready = False
         self._outage = False
+        self._store_outage = False
+        self._stop: Callable[[], bool] = bool
 
     @property
     def bad_records(self) -> int:
@@ -105,6 +107,7 @@ class AnalysisWorker:
         handled = 0
         idle_since = time.monotonic()
         self._group_ready = False
+        self._stop = stop
         while not stop():
             try:
                 got = self._step()
@@ -176,14 +179,39 @@ class AnalysisWorker:
             self._dead_letter(entry_id, task.to_fields(), error, tried)
             return
         try:
-            self._write(task, entry_id, self._run(task), attempt=tried + 1)
+            done = self._analyzed(task, entry_id, attempt=tried + 1)
         except (BadTaskError, UnsafePathError) as exc:  # will never succeed: no retry
             self._dead_letter(entry_id, task.to_fields(), f"bad task: {exc}", tried + 1)
         except Exception as exc:  # noqa: BLE001 (an analyzer may raise anything)
             self._failed(entry_id, task, error_text(exc), tried + 1)
         else:
-            self._stream.ack(entry_id)
-            logger.debug("Analyzed %(url)s", {"url": task.url})
+            if done:
+                self._stream.ack(entry_id)
+                logger.debug("Analyzed %(url)s", {"url": task.url})
+
+    def _analyzed(self, task: AnalysisTask, entry_id: str, *, attempt: int) -> bool:
+        """Run *task* and put its result; whether it was done. A store that cannot
+        answer now is waited out (it is not the analyzer's failure) until it does,
+        or until the worker is asked to stop: the task then stays pending, for
+        another worker to claim."""
+        while not self._stop():
+            try:
+                self._write(task, entry_id, self._run(task), attempt=attempt)
+            except StoreUnavailableError as exc:
+                if not self._store_outage:
+                    logger.error(
+                        "Page or results store unavailable (%(error)s): retrying "
+                        "every %(delay)s s",
+                        {"error": exc, "delay": RETRY_DELAY},
+                    )
+                    self._store_outage = True
+                time.sleep(RETRY_DELAY)
+                continue
+            if self._store_outage:
+                logger.info("The store answers again: analysis resumes")
+                self._store_outage = False
+            return True
+        return False
 
     def _run(self, task: AnalysisTask) -> dict[str, Any] | RawOutput:
         self._check_page(task)

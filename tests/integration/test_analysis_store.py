@@ -9,6 +9,8 @@ import logging
 import os
 import subprocess
 import sys
+import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -161,6 +163,35 @@ def test_results_go_under_analysis_results_url_when_set(redis, buckets):
     assert key == "results/a/b.html.analysis.json"
     assert json.loads(body)["result"]["length"] == 3
     assert json.loads(body)["url"] == task.url
+
+
+def test_a_store_outage_is_waited_out_not_counted_as_a_failed_attempt(redis, buckets):
+    settings = s3_settings(buckets, STORAGE_RETRY_ATTEMPTS=1, STORAGE_TIMEOUT=2)
+    store = page_store(settings)
+    task = queue_stored(
+        redis, store, "crawler.analysis.analyzers.TextAnalyzer", "http/h/a.html",
+        b"<html><title>A</title><body>a b</body></html>",
+    )  # fmt: skip
+    store.close()
+    buckets.stop()
+    handled: list[int] = []
+    # The worker waits in a thread: the server is started again from this one (its
+    # process dies with the thread that started it).
+    worker = threading.Thread(
+        target=lambda: handled.append(analyze_all(redis, settings))
+    )
+    worker.start()
+    time.sleep(3.0)
+    buckets.start()
+    worker.join(timeout=60)
+    assert handled == [1]
+    document = json.loads(
+        buckets.objects(BUCKET, PREFIX)[f"{PREFIX}/{task.store_path}.analysis.json"]
+    )
+    assert document["attempts"] == 1
+    assert document["result"]["title"] == "A"
+    assert dead_letters(redis) == []
+    assert pending(redis) == 0
 
 
 def program_settings(server: ObjectStoreServer, tmp_path: Path, **spec: Any):
