@@ -23,6 +23,7 @@ from warcio.archiveiterator import ArchiveIterator
 from crawler.middlewares import warcupload
 from crawler.policy.storepath import store_path
 from crawler.spiders.bfs import BfsSpider
+from tests.nodes import run_nodes
 from tests.objectstore import SECRET_KEY, object_store_for_tests
 from tests.servers import ROOT, running_site, wait_for
 from tests.site import HOSTILE_INDEX
@@ -157,31 +158,21 @@ def record_paths(records: Path) -> dict[str, str | None]:
 def test_two_nodes_store_one_crawl_in_one_bucket(
     object_store, bucket, redis_url, tmp_path
 ):
+    records = tmp_path / "pages.db"
+    settings = node_settings(object_store, bucket, redis_url, records)
+    settings.append("DOWNLOAD_DELAY=0.3")  # about 9 s: both nodes get hosts
     with running_site(hosts=4, pages=30, links=4, latency=0.05) as site:
-        nodes = [
-            subprocess.Popen(
-                scrapy_crawl(
-                    *node_settings(
-                        object_store, bucket, redis_url, tmp_path / f"n{n}.db"
-                    ),
-                    f"FRONTIER_NODE_NAME=node{n}",
-                    "DOWNLOAD_DELAY=0.3",  # about 9 s: both nodes get hosts
-                    seeds=",".join(site.seeds) if n == 0 else "",
-                ),
-                cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for n in range(2)
-        ]
-        logs = [node.communicate(timeout=CRAWL_TIMEOUT)[1] for node in nodes]
-        assert [node.returncode for node in nodes] == [0, 0], logs[0][-2000:]
+        codes, logs = run_nodes(
+            ["node0", "node1"], settings, seeds=",".join(site.seeds),
+            tmp_path=tmp_path, timeout=CRAWL_TIMEOUT,
+        )  # fmt: skip
+        assert codes == [0, 0], logs[0][-2000:]
         bodies = served_bodies(site)
     assert object_store.objects(bucket) == expected_objects(bodies, PREFIX)
-    paths = {**record_paths(tmp_path / "n0.db"), **record_paths(tmp_path / "n1.db")}
-    assert paths == {url: store_path(url).as_posix() for url in bodies}
-    assert all(record_paths(tmp_path / f"n{n}.db") for n in range(2))  # both stored
+    assert record_paths(records) == {url: store_path(url).as_posix() for url in bodies}
+    with sqlite3.connect(records) as db:
+        nodes = {node for (node,) in db.execute("SELECT DISTINCT node FROM pages")}
+    assert nodes == {"node0", "node1"}  # both stored pages
     assert not any(SECRET_KEY in log for log in logs)
 
 
