@@ -119,7 +119,7 @@ class PageStorePipeline:
                         self._writers, self._store.put, key, body
                     )
             except StoreUnavailableError as exc:
-                self._unavailable(exc, delay)
+                self._unavailable(exc)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, MAX_RETRY_DELAY)
                 continue
@@ -132,7 +132,7 @@ class PageStorePipeline:
                 self._outage_since = None
             return
 
-    def _unavailable(self, error: OSError, delay: float) -> None:
+    def _unavailable(self, error: OSError) -> None:
         """Count a write the store could not take; log the outage's start once."""
         self._stats.inc_value("pagestore/retries")
         if self._outage_since is None:
