@@ -86,7 +86,7 @@ class WarcMiddleware:
             uploader = None
             if config.upload_to is not None:
                 store = open_store(settings["WARC_URL"], "WARC_URL", settings)
-                store.check()
+                store.check(missing_ok=True)
                 uploader = WarcUploader(store, config.directory, crawler.stats)
         except UnwritableDirectoryError as exc:
             return StartupFailure(crawler, str(exc))

@@ -56,7 +56,9 @@ class WarcUploader:
         return self._store
 
     def start(self) -> None:
-        """Queue the closed files an earlier crawl left in the spool."""
+        """Make the bucket if there is none; queue the closed files an earlier
+        crawl left in the spool."""
+        self._thread.submit(self._made)
         if self._spool.is_dir():
             for path in sorted(self._spool.glob(f"*{CLOSED_SUFFIX}")):
                 self.submit(path)
@@ -78,6 +80,15 @@ class WarcUploader:
                 {"count": len(left), "spool": self._spool,
                  "store": self._store.address},
             )  # fmt: skip
+
+    def _made(self) -> None:
+        """Make the store's bucket if there is none (uploads say why if not)."""
+        try:
+            self._store.open()
+        except (OSError, ValueError) as exc:
+            logger.error(
+                "%(store)s: %(error)s", {"store": self._store.address, "error": exc}
+            )
 
     def _upload(self, path: Path) -> None:
         delay = RETRY_DELAY

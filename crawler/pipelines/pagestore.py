@@ -63,6 +63,7 @@ class PageStorePipeline:
         )
         self._once = OnceLogger(logger, crawler)
         self._outage_since: float | None = None
+        self._failure: StartupFailure | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self | StartupFailure:
@@ -73,7 +74,7 @@ class PageStorePipeline:
             raise NotConfigured  # switched off: no message (a message warns)
         try:
             store = open_store(address, "PAGESTORE_URL", crawler.settings)
-            store.check()
+            store.check(missing_ok=True)
         except ValueError as exc:
             return StartupFailure(crawler, str(exc))
         return cls(crawler, store)
@@ -81,7 +82,13 @@ class PageStorePipeline:
     def open_spider(self) -> None:
         if failed_at_startup(self._crawler):  # the crawl will not run: make nothing
             return
-        self._store.open()
+        try:
+            self._store.open()
+        except OSError as exc:
+            # Kept: signals hold only a weak reference to its handler.
+            self._failure = StartupFailure(
+                self._crawler, f"{self._store.address} cannot be made: {exc}"
+            )
 
     def close_spider(self) -> None:
         self._writers.shutdown(wait=True)

@@ -42,9 +42,9 @@ class LocalStore:
         self._setting = setting
         self._root = address.root
 
-    def check(self) -> None:
+    def check(self, *, missing_ok: bool = True) -> None:
         """``ValueError`` with one line unless the directory can be written (or
-        made); makes nothing."""
+        made: a missing one always may be); makes nothing."""
         check_writable_directory(self._root, self._setting)
 
     def open(self) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -31,6 +32,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from crawler.policy.typedsettings import get_float, get_int
 from crawler.storage.address import StoreAddress, check_key
 from crawler.storage.errors import StoreRefusedError, StoreUnavailableError
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -108,21 +111,47 @@ class S3Store:
         client = session.client("s3", config=config, **options)
         return cls(address, client, connections)
 
-    def check(self) -> None:
-        """``ValueError`` with one line when the server refuses the bucket (none of
-        that name, or these credentials may not use it). A server that does not
-        answer is not an error here: the crawl starts and its pages wait."""
+    def check(self, *, missing_ok: bool = False) -> None:
+        """``ValueError`` with one line when the server refuses the bucket (these
+        credentials may not use it, or there is none of that name and *missing_ok*
+        is false: ``open`` then makes it). A server that does not answer is not an
+        error here: the crawl starts and its pages wait."""
         try:
             self._client.head_bucket(Bucket=self.address.bucket)
         except ClientError as exc:
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-            if 400 <= int(status or 0) < 500:
+            status = int(
+                exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+            )
+            if status == 404 and missing_ok:
+                return
+            if 400 <= status < 500:
                 raise ValueError(f"{self.address}: {_said(exc)}") from None
         except BotoCoreError:
             pass  # unreachable now: writes wait for it
 
     def open(self) -> None:
-        """Nothing to make: the bucket exists (``check``)."""
+        """Make the bucket if there is none (as a directory store makes its
+        directory), in the client's region; ``StoreUnavailableError`` or
+        ``StoreRefusedError`` when that fails."""
+        try:
+            self._client.head_bucket(Bucket=self.address.bucket)
+            return
+        except ClientError as exc:
+            if (
+                int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+                != 404
+            ):
+                return  # refused or failing: the writes say so, and wait
+        except BotoCoreError:
+            return  # unreachable now: the writes wait for it
+        region = self._client.meta.region_name
+        where = {} if region in (None, "us-east-1") else {
+            "CreateBucketConfiguration": {"LocationConstraint": region}
+        }  # fmt: skip
+        self._call("create_bucket", Bucket=self.address.bucket, **where)
+        logger.warning(
+            "Made bucket %(bucket)s: there was none", {"bucket": self.address.bucket}
+        )
 
     def put(self, key: str, body: bytes) -> None:
         """Store *body* at *key* (whole or not at all)."""

@@ -32,8 +32,9 @@ class ObjectStore(Protocol):
     inline_write_bytes: int
     concurrent_writes: int
 
-    def check(self) -> None:
-        """``ValueError`` with one line if the store cannot be written."""
+    def check(self, *, missing_ok: bool = False) -> None:
+        """``ValueError`` with one line if the store cannot be written, or does
+        not exist yet unless *missing_ok* (``open`` then makes it)."""
 
     def open(self) -> None:
         """Make what the store needs before the first write."""

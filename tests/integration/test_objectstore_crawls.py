@@ -122,6 +122,18 @@ async def test_hostile_urls_stay_under_the_prefix(object_store, bucket, settings
     assert f"{PREFIX}/http/{host}/x@/%2E%2E@/%2E%2E@/etc@/passwd" in stored
 
 
+@deferred_f_from_coro_f
+async def test_a_bucket_that_is_not_there_is_made(object_store, settings, caplog):
+    name = f"made-{time.monotonic_ns() % 10**9}"
+    with running_site(hosts=1, pages=3, links=2) as site:
+        _, items = await crawl(
+            settings(**object_store.settings(name, PREFIX), BFS_SCOPE="seed-hosts"),
+            seeds=site.seeds[0],
+        )
+    assert len(object_store.objects(name)) == len(items) == 3
+    assert f"Made bucket {name}: there was none" in caplog.text
+
+
 def scrapy_crawl(*settings: str, seeds: str = "") -> list[str]:
     command = [sys.executable, "-m", "scrapy", "crawl", "bfs", "-s", "LOG_LEVEL=INFO"]
     command += ["-s", "TELNETCONSOLE_ENABLED=False", "-s", "BFS_SCOPE=seed-hosts"]
