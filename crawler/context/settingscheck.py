@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.settings import default_settings as scrapy_default_settings
 
-from crawler.defaults import default_settings
+from crawler.defaults import default_settings, renamed_settings
 from crawler.policy.scrapyredis import SCRAPY_REDIS_REPLACEMENTS
 from crawler.policy.settingnames import (
     leftover_notes,
@@ -36,8 +36,13 @@ def scrapy_setting_names() -> frozenset[str]:
 
 
 def known_setting_names() -> frozenset[str]:
-    """Every setting with a default: ours (crawler/defaults/) and Scrapy's."""
-    return frozenset(default_settings()) | scrapy_setting_names()
+    """Every setting with a default, ours (crawler/defaults/) and Scrapy's, and
+    the former names of ours (the add-on warns of those itself)."""
+    return (
+        frozenset(default_settings())
+        | scrapy_setting_names()
+        | frozenset(renamed_settings)
+    )
 
 
 def our_prefixes() -> frozenset[str]:

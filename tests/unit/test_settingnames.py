@@ -146,3 +146,7 @@ def test_replacements_name_real_settings() -> None:
     }
     assert named
     assert named <= known
+
+
+def test_a_former_name_of_ours_is_known_not_a_typo() -> None:
+    assert {"PAGESTORE_DIR", "WARC_DIR"} <= known_setting_names()
