@@ -19,7 +19,7 @@ from crawler.analysis.loader import AnalyzerLoader
 from crawler.analysis.worker import AnalysisStores, AnalysisWorker, consumer_name
 from crawler.crawlstate.connection import check_reachable, connect
 from crawler.crawlstate.keys import CrawlKeys
-from crawler.storage.stores import open_store
+from crawler.storage.stores import store_at
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -83,10 +83,10 @@ def stores_of(config: AnalysisConfig, settings: BaseSettings) -> AnalysisStores:
     """The page store and the results store (the same object unless
     ANALYSIS_RESULTS_URL is set), not yet opened; ``ValueError`` for a bad
     address or storage setting."""
-    pages = open_store(str(config.page_store), "PAGESTORE_URL", settings)
+    pages = store_at(config.page_store, "PAGESTORE_URL", settings)
     if config.results_store is None:
         return AnalysisStores(pages, pages)
-    results = open_store(str(config.results_store), "ANALYSIS_RESULTS_URL", settings)
+    results = store_at(config.results_store, "ANALYSIS_RESULTS_URL", settings)
     return AnalysisStores(pages, results)
 
 

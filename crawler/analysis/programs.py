@@ -140,12 +140,11 @@ class ProgramAnalyzer:
             try:
                 code = process.wait(timeout=self._spec.timeout)
             except subprocess.TimeoutExpired:
-                _kill_group(process)
                 raise ProgramFailedError(
                     f"{argv[0]} ran past its timeout of {self._spec.timeout:g} s"
                 ) from None
             finally:
-                _kill_group(process)  # what it left running in its group
+                _kill_group(process)  # past its timeout, or what it left running
             if code != 0:
                 raise ProgramFailedError(f"{argv[0]} exited with {code}: {_tail(err)}")
         return _bounded(work / ".stdout")

@@ -2,8 +2,8 @@
 ``revisit`` record instead of the response when a revisit brought nothing new).
 
 Off unless ``WARC_URL`` names a directory or an object store (where files go
-whole once closed: ``crawler.middlewares.warcupload``). The middleware sits next to the
-downloader (priority 960), so it sees each request as the download handler gets it
+whole once closed: ``crawler.middlewares.warcupload``). The middleware sits next to
+the downloader (priority 960), so it sees each request as the download handler gets it
 and each response as it came off the wire: redirect hops and robots.txt fetches are
 separate downloads, and the body is the raw one (Scrapy's HttpCompressionMiddleware,
 590, decodes it only later). A response this middleware did not see go out (an HTTP
@@ -35,7 +35,7 @@ from crawler.context.startup import StartupFailure
 from crawler.middlewares.warcfiles import WarcConfig, WarcFiles
 from crawler.middlewares.warcrecords import WARC_VERSION, download_records
 from crawler.middlewares.warcupload import WarcUploader
-from crawler.storage.stores import open_store
+from crawler.storage.stores import store_at
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -85,7 +85,7 @@ class WarcMiddleware:
             check_writable_directory(config.directory, config.directory_setting)
             uploader = None
             if config.upload_to is not None:
-                store = open_store(settings["WARC_URL"], "WARC_URL", settings)
+                store = store_at(config.upload_to, "WARC_URL", settings)
                 store.check(missing_ok=True)
                 uploader = WarcUploader(store, config.directory, crawler.stats)
         except UnwritableDirectoryError as exc:

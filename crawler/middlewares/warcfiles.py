@@ -2,9 +2,10 @@
 
 Records are gzipped one by one into ``<crawl>-<UTC time>-<host>-<pid>-<serial>.warc.gz``
 in the WARC directory (``WARC_URL``, or ``WARC_SPOOL_DIR`` when that is an object
-store: ``crawler.middlewares.warcupload``) (written as ``....warc.gz.open``, renamed when closed); each file
-starts with a ``warcinfo`` record and is closed once it reaches ``WARC_MAX_SIZE``
-bytes, so a file exceeds it by at most one request/response pair. A file a write
+store: ``crawler.middlewares.warcupload``), written as ``....warc.gz.open`` and
+renamed when closed; each file starts with a ``warcinfo`` record and is closed once
+it reaches ``WARC_MAX_SIZE`` bytes, so a file exceeds it by at most one
+request/response pair. A file a write
 failed on is given up under its ``.open`` name; the next pair starts a new one.
 """
 

@@ -6,8 +6,9 @@ directory (``crawler.middlewares.warcfiles``); each one closed at ``WARC_MAX_SIZ
 own, then deleted from the spool. A store that cannot take it now is tried again
 with back-off while the crawl runs, and for CLOSE_PATIENCE more seconds once it
 ends; what is still in the spool then (the store away, the node killed) is uploaded
-first by the next crawl that spools there. A file still named ``.open`` was cut off mid-write by a crash: it is left
-for an operator (its gzip members up to the cut are readable).
+first by the next crawl that spools there. A file still named ``.open`` was cut off
+mid-write by a crash: it is left for an operator (its gzip members up to the cut are
+readable).
 """
 
 from __future__ import annotations

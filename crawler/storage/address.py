@@ -86,10 +86,10 @@ class StoreAddress:
     def key_of(self, url: str) -> str:
         """The key of a full address under this one; ``UnsafePathError`` when *url*
         is not below it (a hostile task naming another bucket or directory)."""
-        base = self.url_of("")
-        if not url.startswith(base.rstrip("/") + "/"):
+        base = self.url_of("").rstrip("/") + "/"
+        if not url.startswith(base):
             raise UnsafePathError(f"{url[:200]!r} is not under {base}")
-        key = url[len(base.rstrip("/")) + 1 :]
+        key = url[len(base) :]
         if self.scheme == "file":
             key = unquote(key)
         check_key(key)

@@ -75,6 +75,7 @@ class S3Store:
         self.address = address
         self.concurrent_writes = concurrent_writes
         self._client = client
+        self._missing = False  # check found no bucket, which open makes
 
     @classmethod
     def from_settings(cls, address: StoreAddress, settings: BaseSettings) -> S3Store:
@@ -119,36 +120,25 @@ class S3Store:
         try:
             self._client.head_bucket(Bucket=self.address.bucket)
         except ClientError as exc:
-            status = int(
-                exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
-            )
-            if status == 404 and missing_ok:
-                return
-            if 400 <= status < 500:
+            if _status(exc) == 404 and missing_ok:
+                self._missing = True
+            elif 400 <= _status(exc) < 500:
                 raise ValueError(f"{self.address}: {_said(exc)}") from None
         except BotoCoreError:
             pass  # unreachable now: writes wait for it
 
     def open(self) -> None:
-        """Make the bucket if there is none (as a directory store makes its
+        """Make the bucket ``check`` found missing (as a directory store makes its
         directory), in the client's region; ``StoreUnavailableError`` or
         ``StoreRefusedError`` when that fails."""
-        try:
-            self._client.head_bucket(Bucket=self.address.bucket)
+        if not self._missing:
             return
-        except ClientError as exc:
-            if (
-                int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
-                != 404
-            ):
-                return  # refused or failing: the writes say so, and wait
-        except BotoCoreError:
-            return  # unreachable now: the writes wait for it
         region = self._client.meta.region_name
         where = {} if region in (None, "us-east-1") else {
             "CreateBucketConfiguration": {"LocationConstraint": region}
         }  # fmt: skip
         self._call("create_bucket", Bucket=self.address.bucket, **where)
+        self._missing = False
         logger.warning(
             "Made bucket %(bucket)s: there was none", {"bucket": self.address.bucket}
         )
@@ -212,6 +202,11 @@ def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
+def _status(exc: ClientError) -> int:
+    """The HTTP status of the server's answer (0 when there was none)."""
+    return int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+
+
 def _said(exc: BotoCoreError | ClientError) -> str:
     """What went wrong, in one line: the error's code and message (botocore's
     messages name endpoints, buckets and keys, never credentials)."""
@@ -220,8 +215,10 @@ def _said(exc: BotoCoreError | ClientError) -> str:
 
 def _translated(exc: BotoCoreError | ClientError, key: str) -> OSError:
     """*exc* as ``StoreUnavailableError`` or ``StoreRefusedError``."""
-    if isinstance(exc, ClientError):
-        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-        if _code(exc) not in _NOT_NOW and 400 <= int(status or 0) < 500:
-            return StoreRefusedError(f"{key[:200]}: {_said(exc)}")
+    if (
+        isinstance(exc, ClientError)
+        and _code(exc) not in _NOT_NOW
+        and 400 <= _status(exc) < 500
+    ):
+        return StoreRefusedError(f"{key[:200]}: {_said(exc)}")
     return StoreUnavailableError(f"{key[:200]}: {_said(exc)}")

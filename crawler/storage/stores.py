@@ -59,7 +59,13 @@ def open_store(text: str, setting: str, settings: BaseSettings) -> ObjectStore:
     """The store the address *text* (the value of *setting*) names; ``ValueError``
     with one line naming the setting when the address or a setting it needs is
     bad. Nothing is made or contacted: ``check`` and ``open`` do that."""
-    address = StoreAddress.parse(text, setting)
+    return store_at(StoreAddress.parse(text, setting), setting, settings)
+
+
+def store_at(
+    address: StoreAddress, setting: str, settings: BaseSettings
+) -> ObjectStore:
+    """The store at an address already parsed (see ``open_store``)."""
     if address.scheme == "s3":
         # boto3 takes a while to import: only crawls that store to S3 pay for it.
         from crawler.storage.s3 import S3Store  # noqa: PLC0415
