@@ -12,7 +12,7 @@ from scrapy.settings import Settings
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.defaults.frontier import FRONTIER_DISPATCH
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.node.handover import hand_over, read_loans
+from crawler.frontier.node.handover import hand_over, read_loans, ready_by_shard
 from crawler.frontier.node.membership import Membership, NodeReport
 from crawler.frontier.store.store import FrontierStore
 from crawler.policy.dispatch import homes
@@ -162,6 +162,24 @@ def test_an_idle_node_takes_shards_with_waiting_hosts_from_a_saturated_one(redis
     a.beat(time.time(), SATURATED)
     assert not a.owned & taken
     assert a.moves["given"] == len(taken)
+
+
+def test_keys_of_the_wrong_type_do_not_fail_a_heartbeat(redis):
+    """Damage met between two repairs does not fail the heartbeat: a ready set
+    that is not one counts as no hosts ready (the shard's own scripts repair it),
+    a loan key that is not a string as no loan."""
+    make_ready(redis, {0: 3, 1: 2})
+    ready = CrawlKeys("nodes").shard(1).ready
+    redis.delete(ready)
+    redis.set(ready, b"not a sorted set")
+    redis.rpush(CrawlKeys("nodes").shard(2).loan, b"not a loan")
+    assert ready_by_shard(redis, CrawlKeys("nodes"), [0, 1], time.time()) == {
+        0: 3,
+        1: 0,
+    }
+    assert read_loans(redis, CrawlKeys("nodes"), SHARDS) == {}
+    alone = member(redis, "a")
+    assert alone.beat(time.time(), NodeReport(pages=0)) == frozenset(range(SHARDS))
 
 
 def test_a_moved_shard_stays_put_for_the_hold(redis):

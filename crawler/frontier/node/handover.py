@@ -60,11 +60,16 @@ def parse_loan(raw: bytes | None) -> Loan | None:
 
 
 def read_loans(client: Redis, keys: CrawlKeys, shards: int) -> dict[int, Loan]:
-    """Every shard's loan (shards without one left out)."""
+    """Every shard's loan (shards without one left out). A loan key of the wrong
+    type reads as no loan; the next move of its shard overwrites it."""
     pipe = client.pipeline(transaction=False)
     for shard in range(shards):
         pipe.get(keys.shard(shard).loan)
-    found = {shard: parse_loan(raw) for shard, raw in enumerate(pipe.execute())}
+    replies = pipe.execute(raise_on_error=False)
+    found = {
+        shard: parse_loan(raw) if isinstance(raw, bytes | None) else None
+        for shard, raw in enumerate(replies)
+    }
     return {shard: loan for shard, loan in found.items() if loan is not None}
 
 
@@ -72,17 +77,18 @@ def ready_by_shard(
     client: Redis, keys: CrawlKeys, shards: Iterable[int], now: float
 ) -> dict[int, int]:
     """Hosts of each shard that could be fetched now: ready, or waiting with their
-    delay over (the next pop or promote makes them ready)."""
+    delay over (the next pop or promote makes them ready).
+
+    A set of the wrong type counts as empty: this is an estimate for sharing work,
+    and the shard's own scripts find the damage, repair it and count it."""
     ordered = sorted(shards)
     pipe = client.pipeline(transaction=False)
     for shard in ordered:
         pipe.zcard(keys.shard(shard).ready)
         pipe.zcount(keys.shard(shard).waiting, "-inf", int(now * 1000))
-    replies = pipe.execute() if ordered else []
-    return {
-        shard: int(replies[2 * i]) + int(replies[2 * i + 1])
-        for i, shard in enumerate(ordered)
-    }
+    replies = pipe.execute(raise_on_error=False) if ordered else []
+    counts = [reply if isinstance(reply, int) else 0 for reply in replies]
+    return {shard: counts[2 * i] + counts[2 * i + 1] for i, shard in enumerate(ordered)}
 
 
 def move_shards(  # noqa: PLR0913 (one move's facts)
