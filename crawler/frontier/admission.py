@@ -119,7 +119,7 @@ class Admission:
         shard = shard_of(shard_key(host, self._config.shard_by), self._config.shards)
         hold = request.meta.pop(HOLD_UNTIL, None)
         try:
-            entry = codec.encode(request, self._spider)
+            entry = codec.encode(request, self._spider, host)
         except codec.UnencodableRequestError as exc:
             self._refuse(request, exc, request.url if checked else fingerprint)
             return None
@@ -159,12 +159,13 @@ class Admission:
         return self._importance is None
 
     def admit_plain_seed(
-        self, url: str, fingerprint: bytes, entry: str
+        self, url: str, fingerprint: bytes, entry_of: Callable[[str, str], str]
     ) -> Pending | None:
         """What ``admit`` makes of a plain seed, ``Request(url, meta={REVIVE:
-        True})`` (``takes_plain_seeds``), given its fingerprint and codec entry
-        (issue 27: bulk seeding builds no Request): the same checks, counts and
-        fields, without the request to drop loudly."""
+        True})`` (``takes_plain_seeds``), given its fingerprint and what gives its
+        codec entry from the URL and its host (``codec.plain_get_entries``; issue
+        27: bulk seeding builds no Request): the same checks, counts and fields,
+        without the request to drop loudly."""
         limit = self._sites.depth_limit_of_url(url, self._run.current.depth_limit)
         if not depth_allowed(0, limit):
             self._stats.inc_value("frontier/depth_limited")
@@ -186,7 +187,7 @@ class Admission:
             host,
             level_of(0, 0),
             dedup,
-            entry,
+            entry_of(url, host),
             None,
             fingerprint.hex(),
             "" if deepest_first else depth_key,

@@ -152,7 +152,7 @@ class Exchange:
         admitted = 0
         for url in urls:
             pending = self._admission.admit_plain_seed(
-                url, plainurl.get_fingerprint(url), self._seed_entry(url)
+                url, plainurl.get_fingerprint(url), self._seed_entry
             )
             if pending is not None:
                 self._requests.append(pending)
@@ -346,7 +346,7 @@ class Exchange:
         """The request of a popped entry, under an own lease and tracked till the
         engine is through with it; None for an entry this crawler did not write."""
         try:
-            request = codec.decode(entry, self._spider)
+            request = codec.decode(entry, self._spider, lease.host)
         except codec.BadEntryError as exc:
             self._drop_bad_entry(lease, entry, exc, now)
             return None

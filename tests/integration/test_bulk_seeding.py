@@ -18,6 +18,7 @@ from crawler.frontier.encoding import codec
 from crawler.frontier.encoding.plainurl import get_fingerprint, request_url
 from crawler.frontier.scheduler import FrontierScheduler
 from crawler.meta import REVIVE
+from crawler.policy.hosts import host_of
 from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_frontier_commands import frontier
 from tests.standin import standin_engine
@@ -122,8 +123,9 @@ def test_a_plain_seed_is_admitted_as_its_request_would_be(
             assert fingerprint == crawler.request_fingerprinter.fingerprint(
                 Request(url)
             )
-            assert entry_of(safe) == codec.encode(request, crawler.spider)
-            bulk = admission.admit_plain_seed(safe, fingerprint, entry_of(safe))
+            host = host_of(safe)
+            assert entry_of(safe, host) == codec.encode(request, crawler.spider, host)
+            bulk = admission.admit_plain_seed(safe, fingerprint, entry_of)
             assert bulk is not None
             assert bulk == admission.admit(request)  # shard, host, level, dedup...
     finally:
@@ -136,7 +138,7 @@ def test_a_bad_url_is_refused_and_counted_on_both_paths(redis_url, settings):
         admission = scheduler._open._exchange._admission  # type: ignore[union-attr]
         url = "http:///no-host"
         fingerprint = get_fingerprint(url)
-        assert admission.admit_plain_seed(url, fingerprint, "{}") is None
+        assert admission.admit_plain_seed(url, fingerprint, lambda u, h: "[]") is None
         assert crawler.stats.get_value("frontier/bad_urls") == 1
         assert admission.admit(Request(url, meta={REVIVE: True})) is None
         assert crawler.stats.get_value("frontier/bad_urls") == 2

@@ -8,7 +8,12 @@ come back as they were; version-1 entries (plain JSON meta) are still read. Vers
 path (``r``) and the depth as a number of its own (``d``), the two things nearly
 every link carries, and leaves out the callback and errback of a spider that names
 its usual pair (``frontier_callbacks``: the bfs spider's ``parse`` and ``failed``);
-version-2 entries are still read.
+version-2 entries are still read. Version 4 (issue 27 again) is a JSON array, ``[4,
+url, referer path, depth, {other fields}]`` with the trailing parts left out when
+empty, and keeps the URL relative to its queue's host (``/p``, ``:8080/p``; ``~/p``
+for https): the host is in the queue's key, so an entry is decoded with its host
+(``decode(entry, spider, host)``). Entries written without a host (parked pages)
+keep the whole URL; versions 1 to 3 are still read.
 Decoding accepts only known versions, known fields of the expected types, callbacks
 that are methods of the spider (never dunders), and request classes from a short
 allow-list. Meta of one attempt (``transientmeta``) is never stored. Headers are kept
@@ -21,6 +26,7 @@ from __future__ import annotations
 import base64
 import inspect
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
@@ -37,12 +43,22 @@ if TYPE_CHECKING:
 
     from scrapy import Spider
 
-VERSION = 3
-# Entries of version 1 (meta and cb_kwargs as plain JSON) and 2 (no ``r``, ``d``)
-# may still be queued.
-VERSIONS = (1, 2, VERSION)
-# Fields of version 3 only: the Referer's path on the URL's origin, the depth.
+VERSION = 4
+# Entries of version 1 (meta and cb_kwargs as plain JSON), 2 (no ``r``, ``d``) and
+# 3 (an object, the whole URL) may still be queued.
+VERSIONS = (1, 2, 3, VERSION)
+# Fields of version 3 and later: the Referer's path on the URL's origin, the depth.
 _COMPACT_FIELDS = {"r": str, "d": int}
+# A version-4 URL relative to its host: ``/path`` or ``:port/path`` after
+# ``http://host``, the same after ``~`` for ``https://host``.
+_HTTPS_MARK = "~"
+# What a version-4 entry's trailing parts are when left out: no Referer, no depth,
+# no other fields.
+_ARRAY_DEFAULTS: tuple[Any, ...] = ("", None, {})
+# Host names a relative URL may be rebuilt with: what ``host_of`` gives for a URL as
+# ``Request`` keeps it (the push script rebuilds it in JSON text, so no quote or
+# backslash may be in one).
+_RELATIVE_HOST = re.compile(r"[a-z0-9._\-]+|\[[0-9a-f:.]+\]")
 REFERER = "Referer"
 _CLASSES: dict[str, type[Request]] = {
     "FormRequest": FormRequest,
@@ -82,10 +98,11 @@ class UnencodableRequestError(TypeError):
         super().__init__(f"{where} holds a value of type {value_type}: {reason}")
 
 
-def encode(request: Request, spider: Spider) -> str:
-    """Compact JSON for *request*; raises ``UnencodableRequestError`` naming the key."""
+def encode(request: Request, spider: Spider, host: str | None = None) -> str:
+    """Compact JSON for *request*, its URL relative to *host* (its queue's: see
+    ``relative_url``) if given; raises ``UnencodableRequestError`` naming the key."""
     classes = Classes(spider)
-    entry: dict[str, Any] = {"v": VERSION, "u": request.url}
+    entry: dict[str, Any] = {"u": request.url}
     if request.method != "GET":
         entry["m"] = request.method
     headers = header_text(request) if request.headers else {}
@@ -112,12 +129,49 @@ def encode(request: Request, spider: Spider) -> str:
     entry.update(_callbacks(request, spider))
     if type(request) is not Request:
         entry["x"] = _class_name(request)
-    return _dumps(entry)
+    return _dumps(_as_array(entry, host))
 
 
-def decode(data: str | bytes, spider: Spider) -> Request:
-    """The request stored in *data*; raises ``BadEntryError`` for anything else."""
-    entry = _loads(data)
+def _as_array(entry: dict[str, Any], host: str | None) -> list[Any]:
+    """A version-4 entry from its fields: ``[4, url, referer, depth, {others}]``,
+    without the trailing parts that are empty (no Referer is ``""``)."""
+    url = entry.pop("u")
+    referer, depth = entry.pop("r", ""), entry.pop("d", None)
+    array = [VERSION, url if host is None else relative_url(url, host)]
+    array += [referer, depth, entry]
+    while len(array) > 2 and array[-1] == _ARRAY_DEFAULTS[len(array) - 3]:
+        array.pop()
+    return array
+
+
+def relative_url(url: str, host: str) -> str:
+    """*url* without ``http://host`` (``~`` in its place for https), when it starts
+    with it and a port or path follows; else *url* whole."""
+    if not _RELATIVE_HOST.fullmatch(host):
+        return url
+    for scheme, mark in (("http://", ""), ("https://", _HTTPS_MARK)):
+        origin = scheme + host
+        if url.startswith(origin) and url[len(origin) : len(origin) + 1] in {"/", ":"}:
+            return mark + url[len(origin) :]
+    return url
+
+
+def _absolute_url(url: str, host: str | None) -> str:
+    """The whole URL of a version-4 entry's *url* in the queue of *host*."""
+    if url[:1] not in {"/", ":", _HTTPS_MARK}:
+        return url
+    scheme = "http://"
+    if url.startswith(_HTTPS_MARK):
+        scheme, url = "https://", url[1:]
+    if host is None or not _RELATIVE_HOST.fullmatch(host) or url[:1] not in {"/", ":"}:
+        raise BadEntryError("a URL relative to a host, without its host")
+    return scheme + host + url
+
+
+def decode(data: str | bytes, spider: Spider, host: str | None = None) -> Request:
+    """The request stored in *data*, an entry of the queue of *host* (its URL may be
+    relative to it); raises ``BadEntryError`` for anything else."""
+    entry = _loads(data, host)
     version = entry.pop("v")
     compact = _compact_fields(entry, version)
     kwargs: dict[str, Any] = {}
@@ -139,7 +193,7 @@ def decode(data: str | bytes, spider: Spider) -> Request:
             except values.BadValueError as exc:
                 raise BadEntryError(f"{keyword}: {exc}") from None
     _expand(kwargs, compact)
-    if version == VERSION:
+    if version >= 3:  # the version usual callbacks came in
         _usual_callbacks(kwargs, spider)
     return _build(kwargs, spider)
 
@@ -189,7 +243,7 @@ def _compact_fields(entry: dict[str, Any], version: int) -> dict[str, Any]:
         if field not in entry:
             continue
         value = entry.pop(field)
-        if version < VERSION:
+        if version < 3:  # the version they came in
             raise BadEntryError(f"unknown field {field!r}")
         if type(value) is not expected:
             raise BadEntryError(f"field {field!r} has the wrong type")
@@ -222,8 +276,9 @@ def _typed(mapping: dict[Any, Any], part: str, classes: Classes) -> Any:
         raise UnencodableRequestError(where, exc.value_type, exc.reason) from None
 
 
-def _loads(data: str | bytes) -> dict[str, Any]:
-    """The parsed entry of a known version; raises ``BadEntryError`` for the rest.
+def _loads(data: str | bytes, host: str | None) -> dict[str, Any]:
+    """The parsed entry of a known version, as an object of fields (``v`` its
+    version, ``u`` its whole URL); raises ``BadEntryError`` for the rest.
 
     ``RecursionError`` is caught as well: a deeply nested document from Redis is
     hostile input like any other, not a crash of the scheduler.
@@ -232,9 +287,32 @@ def _loads(data: str | bytes) -> dict[str, Any]:
         entry = json.loads(data)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise BadEntryError(f"not JSON: {exc}") from None
+    if isinstance(entry, list):
+        return _fields_of_array(entry, host)
     if not isinstance(entry, dict) or not _is_known_version(entry.get("v")):
         raise BadEntryError("not a frontier entry of a known version")
+    if entry["v"] == VERSION:
+        raise BadEntryError("a version-4 entry is an array")
     return entry
+
+
+def _fields_of_array(array: list[Any], host: str | None) -> dict[str, Any]:
+    """The fields of a version-4 entry (``_as_array``), checked."""
+    if not 2 <= len(array) <= len(_ARRAY_DEFAULTS) + 2:
+        raise BadEntryError("not a frontier entry of a known version")
+    if type(array[0]) is not int or array[0] != VERSION:
+        raise BadEntryError("not a frontier entry of a known version")
+    url, referer, depth, others = [*array[1:], *_ARRAY_DEFAULTS[len(array) - 2 :]]
+    if type(url) is not str or type(referer) is not str or type(others) is not dict:
+        raise BadEntryError("a version-4 entry with parts of the wrong type")
+    if any(field in others for field in ("v", "u", "r", "d")):
+        raise BadEntryError("a version-4 entry with a field twice")
+    fields: dict[str, Any] = {"v": VERSION, "u": _absolute_url(url, host), **others}
+    if referer:
+        fields["r"] = referer
+    if depth is not None:
+        fields["d"] = depth
+    return fields
 
 
 def _is_known_version(version: object) -> bool:
@@ -400,7 +478,7 @@ def _class_name(request: Request) -> str:
     )
 
 
-def _dumps(entry: dict[str, Any]) -> str:
+def _dumps(entry: list[Any]) -> str:
     """ASCII JSON, so that it is valid UTF-8 even for a string with a lone surrogate."""
     try:
         return json.dumps(entry, separators=(",", ":"), ensure_ascii=True)
@@ -409,9 +487,11 @@ def _dumps(entry: dict[str, Any]) -> str:
         raise UnencodableRequestError("cookies", "value", str(exc)) from None
 
 
-def plain_get_entries(spider: Spider, meta: dict[str, Any]) -> Callable[[str], str]:
-    """A function giving, for a URL as ``Request`` keeps it, the entry ``encode``
-    writes for ``Request(url, meta=meta)`` (a GET, no callback): bulk seeding
+def plain_get_entries(
+    spider: Spider, meta: dict[str, Any]
+) -> Callable[[str, str], str]:
+    """A function giving, for a URL as ``Request`` keeps it and its host, the entry
+    ``encode`` writes for ``Request(url, meta=meta)`` (a GET, no callback): bulk seeding
     (issue 27) encodes a seed without building a Request. *meta* is typed once."""
     kept = {k: v for k, v in meta.items() if k not in TRANSIENT_META}
     compact = _compacted({}, kept, "")  # the depth, as encode takes it out
@@ -419,10 +499,10 @@ def plain_get_entries(spider: Spider, meta: dict[str, Any]) -> Callable[[str], s
     # No callback: nothing, or empty names for a spider with usual ones.
     callbacks = {} if usual_callbacks(spider) is None else {"c": "", "e": ""}
 
-    def entry(url: str) -> str:
-        fields: dict[str, Any] = {"v": VERSION, "u": url, **compact}
+    def entry(url: str, host: str) -> str:
+        fields: dict[str, Any] = {"u": url, **compact}
         if typed is not None:
             fields["t"] = typed
-        return _dumps({**fields, **callbacks})
+        return _dumps(_as_array({**fields, **callbacks}, host))
 
     return entry

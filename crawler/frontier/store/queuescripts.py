@@ -199,6 +199,7 @@ for item in records() do
     end
     if shorter == 'fetched' then  -- reparsed from the page store: no host to wait for
       redis.call('SADD', REPARSE, seq)
+      entry = seq .. '|' .. with_whole_url(item.entry, host)
       host = REPARSE_HOST
     end
     if hold and hold > now then
@@ -249,13 +250,14 @@ POP = """
 --       shard, fencing), per_depth (levels per depth)
 -- returns: {lease id, entry json, 1 if its links are to be reparsed (depth
 --          repair) else 0, its class, its importance, backlink importance and
---          in-links (importance order; false otherwise), summary...}; id and entry false if no host is
+--          in-links (importance order; false otherwise), its host (its entry's URL
+--          may be relative to it), summary...}; id and entry false if no host is
 --          ready below the barrier; id false and entry 'fenced' if the node does
 --          not own the shard
 local concurrency = tonumber(args.concurrency)
 local expiry, default_delay = args.expiry, args.default_delay
 if redis.call('GET', OWNER) ~= args.node_id then
-  return {false, 'fenced', 0, 0, false, false, 0, unpack(summary())}
+  return {false, 'fenced', 0, 0, false, false, 0, false, unpack(summary())}
 end
 promote(tonumber(args.promote_limit))
 release_held(tonumber(args.promote_limit), concurrency)
@@ -266,7 +268,7 @@ local host, class, entry, reparse, gathered, backlinks, counted
 local per_depth = tonumber(args.per_depth)
 for _ = 1, 1000 do
   local hosts = redis.call('ZRANGEBYSCORE', READY, '-inf', args.score_limit, 'LIMIT', 0, 1)
-  if #hosts == 0 then return {false, false, 0, 0, false, false, 0, unpack(summary())} end
+  if #hosts == 0 then return {false, false, 0, 0, false, false, 0, false, unpack(summary())} end
   host = hosts[1]
   if not head_score(host) then  -- nothing usable queued
     redis.call('ZREM', READY, host)
@@ -304,7 +306,7 @@ for _ = 1, 1000 do
     entry = nil
   end
 end
-if not entry then return {false, false, 0, 0, false, false, 0, unpack(summary())} end
+if not entry then return {false, false, 0, 0, false, false, 0, false, unpack(summary())} end
 -- Importance order: what the URL gathered, for the node.
 local value, from_links, links = false, false, 0
 if importance then
@@ -322,7 +324,7 @@ redis.call('HSET', READY_AT, host, now + delay)
 redis.call('ZREM', READY, host)
 touch(host, concurrency)
 return {id, string.match(entry, '^%d+|(.*)$'), reparse and 1 or 0, tonumber(class), value,
-        from_links, links, unpack(summary())}
+        from_links, links, host, unpack(summary())}
 """
 
 ACK = """

@@ -65,6 +65,8 @@ class Lease:
     importance: float | None = field(default=None, compare=False)
     backlinks: float = field(default=0.0, compare=False)
     inlinks: int = field(default=0, compare=False)
+    # The host whose queue it came from (its entry's URL may be relative to it).
+    host: str = field(default="", compare=False)
 
     def __str__(self) -> str:
         return f"{self.shard}:{self.lease_id}"

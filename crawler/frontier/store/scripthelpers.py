@@ -218,13 +218,33 @@ end
 local function with_band(class, band)
   return level_of(class) * BANDS + band
 end
--- The URL key of a queue entry ('<seq>|<json>'): as the node computes it
--- (crawler.frontier.importance.url_key); nil if the entry is not one we wrote.
-local function url_key_of(entry)
+-- A version-4 entry's URL made whole: one relative to its queue's *host* ('/p',
+-- ':8080/p'; '~/p' for https) gets its scheme and host back (as
+-- crawler.frontier.encoding.codec does); a whole one is kept.
+local function whole_url(url, host)
+  local first = string.sub(url, 1, 1)
+  if first == '/' or first == ':' then return 'http://' .. host .. url end
+  if first == '~' then return 'https://' .. host .. string.sub(url, 2) end
+  return url
+end
+-- A version-4 entry's JSON with its URL made whole, to be queued under another
+-- host (REPARSE_HOST); other entries as they are.
+local function with_whole_url(json, host)
+  local url, rest = string.match(json, '^%[4,"([^"]*)"(.*)$')
+  if not url then return json end
+  return '[4,"' .. whole_url(url, host) .. '"' .. rest
+end
+-- The URL key of a queue entry ('<seq>|<json>') of *host*'s queue: as the node
+-- computes it (crawler.frontier.importance.url_key); nil if the entry is not one
+-- we wrote.
+local function url_key_of(entry, host)
   local json = string.match(entry, '^%d+|(.*)$')
   local ok, decoded = pcall(cjson.decode, json or '')
-  if not ok or type(decoded) ~= 'table' or type(decoded.u) ~= 'string' then return nil end
-  return string.sub(redis.sha1hex(decoded.u), 1, 16)
+  if not ok or type(decoded) ~= 'table' then return nil end
+  local url = decoded.u
+  if decoded[1] == 4 and type(decoded[2]) == 'string' then url = whole_url(decoded[2], host) end
+  if type(url) ~= 'string' then return nil end
+  return string.sub(redis.sha1hex(url), 1, 16)
 end
 -- A queued URL in its host's index: '<seq> <class> <importance> <backlinks>
 -- <in-links>' (its queue list holds '<seq>|<key>', its entry is in entries_key):
@@ -263,7 +283,7 @@ local function queue_entry(host, class, entry, value, backlinks, links, key, at_
     value = tonumber(value) or band_floor(class)
     class = with_band(class, importance_band(value))
     local seq, json = string.match(entry, '^(%d+)|(.*)$')
-    if not key or key == '' then key = url_key_of(entry) end
+    if not key or key == '' then key = url_key_of(entry, host) end
     if key and seq then
       index_write(host, key, seq, class, value, tonumber(backlinks) or value, links or 0)
       entry_write(host, key, json)

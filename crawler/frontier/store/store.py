@@ -249,7 +249,7 @@ class FrontierStore:
         self, order: PopOrder, reply: list[Any]
     ) -> tuple[tuple[Lease, bytes] | None, bool]:
         """The lease and entry popped, if any, and whether the pop was fenced."""
-        self._shards.remember(order.shard, reply[7:])
+        self._shards.remember(order.shard, reply[8:])
         if reply[0] is None:
             return None, reply[1] == b"fenced"
         lease = Lease(
@@ -259,6 +259,7 @@ class FrontierStore:
             importance=None if reply[4] is None else float(reply[4]),
             backlinks=float(reply[5] or 0),
             inlinks=int(reply[6]),
+            host=reply[7].decode("utf-8", "replace"),
         )
         return (lease, reply[1]), False
 
