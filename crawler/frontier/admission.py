@@ -86,11 +86,7 @@ class Admission:
         credit = credit_of(request.meta.pop(LINK_CREDIT, None))
         checked = request.meta.pop(LINK_CHECKED, False)
         depth = request.meta.get("depth", 0)
-        limit = self._sites.depth_limit_of_url(
-            request.url, self._run.current.depth_limit
-        )
-        if not depth_allowed(depth, limit):
-            self._stats.inc_value("frontier/depth_limited")
+        if not self._within_depth_limit(request.url, depth):
             return None
         dedup: str | bytes = ""
         revive = depth_key = ""
@@ -109,14 +105,10 @@ class Admission:
                     self.in_link(request.url, credit)
                 return None
             dedup = self._dedup_argument(fingerprint)
-            if self._config.depth_repair:
-                depth_key = fingerprint[:DEPTH_KEY_BYTES].hex()
-        try:
-            host = host_of(request.url)
-        except BadURLError:
-            self._stats.inc_value("frontier/bad_urls")
+            depth_key = self._depth_key(fingerprint)
+        if (address := self._address(request.url)) is None:
             return None
-        shard = shard_of(shard_key(host, self._config.shard_by), self._config.shards)
+        host, shard, deepest_first = address
         hold = request.meta.pop(HOLD_UNTIL, None)
         try:
             entry = codec.encode(request, self._spider, host)
@@ -125,13 +117,6 @@ class Admission:
             return None
         level = level_of(depth, tier_of(request))
         hold_until = float(hold) if isinstance(hold, int | float) else None
-        deepest_first = self._sites.strategy_of(host) == "dfs"
-        if deepest_first:
-            # A host crawled deepest first goes down its chains on purpose: its
-            # pages keep the depth they are found at (within their limit), and
-            # depth repair, which would fetch them again and again as shorter
-            # paths turn up, leaves them alone.
-            depth_key = ""
         ranked: dict[str, Any] = {}
         if self._importance is not None:
             # A seed, and a revisit of a known page, start as a seed does.
@@ -145,7 +130,7 @@ class Admission:
             entry,
             hold_until,
             revive,
-            depth_key,
+            "" if deepest_first else depth_key,
             priority=request.priority,
             request=request,
             deepest_first=deepest_first,
@@ -166,22 +151,13 @@ class Admission:
         codec entry from the URL and its host (``codec.plain_get_entries``; issue
         27: bulk seeding builds no Request): the same checks, counts and fields,
         without the request to drop loudly."""
-        limit = self._sites.depth_limit_of_url(url, self._run.current.depth_limit)
-        if not depth_allowed(0, limit):
-            self._stats.inc_value("frontier/depth_limited")
+        if not self._within_depth_limit(url, 0):
             return None
         self._seen.add(fingerprint, 0)  # a seed: Redis decides (revive)
         dedup = self._dedup_argument(fingerprint)
-        depth_key = (
-            fingerprint[:DEPTH_KEY_BYTES].hex() if self._config.depth_repair else ""
-        )
-        try:
-            host = host_of(url)
-        except BadURLError:
-            self._stats.inc_value("frontier/bad_urls")
+        if (address := self._address(url)) is None:
             return None
-        shard = shard_of(shard_key(host, self._config.shard_by), self._config.shards)
-        deepest_first = self._sites.strategy_of(host) == "dfs"
+        host, shard, deepest_first = address
         return Pending(
             shard,
             host,
@@ -190,9 +166,37 @@ class Admission:
             entry_of(url, host),
             None,
             fingerprint.hex(),
-            "" if deepest_first else depth_key,
+            "" if deepest_first else self._depth_key(fingerprint),
             deepest_first=deepest_first,
         )
+
+    def _within_depth_limit(self, url: str, depth: int) -> bool:
+        """Whether *url* at *depth* is within its site's depth limit (else counted)."""
+        limit = self._sites.depth_limit_of_url(url, self._run.current.depth_limit)
+        if depth_allowed(depth, limit):
+            return True
+        self._stats.inc_value("frontier/depth_limited")
+        return False
+
+    def _address(self, url: str) -> tuple[str, int, bool] | None:
+        """The host of *url*, its shard, and whether it is crawled deepest first;
+        None (counted) for a URL without a usable host.
+
+        A host crawled deepest first goes down its chains on purpose: its pages
+        keep the depth they are found at (within their limit), and depth repair,
+        which would fetch them again and again as shorter paths turn up, leaves
+        them alone (its requests get no depth key)."""
+        try:
+            host = host_of(url)
+        except BadURLError:
+            self._stats.inc_value("frontier/bad_urls")
+            return None
+        shard = shard_of(shard_key(host, self._config.shard_by), self._config.shards)
+        return host, shard, self._sites.strategy_of(host) == "dfs"
+
+    def _depth_key(self, fingerprint: bytes) -> str:
+        """The short fingerprint depth repair keys a request by ('' when off)."""
+        return fingerprint[:DEPTH_KEY_BYTES].hex() if self._config.depth_repair else ""
 
     def in_link(self, url: str, credit: LinkCredit) -> None:
         """*url*, pushed before, found linked again with *credit* (importance
