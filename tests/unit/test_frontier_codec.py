@@ -226,6 +226,14 @@ def test_a_relative_url_without_a_host_it_fits_is_a_bad_entry(
         decode(data, SPIDER, host)
 
 
+@pytest.mark.parametrize("value", [None, False, True, 0])
+def test_a_requests_own_verbatim_url_value_comes_back(value: object) -> None:
+    """The decoder builds the request with ``verbatim_url`` set, then gives the
+    request its own value back (hypothesis found None coming back as True)."""
+    decoded = round_trip(Request(URL, meta={"verbatim_url": value}))
+    assert decoded.meta == {"verbatim_url": value}
+
+
 def test_version_three_entries_are_still_read() -> None:
     data = '{"v":3,"u":"http://a.example/x","r":"/","d":3}'
     decoded = decode(data, SPIDER)

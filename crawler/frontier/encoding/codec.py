@@ -55,10 +55,11 @@ _HTTPS_MARK = "~"
 # What a version-4 entry's trailing parts are when left out: no Referer, no depth,
 # no other fields.
 _ARRAY_DEFAULTS: tuple[Any, ...] = ("", None, {})
-# Host names a relative URL may be rebuilt with: what ``host_of`` gives for a URL as
-# ``Request`` keeps it (the push script rebuilds it in JSON text, so no quote or
-# backslash may be in one).
-_RELATIVE_HOST = re.compile(r"[a-z0-9._\-]+|\[[0-9a-f:.]+\]")
+# Host names a relative URL may be rebuilt with: names and IPv4 addresses as
+# ``host_of`` gives them for a URL as ``Request`` keeps it (the push script rebuilds
+# the URL in JSON text, so no quote or backslash may be in one). An IPv6 address
+# (``host_of`` gives it without its brackets) keeps its URL whole.
+_RELATIVE_HOST = re.compile(r"[a-z0-9._-]+")
 REFERER = "Referer"
 _CLASSES: dict[str, type[Request]] = {
     "FormRequest": FormRequest,
@@ -355,7 +356,9 @@ def _verbatim_request(request_class: type[Request], kwargs: dict[str, Any]) -> R
         request = request_class(**kwargs, meta={**meta, "verbatim_url": True})
     except (TypeError, ValueError) as exc:
         raise BadEntryError(f"not a valid request: {exc}") from None
-    if "verbatim_url" not in meta:
+    if "verbatim_url" in meta:  # the request's own value, whatever it is
+        request.meta["verbatim_url"] = meta["verbatim_url"]
+    else:
         del request.meta["verbatim_url"]
     return request
 
