@@ -107,14 +107,20 @@ def plant_mid_crawl(redis: redis_py.Redis, site: RunningSite) -> None:
     wrong type (its hosts are stranded until the shard is repaired)."""
     if not wait_for(lambda: len(site.pages()) >= 10, timeout=30):
         return
-    plant_in_shards(redis)
-    plant_global(redis)
-    for key in redis.scan_iter(match=f"{PREFIX}:*:q:*"):
-        redis.lpush(key, GARBAGE)  # no sequence prefix: set aside by the scripts
-        redis.linsert(key, "AFTER", GARBAGE, b"7|" + PICKLE)  # decoded and refused
+    queues = list(redis.scan_iter(match=f"{PREFIX}:*:q:*"))
+    # All at once (MULTI/EXEC), as one blow: planted command by command on a busy
+    # machine, a repair could run between two plantings and the next script call
+    # meet damage planted after it.
+    damage = redis.pipeline(transaction=True)
+    plant_in_shards(damage)
+    plant_global(damage)
+    for key in queues:
+        damage.lpush(key, GARBAGE)  # no sequence prefix: set aside by the scripts
+        damage.linsert(key, "AFTER", GARBAGE, b"7|" + PICKLE)  # decoded and refused
     ready = CrawlKeys(PREFIX).shard(1).ready
-    redis.delete(ready)
-    redis.set(ready, PICKLE)
+    damage.delete(ready)
+    damage.set(ready, PICKLE)
+    damage.execute()
 
 
 @deferred_f_from_coro_f
