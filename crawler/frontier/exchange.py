@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from scrapy import Request
@@ -35,6 +36,7 @@ from crawler.signals import trap_cut
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from concurrent.futures import Future
 
     from scrapy import Spider
     from scrapy.crawler import Crawler
@@ -109,6 +111,10 @@ class Exchange:
             crawler.request_fingerprinter
         )
         self._seed_entry = codec.plain_get_entries(self._spider, {REVIVE: True})
+        # Bulk seeding's write under way on its own thread (write_behind), and the
+        # batch it writes.
+        self._writer: ThreadPoolExecutor | None = None
+        self._behind: tuple[Future[Flushed], list[Pending]] | None = None
 
     def __bool__(self) -> bool:
         return bool(self._requests or self._done)  # anything to write
@@ -178,7 +184,12 @@ class Exchange:
     def close(self, now: float) -> None:
         """Write what is pending and give back this node's own leases (raises if
         Redis fails: see ``closed_without_redis``)."""
-        self._flush(now)
+        try:
+            self._flush(now)
+        finally:
+            if self._writer is not None:
+                self._writer.shutdown()
+                self._writer = None
         self._admission.count_duplicates(0)  # the last ones found locally
         if leases := self._leases.leases():
             released = self._store.requeue(now, leases)
@@ -195,6 +206,37 @@ class Exchange:
         """Write what is buffered (raises if Redis fails)."""
         self._flush(now)
 
+    def write_behind(self, now: float) -> None:
+        """Start writing the requests buffered on a thread of its own, and return:
+        bulk seeding (issue 27) admits its next batch while Redis runs this one.
+
+        The write started before is finished first, so one is under way at most, and
+        every other write finishes it before its own (``_flush``): the round trip's
+        order stays as it was. What a failed write took is put back (raises as
+        ``write_pending`` does)."""
+        self._finish_behind()
+        if not self._requests:
+            return
+        if self._writer is None:
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="frontier-seeds")
+        batch, self._requests = self._requests, []
+        future = self._writer.submit(self._store.flush, batch, [], now)
+        self._behind = (future, batch)
+
+    def _finish_behind(self) -> None:
+        """Wait for the write ``write_behind`` started, and count what it did."""
+        if self._behind is None:
+            return
+        future, batch = self._behind
+        self._behind = None
+        try:
+            flushed = future.result()
+        except Exception:
+            self._requests = batch + self._requests
+            raise
+        self._count(flushed)
+        self._drop_duplicates(batch, flushed.new, flushed.over_budget)
+
     def count_damage(self) -> None:
         """Add what the store found damaged (and set aside) to frontier/bad_entries."""
         if found := self._store.shards.bad_entries - self._damage_counted:
@@ -210,6 +252,7 @@ class Exchange:
 
         Returns the popped lease and entry, if a pop was asked for and found one.
         """
+        self._finish_behind()
         done = [*self._done, *done]
         in_links = self._take_in_links(now)
         if not self._requests and not done and pop is None and not in_links:

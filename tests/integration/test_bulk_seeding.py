@@ -7,9 +7,11 @@ path queues, under the same admission rules."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 import pytest
+import redis as redis_py
 from scrapy import Request
 from scrapy.utils.test import get_crawler
 
@@ -21,6 +23,7 @@ from crawler.meta import REVIVE
 from crawler.policy.hosts import host_of
 from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_frontier_commands import frontier
+from tests.servers import RestartableRedis
 from tests.standin import standin_engine
 
 if TYPE_CHECKING:
@@ -210,3 +213,36 @@ def test_in_importance_order_plain_seeds_take_the_request_path(redis, settings):
     finally:
         scheduler.close("finished")
     assert queued(redis) == len(urls)
+
+
+def test_a_batch_whose_write_fails_is_written_once_redis_is_back(settings, tmp_path):
+    """Bulk seeding writes a batch while it admits the next (``write_behind``): a
+    write that fails (Redis stopped) puts its batch back, and the next write after
+    Redis returns queues every URL once."""
+    server = RestartableRedis(tmp_path / "redis")
+    server.start()
+    urls = [f"http://h{i % 7}.test/p/{i}" for i in range(200)]
+    try:
+        scheduler, _crawler = opened_scheduler(settings, REDIS_URL=server.url)
+        exchange = scheduler._open._exchange  # type: ignore[union-attr]
+        try:
+            assert exchange.enqueue_plain_seeds(urls[:100]) == 100
+            server.stop()
+            exchange.write_behind(time.time())  # under way, and failing
+            assert exchange.enqueue_plain_seeds(urls[100:]) == 100
+            with pytest.raises(redis_py.ConnectionError):
+                exchange.write_behind(time.time())
+            assert exchange.buffered == 200  # the failed batch is back
+            server.start()
+            exchange.write_behind(time.time())
+            exchange.write_pending(time.time())  # finishes the write under way
+            assert exchange.buffered == 0
+        finally:
+            scheduler.close("finished")
+        client = redis_py.Redis.from_url(server.url)
+        try:
+            assert queued(client) == len(urls)
+        finally:
+            client.close()
+    finally:
+        server.stop()

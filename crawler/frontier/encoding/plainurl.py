@@ -28,14 +28,15 @@ def is_default(fingerprinter: RequestFingerprinterProtocol) -> bool:
     )
 
 
+# ``json.dumps`` of Scrapy's fingerprint data for a GET with no body and no headers,
+# keys sorted, with the canonical URL's JSON in place of ``%s``: the dict sorted and
+# dumped whole took half the time of a seed's fingerprint (issue 27: bulk seeding).
+_GET_FINGERPRINT_DATA = '{"body": "", "headers": {}, "method": "GET", "url": %s}'
+
+
 def get_fingerprint(url: str) -> bytes:
     """What ``scrapy.utils.request.fingerprint`` gives a GET of *url* (as
     ``request_url`` returns it) with no body and no ``verbatim_url``: the SHA1 of
-    the same JSON, keys sorted."""
-    data = {
-        "body": "",
-        "headers": {},
-        "method": "GET",
-        "url": canonicalize_url(url),
-    }
-    return hashlib.sha1(json.dumps(data, sort_keys=True).encode()).digest()  # noqa: S324
+    the same JSON."""
+    data = _GET_FINGERPRINT_DATA % json.dumps(canonicalize_url(url))
+    return hashlib.sha1(data.encode()).digest()  # noqa: S324

@@ -152,6 +152,10 @@ class FrontierWork(Protocol):
     def write_pending(self, now: float) -> None:
         """Push what is buffered now (raises if Redis fails)."""
 
+    def write_behind(self, now: float) -> None:
+        """Start pushing what is buffered, finished by the next write (raises if
+        the write before it failed)."""
+
     def count_damage(self) -> None:
         """Count in the stats what the store found damaged since the last count."""
 
@@ -196,7 +200,7 @@ class NodeRuntime:
         self._seeds = SeedIntake(
             crawler,
             enqueue,
-            flush=lambda: work.write_pending(time.time()),
+            flush=lambda: work.write_behind(time.time()),
             enqueue_urls=enqueue_urls,
         )
         self._maintenance: AsyncioLoopingCall | LoopingCall | None = None

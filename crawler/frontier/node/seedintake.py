@@ -55,7 +55,8 @@ class SeedIntake:
         # Plain-URL seeds in bulk, with no Request each (issue 27), to go with
         # the next flush; without it every seed is enqueued as a Request.
         self._enqueue_urls = enqueue_urls
-        # Writes what enqueue buffered: each batch reaches Redis before the next.
+        # Starts writing what enqueue buffered; the next batch is admitted while
+        # Redis runs it, and written once it is done (the exchange's write_behind).
         self._flush = flush
         self._budget = budget
         self.backlog = False  # the last take stopped on time with seeds left
