@@ -384,39 +384,70 @@ end
 
 # The push script's Bloom filter check-and-add (the layout: crawler/frontier/dedup.py).
 BLOOM_ADD = """
+-- The seen filter's layout, read once a call (issue 27: twice a URL was a tenth of
+-- the push script's time): how many filters are in use, and each one's bits,
+-- hashes and capacity (written once, when the crawl starts); whether the last
+-- filter's key exists.
+local bloom_filters, bloom_layouts, bloom_made = nil, {}, {}
+local function bloom_layout(i)
+  local layout = bloom_layouts[i]
+  if not layout then
+    local found = redis.call('HMGET', SEEN, 'bits:' .. i, 'hashes:' .. i, 'cap:' .. i)
+    layout = {tonumber(found[1]), tonumber(found[2]), tonumber(found[3])}
+    bloom_layouts[i] = layout
+  end
+  return layout[1], layout[2], layout[3]
+end
+
+-- A URL's bit in each filter: its 32-bit hashes (big-endian), each modulo the
+-- filter's bits.
+local function bloom_words(hashes, count)
+  local words = {struct.unpack('>' .. string.rep('I4', count), hashes)}
+  words[count + 1] = nil  -- the position struct.unpack returns after them
+  return words
+end
+
+-- Whether every bit of *words* is set in filter *i*.
+local function bloom_has(i, words, bits)
+  for _, word in ipairs(words) do
+    if redis.call('GETBIT', bloom_key(i), word % bits) == 0 then return false end
+  end
+  return true
+end
+
 -- Add a URL's hashes to the last filter of the seen filter (SEEN) unless a
 -- filter has every bit set already: whether it was new (an error reply if the
 -- layout is damaged, before any write).
 local function bloom_add(hashes)
-  local filters = tonumber(redis.call('HGET', SEEN, 'filters') or '0')
+  bloom_filters = bloom_filters or tonumber(redis.call('HGET', SEEN, 'filters') or '0')
+  local filters = bloom_filters
   if filters == 0 then return redis.error_reply('frontier: no Bloom layout') end
-  for i = 0, filters - 1 do
-    local layout = redis.call('HMGET', SEEN, 'bits:' .. i, 'hashes:' .. i)
-    local bits, found = tonumber(layout[1]), true
-    for j = 0, tonumber(layout[2]) - 1 do
-      local hash = struct.unpack('>I4', hashes, 4 * j + 1)
-      if redis.call('GETBIT', bloom_key(i), hash % bits) == 0 then
-        found = false
-        break
-      end
-    end
-    if found then return false end
-  end
   local last = filters - 1
-  local layout = redis.call('HMGET', SEEN, 'bits:' .. last, 'hashes:' .. last, 'cap:' .. last)
-  local bits, key = tonumber(layout[1]), bloom_key(last)
-  if not (bits and bits > 0 and 4 * (tonumber(layout[2]) or 0) <= #hashes) then
+  local bits, count, cap = bloom_layout(last)
+  if not (bits and bits > 0 and count and 4 * count <= #hashes and cap) then
     return redis.error_reply('frontier: damaged Bloom layout')  -- before any write
   end
-  -- Created at full length at once: grown bit by bit, Redis would keep up to
-  -- twice the memory.
-  if redis.call('EXISTS', key) == 0 then redis.call('SETBIT', key, bits - 1, 0) end
-  for j = 0, tonumber(layout[2]) - 1 do
-    redis.call('SETBIT', key, struct.unpack('>I4', hashes, 4 * j + 1) % bits, 1)
+  for i = 0, last do
+    local filter_bits, filter_count = bloom_layout(i)
+    if not (filter_bits and filter_bits > 0 and filter_count and 4 * filter_count <= #hashes) then
+      return redis.error_reply('frontier: damaged Bloom layout')
+    end
+    if bloom_has(i, bloom_words(hashes, filter_count), filter_bits) then return false end
   end
-  local count = redis.call('HINCRBY', SEEN, 'count:' .. last, 1)
-  if count >= tonumber(layout[3]) and redis.call('HEXISTS', SEEN, 'bits:' .. filters) == 1 then
+  local key = bloom_key(last)
+  if not bloom_made[last] then
+    -- Created at full length at once: grown bit by bit, Redis would keep up to
+    -- twice the memory.
+    if redis.call('EXISTS', key) == 0 then redis.call('SETBIT', key, bits - 1, 0) end
+    bloom_made[last] = true
+  end
+  for _, word in ipairs(bloom_words(hashes, count)) do
+    redis.call('SETBIT', key, word % bits, 1)
+  end
+  local added = redis.call('HINCRBY', SEEN, 'count:' .. last, 1)
+  if added >= cap and redis.call('HEXISTS', SEEN, 'bits:' .. filters) == 1 then
     redis.call('HSET', SEEN, 'filters', filters + 1)
+    bloom_filters = filters + 1
   end
   return true
 end
