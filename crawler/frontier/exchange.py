@@ -117,11 +117,13 @@ class Exchange:
         self._behind: tuple[Future[Flushed], list[Pending]] | None = None
 
     def __bool__(self) -> bool:
-        return bool(self._requests or self._done)  # anything to write
+        return bool(self._requests or self._done or self._behind)  # anything to write
 
     @property
     def buffered(self) -> int:
-        return len(self._requests)  # requests admitted, not written yet
+        """Requests admitted and not written yet (a write under way included)."""
+        behind = len(self._behind[1]) if self._behind is not None else 0
+        return len(self._requests) + behind
 
     def own_leases(self) -> int:
         return len(self._leases.leases())  # requests this node's engine works on

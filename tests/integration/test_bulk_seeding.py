@@ -229,6 +229,7 @@ def test_a_batch_whose_write_fails_is_written_once_redis_is_back(settings, tmp_p
             assert exchange.enqueue_plain_seeds(urls[:100]) == 100
             server.stop()
             exchange.write_behind(time.time())  # under way, and failing
+            assert exchange.buffered == 100  # still unwritten, as far as anyone knows
             assert exchange.enqueue_plain_seeds(urls[100:]) == 100
             with pytest.raises(redis_py.ConnectionError):
                 exchange.write_behind(time.time())
