@@ -290,6 +290,22 @@ def test_a_stranded_host_is_scheduled_again(redis):
     assert store.repair_stuck({0}, T0 + 100) == 0  # nothing stuck any more
 
 
+def test_a_shard_found_damaged_is_scanned_for_stranded_hosts_at_once(redis):
+    """A shard scanned a moment ago is not scanned again for 30 s, unless damage is
+    found in it since: the end of a crawl is decided after that scan, and the
+    damage may have stranded a host (a crawl ended with a page unfetched)."""
+    store = make_store(redis)
+    store.flush([pending("a", 0, "a0")], [], T0)
+    assert store.rescue(T0) == 0  # every shard scanned now
+    ready = store.shards.keys[0].ready
+    redis.delete(ready)
+    redis.set(ready, b"\x80garbage")  # host a stranded, by damage in its shard
+    store.shards.totals()  # the read meets the damage; the shard is repaired
+    assert store.shards.bad_entries >= 1
+    assert store.rescue(T0 + 1) == 1
+    assert drain(store, T0 + 1) == ["a0"]
+
+
 def test_stale_counts_left_without_entries_are_set_from_the_queues(redis):
     store = make_store(redis)
     store.flush([pending("a", 1, "a1")], [], T0)

@@ -136,6 +136,8 @@ class CrawlShards:
         """Keep a shard's summary from a script reply; count the values its script
         found damaged."""
         found = self.summaries.remember(shard, state)
+        if damage + found > 0:
+            self._repair.suspect(shard)
         self.damaged(damage + found, f"shard {shard}: values set aside or fixed")
 
     def repair(self, shards: Iterable[int], now: float) -> None:

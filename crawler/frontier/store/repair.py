@@ -65,6 +65,12 @@ class ShardRepair:
         calls = [Call("repair", self._keys[s], args) for s in shards]
         return list(zip(shards, self._runner.run(calls), strict=True))
 
+    def suspect(self, shard: int) -> None:
+        """Damage was found in *shard*: hosts of it may be stranded, so it is due
+        for a scan at once, not STUCK_REPAIR_INTERVAL after its last one (the end of
+        a crawl is decided after such a scan: ``FrontierRuntime.drained``)."""
+        self._scanned_at.pop(shard, None)
+
     def due(self, shard: int, now: float) -> bool:
         """Whether *shard* may be scanned now (at most every STUCK_REPAIR_INTERVAL)."""
         return now >= self._scanned_at.get(shard, 0.0) + STUCK_REPAIR_INTERVAL
