@@ -236,8 +236,7 @@ class Exchange:
         except Exception:
             self._requests = batch + self._requests
             raise
-        self._count(flushed)
-        self._drop_duplicates(batch, flushed.new, flushed.over_budget)
+        self._written(batch, flushed)
 
     def count_damage(self) -> None:
         """Add what the store found damaged (and set aside) to frontier/bad_entries."""
@@ -270,8 +269,7 @@ class Exchange:
             raise
         if self._gate_returns is not None:
             self._gate_returns.send()
-        self._count(flushed)
-        self._drop_duplicates(batch, flushed.new, flushed.over_budget)
+        self._written(batch, flushed)
         if flushed.fenced and pop is not None:
             self._membership.lost(pop.shard)  # another node took it: stop asking
         return flushed.popped
@@ -294,6 +292,11 @@ class Exchange:
         finally:
             self._asking = None
         return self._asking_refused
+
+    def _written(self, batch: Sequence[Pending], flushed: Flushed) -> None:
+        """Count what a write did, and drop loudly what Redis refused of *batch*."""
+        self._count(flushed)
+        self._drop_duplicates(batch, flushed.new, flushed.over_budget)
 
     def _drop_duplicates(
         self,

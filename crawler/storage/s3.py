@@ -120,9 +120,10 @@ class S3Store:
         try:
             self._client.head_bucket(Bucket=self.address.bucket)
         except ClientError as exc:
-            if _status(exc) == 404 and missing_ok:
+            status = _status(exc)
+            if status == 404 and missing_ok:
                 self._missing = True
-            elif 400 <= _status(exc) < 500:
+            elif 400 <= status < 500:
                 raise ValueError(f"{self.address}: {_said(exc)}") from None
         except BotoCoreError:
             pass  # unreachable now: writes wait for it

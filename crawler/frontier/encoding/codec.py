@@ -306,7 +306,7 @@ def _fields_of_array(array: list[Any], host: str | None) -> dict[str, Any]:
     url, referer, depth, others = [*array[1:], *_ARRAY_DEFAULTS[len(array) - 2 :]]
     if type(url) is not str or type(referer) is not str or type(others) is not dict:
         raise BadEntryError("a version-4 entry with parts of the wrong type")
-    if any(field in others for field in ("v", "u", "r", "d")):
+    if any(field in others for field in ("v", "u", *_COMPACT_FIELDS)):
         raise BadEntryError("a version-4 entry with a field twice")
     fields: dict[str, Any] = {"v": VERSION, "u": _absolute_url(url, host), **others}
     if referer:

@@ -407,6 +407,15 @@ local function bloom_words(hashes, count)
   return words
 end
 
+-- Whether a filter's layout (its bits and hash count) can be used with *hashes*.
+local function bloom_usable(bits, count, hashes)
+  return bits and bits > 0 and count and 4 * count <= #hashes
+end
+-- The answer to a layout that cannot be used (given before any write).
+local function bloom_damaged()
+  return redis.error_reply('frontier: damaged Bloom layout')
+end
+
 -- Whether every bit of *words* is set in filter *i*.
 local function bloom_has(i, words, bits)
   for _, word in ipairs(words) do
@@ -424,16 +433,14 @@ local function bloom_add(hashes)
   if filters == 0 then return redis.error_reply('frontier: no Bloom layout') end
   local last = filters - 1
   local bits, count, cap = bloom_layout(last)
-  if not (bits and bits > 0 and count and 4 * count <= #hashes and cap) then
-    return redis.error_reply('frontier: damaged Bloom layout')  -- before any write
-  end
-  for i = 0, last do
+  if not (bloom_usable(bits, count, hashes) and cap) then return bloom_damaged() end
+  for i = 0, last - 1 do  -- the full filters before the last: only looked in
     local filter_bits, filter_count = bloom_layout(i)
-    if not (filter_bits and filter_bits > 0 and filter_count and 4 * filter_count <= #hashes) then
-      return redis.error_reply('frontier: damaged Bloom layout')
-    end
+    if not bloom_usable(filter_bits, filter_count, hashes) then return bloom_damaged() end
     if bloom_has(i, bloom_words(hashes, filter_count), filter_bits) then return false end
   end
+  local words = bloom_words(hashes, count)
+  if bloom_has(last, words, bits) then return false end
   local key = bloom_key(last)
   if not bloom_made[last] then
     -- Created at full length at once: grown bit by bit, Redis would keep up to
@@ -441,7 +448,7 @@ local function bloom_add(hashes)
     if redis.call('EXISTS', key) == 0 then redis.call('SETBIT', key, bits - 1, 0) end
     bloom_made[last] = true
   end
-  for _, word in ipairs(bloom_words(hashes, count)) do
+  for _, word in ipairs(words) do
     redis.call('SETBIT', key, word % bits, 1)
   end
   local added = redis.call('HINCRBY', SEEN, 'count:' .. last, 1)
