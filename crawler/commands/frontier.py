@@ -52,7 +52,7 @@ from crawler.crawlstate.connection import (
     masked,
 )
 from crawler.crawlstate.embedded import EmbeddedRedisError
-from crawler.records.connection import RecordsDatabaseError, shown
+from crawler.context.database import RecordsDatabaseError, shown
 from crawler.reports.hosts import add_hosts_options, hosts
 from crawler.reports.status import render_revisits
 from crawler.revisit.duestatus import read_due_status

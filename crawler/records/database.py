@@ -1,6 +1,6 @@
 """The page-record database: one row per URL in table ``pages``, SQLite or PostgreSQL.
 
-``RECORDS_DATABASE_URL`` names it (``crawler.records.connection``). The table and its
+``RECORDS_DATABASE_URL`` names it (``crawler.context.database``). The table and its
 indexes are created when missing; a refetched URL overwrites its row (upsert on
 ``url``). Every call blocks: the pipeline runs them in a thread, the ``scrapy pages``
 command directly. One object is used by one thread at a time. The table's columns
@@ -13,7 +13,7 @@ import contextlib
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from crawler.records.connection import (
+from crawler.context.database import (
     DRIVER_ERRORS,
     DatabaseURL,
     RecordsDatabaseError,

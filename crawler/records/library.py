@@ -21,7 +21,7 @@ from crawler.policy.changehistory import History
 from crawler.policy.freshness import multiplier_for
 from crawler.policy.laziness import site_factors
 from crawler.policy.revisitpace import BEHIND_SHARE, Pace
-from crawler.records.connection import DRIVER_ERRORS
+from crawler.context.database import DRIVER_ERRORS
 from crawler.records.visits import ACTIVE, COLUMNS, Entry, after_visit
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from crawler.policy.siteclass import Observation, SiteHistory
-from crawler.records.connection import DRIVER_ERRORS
+from crawler.context.database import DRIVER_ERRORS
 from crawler.records.schema import clean_text
 
 if TYPE_CHECKING:

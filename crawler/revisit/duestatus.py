@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crawler.records.connection import DRIVER_ERRORS, DatabaseURL, first_line, shown
+from crawler.context.database import DRIVER_ERRORS, DatabaseURL, first_line, shown
 from crawler.records.database import RecordsDatabase, RecordsDatabaseError
 
 if TYPE_CHECKING:

@@ -52,7 +52,7 @@ from crawler.meta import REPARSED, SITE_LINKS
 from crawler.policy.hosts import BadURLError, host_of
 from crawler.policy.siteclass import leaving_links
 from crawler.policy.trafficconfig import TrafficConfig
-from crawler.records.connection import RecordsDatabaseError
+from crawler.context.database import RecordsDatabaseError
 from crawler.spiders.sitesaves import SiteSaver, crawl_name
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ import pytest
 
 from crawler.items import PageRecord
 from crawler.policy.fates import FAILED_FATES
-from crawler.records.connection import DatabaseURL, RecordsDatabaseError
+from crawler.context.database import DatabaseURL, RecordsDatabaseError
 from crawler.records.database import RecordsDatabase
 from crawler.records.schema import COLUMNS, row_of
 

@@ -1,4 +1,6 @@
-"""Which page-record database ``RECORDS_DATABASE_URL`` names, and connecting to it.
+"""Which database a URL setting names, and connecting to it: the page records'
+(``RECORDS_DATABASE_URL``) and the frontier's spilled queues'
+(``FRONTIER_SPILL_DATABASE_URL``).
 
 ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db`` (SQLAlchemy's
 spelling), or ``postgresql://user:password@host:port/db`` (``postgres://`` too; any
@@ -56,23 +58,24 @@ DRIVER_ERRORS = _driver_errors()
 
 @dataclass(frozen=True, slots=True)
 class DatabaseURL:
-    """A parsed ``RECORDS_DATABASE_URL``: ``sqlite`` with a path, or ``postgresql``."""
+    """A parsed database URL: ``sqlite`` with a path, or ``postgresql``."""
 
     dialect: str
     target: str  # the SQLite path, or the libpq URL
+    setting: str = "RECORDS_DATABASE_URL"  # the setting it came from, for messages
 
     @classmethod
-    def parse(cls, url: str) -> DatabaseURL:
-        """Raises ``RecordsDatabaseError`` naming the setting for a URL of neither kind."""
+    def parse(cls, url: str, setting: str = "RECORDS_DATABASE_URL") -> DatabaseURL:
+        """Raises ``RecordsDatabaseError`` naming *setting* for a URL of neither kind."""
         scheme = url.partition("://")[0].lower()
         if scheme == "sqlite" and url[len("sqlite://") :].startswith("/"):
             path = url[len("sqlite:///") :]
             if path:
-                return cls("sqlite", path)
+                return cls("sqlite", path, setting)
         elif scheme in ("postgresql", "postgres"):
-            return cls("postgresql", url)
+            return cls("postgresql", url, setting)
         raise RecordsDatabaseError(
-            f"RECORDS_DATABASE_URL must be sqlite:///path or postgresql://..., "
+            f"{setting} must be sqlite:///path or postgresql://..., "
             f"got {shown(url)!r}"
         )
 
@@ -86,7 +89,7 @@ class DatabaseURL:
             from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415
         except ImportError:
             raise RecordsDatabaseError(
-                "RECORDS_DATABASE_URL is a PostgreSQL URL but psycopg is not "
+                f"{self.setting} is a PostgreSQL URL but psycopg is not "
                 "installed: pip install 'psycopg[binary]'"
             ) from None
         options: dict[str, Any] = {}
@@ -97,13 +100,13 @@ class DatabaseURL:
     def _connect_sqlite(self, *, create: bool) -> sqlite3.Connection:
         path = Path(self.target)
         if create:
-            _writable_parent(path)
+            _writable_parent(path, self.setting)
             target, uri = self.target, False
         else:
             if not path.is_file():
                 raise RecordsDatabaseError(
                     f"no records database at {self.target!r} "
-                    "(RECORDS_DATABASE_URL): has a crawl written one?"
+                    f"({self.setting}): has a crawl written one?"
                 )
             target, uri = f"{path.resolve().as_uri()}?mode=ro", True
         connection = sqlite3.connect(
@@ -150,11 +153,11 @@ def first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def _writable_parent(path: Path) -> None:
+def _writable_parent(path: Path, setting: str) -> None:
     """Make the directory of the SQLite file *path*; ``RecordsDatabaseError``
     (one line) if the crawl cannot write there."""
     try:
-        check_writable_directory(path.parent, "RECORDS_DATABASE_URL's directory")
+        check_writable_directory(path.parent, f"{setting}'s directory")
     except UnwritableDirectoryError as exc:
         raise RecordsDatabaseError(str(exc)) from None
     path.parent.mkdir(parents=True, exist_ok=True)
