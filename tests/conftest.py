@@ -3,7 +3,9 @@ TEST_POSTGRES_URL), the local site, settings."""
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import pytest
 import redis as redis_py
@@ -60,6 +62,21 @@ def postgres_url_session() -> Iterator[str]:
     schema of their own in it (``postgres_url`` in tests/unit/test_records.py)."""
     with postgres_for_tests() as url:
         yield url
+
+
+@pytest.fixture
+def postgres_url(postgres_url_session: str) -> Iterator[str]:
+    """The test PostgreSQL in a schema of its own, dropped after the test."""
+    import psycopg  # noqa: PLC0415 (only when PostgreSQL is tested)
+
+    server = postgres_url_session
+    schema = f"records_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as connection:
+        connection.execute(f"CREATE SCHEMA {schema}")
+    separator = "&" if "?" in server else "?"
+    yield f"{server}{separator}options={quote(f'-csearch_path={schema}')}"
+    with psycopg.connect(server, autocommit=True) as connection:
+        connection.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 @pytest.fixture

@@ -45,6 +45,7 @@ from crawler.commands.steering import (
 )
 from crawler.commands.steering import status as crawl_status
 from crawler.commands.web import add_web_options, web
+from crawler.context.database import RecordsDatabaseError, shown
 from crawler.crawlstate.connection import (
     CrawlRedis,
     RedisUnreachableError,
@@ -52,7 +53,6 @@ from crawler.crawlstate.connection import (
     masked,
 )
 from crawler.crawlstate.embedded import EmbeddedRedisError
-from crawler.context.database import RecordsDatabaseError, shown
 from crawler.reports.hosts import add_hosts_options, hosts
 from crawler.reports.status import render_revisits
 from crawler.revisit.duestatus import read_due_status

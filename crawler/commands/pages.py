@@ -36,9 +36,9 @@ from crawler.commands.crawltarget import (
     crawl_settings,
     crawl_target,
 )
+from crawler.context.database import shown
 from crawler.policy.contentsignals import signals_of_json, signals_text
 from crawler.policy.fates import FAILED_FATES, FATES
-from crawler.context.database import shown
 from crawler.records.database import COLUMNS, RecordsDatabase, RecordsDatabaseError
 from crawler.records.query import ORDERS
 from crawler.reports.hosts import CELL_WIDTH, cell

@@ -75,8 +75,7 @@ class DatabaseURL:
         elif scheme in ("postgresql", "postgres"):
             return cls("postgresql", url, setting)
         raise RecordsDatabaseError(
-            f"{setting} must be sqlite:///path or postgresql://..., "
-            f"got {shown(url)!r}"
+            f"{setting} must be sqlite:///path or postgresql://..., got {shown(url)!r}"
         )
 
     def connect(self, *, create: bool) -> Any:

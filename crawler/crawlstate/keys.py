@@ -56,6 +56,9 @@ ENTRIES = KeyShape("entries", "ie:{host}")
 STRATEGIES = KeyShape("strategies", "strategies")
 HOST_TERMS = KeyShape("host_terms", "host-terms")
 BUDGETS = KeyShape("budgets", "budgets")
+SPILL = KeyShape("spill", "spill")
+SPILL_OUT = KeyShape("spill_out", "spill-out")
+SPILL_WANTED = KeyShape("spill_wanted", "spill-wanted")
 KEY_SHAPES = (
     QUEUE,
     LEVELS,
@@ -68,6 +71,9 @@ KEY_SHAPES = (
     STRATEGIES,
     HOST_TERMS,
     BUDGETS,
+    SPILL,
+    SPILL_OUT,
+    SPILL_WANTED,
 )
 
 
@@ -395,6 +401,26 @@ class Keys:
         """HASH host -> new URLs of the host queued so far, counted when
         FRONTIER_HOST_MAX_PAGES is set (a host's page budget)."""
         return BUDGETS.build(self.tag)
+
+    @property
+    def spill(self) -> str:
+        """HASH ``<class> <host>`` -> ``<spilled> <mark>`` for each queue that spilled
+        (FRONTIER_SPILL): how many of its entries wait on disk or in ``spill_out``,
+        and the sequence number of the last one brought back (entries come back in
+        order, and one at or below the mark is never queued twice)."""
+        return SPILL.build(self.tag)
+
+    @property
+    def spill_out(self) -> str:
+        """LIST ``<class> <len(host)> <host><entry>`` of entries spilled and not yet
+        written to the spill database, oldest first (``crawler.frontier.spill``)."""
+        return SPILL_OUT.build(self.tag)
+
+    @property
+    def spill_wanted(self) -> str:
+        """SET ``<class> <host>`` of spilled queues whose head in Redis ran low: the
+        spill worker brings their next entries back."""
+        return SPILL_WANTED.build(self.tag)
 
     @property
     def strategies(self) -> str:

@@ -88,6 +88,21 @@ FRONTIER_DEDUP_ERROR_RATE = 1e-6
 FRONTIER_LOCAL_SEEN_MB = 32
 # Requests buffered in this process before they are pushed to Redis in one round trip.
 FRONTIER_PUSH_BATCH = 64
+# Spill queues to disk (crawler/frontier/spill/): each host's queue of a level keeps
+# at most FRONTIER_SPILL_HEAD entries in Redis, the rest waits in a table of
+# FRONTIER_SPILL_DATABASE_URL and comes back, in order, as the head drains; Redis then
+# holds hosts x head entries, not every queued URL. A crawl keeps the choice it
+# started with (docs/scale.md).
+FRONTIER_SPILL = False
+# Entries a host's queue of one level keeps in Redis when FRONTIER_SPILL is on; the
+# next ones come back when it falls below half of it.
+FRONTIER_SPILL_HEAD = 100
+# The database spilled entries wait in (sqlite:///path or postgresql://...); empty:
+# RECORDS_DATABASE_URL. Nodes of a cluster must share it: use PostgreSQL.
+FRONTIER_SPILL_DATABASE_URL = ""
+# Seconds between two rounds of the spill worker (write spilled entries to the
+# database, bring back the next entries of queues that ran low).
+FRONTIER_SPILL_INTERVAL = 1.0
 # Keep the frontier in Redis when the crawl stops, so the next run resumes it.
 FRONTIER_PERSIST = True
 # Clear this crawl's frontier (queues, seen filter, leases) at start.

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from crawler.context.components import page_store_on
+from crawler.context.database import DatabaseURL, RecordsDatabaseError
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.dedup import DedupConfig
 from crawler.frontier.importance import Importance
@@ -69,6 +70,11 @@ class FrontierConfig:
     politeness_key: PolitenessKey = "host"
     # Most new links queued a host (FRONTIER_HOST_MAX_PAGES); None: no limit.
     host_max_pages: int | None = None
+    # FRONTIER_SPILL: the most entries a host's queue keeps in Redis
+    # (FRONTIER_SPILL_HEAD; 0: spill off) and the database the rest goes to.
+    spill_head: int = 0
+    spill_database_url: str = ""
+    spill_interval: float = 1.0  # seconds between the spill worker's rounds
 
     @classmethod
     def from_settings(cls, settings: BaseSettings, spider_name: str) -> FrontierConfig:
@@ -115,6 +121,7 @@ class FrontierConfig:
             site_depth_limits=SiteStrategyConfig.from_settings(
                 settings
             ).sets_depth_limits,
+            **spill_settings(settings),
         )
         config._check(settings)
         return config
@@ -142,6 +149,31 @@ class FrontierConfig:
                 f"FRONTIER_KEY_PREFIX must not contain braces, spaces or glob "
                 f"characters, got {self.prefix!r}"
             )
+
+
+def spill_settings(settings: BaseSettings) -> dict[str, Any]:
+    """FRONTIER_SPILL's fields: its head and database (the page records' unless
+    FRONTIER_SPILL_DATABASE_URL names another), checked; none when it is off."""
+    if not get_bool(settings, "FRONTIER_SPILL"):
+        return {}
+    url = settings.get("FRONTIER_SPILL_DATABASE_URL") or settings.get(
+        "RECORDS_DATABASE_URL"
+    )
+    if not url:
+        raise ValueError(
+            "FRONTIER_SPILL needs a database: set FRONTIER_SPILL_DATABASE_URL "
+            "(or RECORDS_DATABASE_URL)"
+        )
+    setting = "FRONTIER_SPILL_DATABASE_URL"
+    try:
+        DatabaseURL.parse(url, setting)
+    except RecordsDatabaseError as exc:
+        raise ValueError(str(exc)) from None
+    return {
+        "spill_head": get_int(settings, "FRONTIER_SPILL_HEAD", above=0),
+        "spill_database_url": url,
+        "spill_interval": get_float(settings, "FRONTIER_SPILL_INTERVAL", above=0),
+    }
 
 
 def check_node_name(name: str) -> str:

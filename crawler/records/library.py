@@ -17,11 +17,11 @@ import time
 from dataclasses import astuple, dataclass
 from typing import TYPE_CHECKING, Any
 
+from crawler.context.database import DRIVER_ERRORS
 from crawler.policy.changehistory import History
 from crawler.policy.freshness import multiplier_for
 from crawler.policy.laziness import site_factors
 from crawler.policy.revisitpace import BEHIND_SHARE, Pace
-from crawler.context.database import DRIVER_ERRORS
 from crawler.records.visits import ACTIVE, COLUMNS, Entry, after_visit
 
 if TYPE_CHECKING:

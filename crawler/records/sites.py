@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from crawler.policy.siteclass import Observation, SiteHistory
 from crawler.context.database import DRIVER_ERRORS
+from crawler.policy.siteclass import Observation, SiteHistory
 from crawler.records.schema import clean_text
 
 if TYPE_CHECKING:

@@ -33,6 +33,7 @@ from scrapy.utils.asyncio import create_looping_call
 
 from crawler.context.components import records_on
 from crawler.context.crawl import CrawlContext
+from crawler.context.database import RecordsDatabaseError
 from crawler.context.enginehooks import engine_closing
 from crawler.context.logonce import OnceLogger
 from crawler.context.outage import is_outage
@@ -52,7 +53,6 @@ from crawler.meta import REPARSED, SITE_LINKS
 from crawler.policy.hosts import BadURLError, host_of
 from crawler.policy.siteclass import leaving_links
 from crawler.policy.trafficconfig import TrafficConfig
-from crawler.context.database import RecordsDatabaseError
 from crawler.spiders.sitesaves import SiteSaver, crawl_name
 
 if TYPE_CHECKING:

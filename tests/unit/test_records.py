@@ -5,37 +5,19 @@ TEST_POSTGRES_URL): URLs, schema, upsert, queries."""
 from __future__ import annotations
 
 import sqlite3
-import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
 import pytest
 
+from crawler.context.database import DatabaseURL, RecordsDatabaseError
 from crawler.items import PageRecord
 from crawler.policy.fates import FAILED_FATES
-from crawler.context.database import DatabaseURL, RecordsDatabaseError
 from crawler.records.database import RecordsDatabase
 from crawler.records.schema import COLUMNS, row_of
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
-
-
-@pytest.fixture
-def postgres_url(postgres_url_session: str) -> Iterator[str]:
-    """The test PostgreSQL in a schema of its own, dropped after the test."""
-    import psycopg  # noqa: PLC0415 (only when PostgreSQL is tested)
-
-    server = postgres_url_session
-    schema = f"records_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server, autocommit=True) as connection:
-        connection.execute(f"CREATE SCHEMA {schema}")
-    separator = "&" if "?" in server else "?"
-    yield f"{server}{separator}options={quote(f'-csearch_path={schema}')}"
-    with psycopg.connect(server, autocommit=True) as connection:
-        connection.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -103,7 +103,7 @@ def test_each_script_reads_the_arguments_its_signature_names(script: str) -> Non
         read = set(re.findall(rf"\b{record}\.(\w+)", source))
         assert read == set(signature.record), record
     assert "records()" in source or not signature.record
-    assert set(COMMON) == {"order", "now"}  # the helpers read these and tag
+    assert set(COMMON) == {"order", "now", "spill_head"}  # the helpers read these
     assert "ARGV" in script_source(script)  # the helpers decode ARGV[1]
 
 

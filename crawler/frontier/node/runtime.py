@@ -31,10 +31,13 @@ from crawler.frontier.node.identity import SettledCrawl, declared_identity, sett
 from crawler.frontier.node.membership import Membership, NodeReport
 from crawler.frontier.node.runcontrol import ControlFollower
 from crawler.frontier.node.seedintake import SeedIntake
+from crawler.frontier.spill.table import SpillTable
+from crawler.frontier.spill.worker import SpillWorker
 from crawler.frontier.store.store import FrontierStore
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
+    from typing import Any
 
     from scrapy import Request
     from scrapy.crawler import Crawler
@@ -46,6 +49,7 @@ if TYPE_CHECKING:
     from crawler.frontier.frontierconfig import FrontierConfig
     from crawler.frontier.node.progress import Progress
     from crawler.frontier.node.redislink import RedisLink
+    from crawler.frontier.spill.spill import SpillCounts
     from crawler.frontier.store.crawlshards import CrawlShards
     from crawler.frontier.store.roundtrip import Lease
 
@@ -80,6 +84,8 @@ def join(crawler: Crawler, config: FrontierConfig, now: float) -> Joined:
         run = context.delays.run_settings  # DEPTH_LIMIT in force, for depth repair
         store = FrontierStore.on(client, config, context.round_trip_times, run)
         store.prepare(now)
+        if config.reset and config.spill_head:
+            clear_spill(config)
         assert crawler.spider is not None  # Scrapy builds the spider first
         crawl = settle(
             client,
@@ -101,6 +107,23 @@ def join(crawler: Crawler, config: FrontierConfig, now: float) -> Joined:
         raise
     drain = DrainWatch(store.shards, membership, opened_at=now)
     return Joined(store, crawl, membership, drain)
+
+
+def _on_reactor(function: Callable[..., object], *args: object) -> None:
+    """Call *function* on the reactor's thread (from the spill worker's)."""
+    from twisted.internet import reactor  # noqa: PLC0415 (Scrapy installs the reactor)
+
+    reactor.callFromThread(function, *args)
+
+
+def clear_spill(config: FrontierConfig) -> None:
+    """Delete the crawl's spilled entries from the spill database (the crawl's keys
+    in Redis are gone)."""
+    table = SpillTable(config.spill_database_url, config.prefix).open()
+    try:
+        table.clear()
+    finally:
+        table.close()
 
 
 def node_report(
@@ -203,6 +226,19 @@ class NodeRuntime:
             flush=lambda: work.write_behind(time.time()),
             enqueue_urls=enqueue_urls,
         )
+        self._spill = (
+            SpillWorker(
+                CrawlContext.of(crawler).redis.sync_client(),
+                config,
+                owned=lambda: self.membership.owned,
+                report=lambda counts: _on_reactor(self._count_spill, counts),
+                refilled=lambda shard, summary: _on_reactor(
+                    self._refilled, shard, summary
+                ),
+            )
+            if config.spill_head
+            else None
+        )
         self._maintenance: AsyncioLoopingCall | LoopingCall | None = None
         self._maintenance_failed = False
         self._closing = False  # a drained node's close is under way
@@ -213,11 +249,15 @@ class NodeRuntime:
         self._adopt_backoffs(self.membership.owned)
         self._maintenance = create_looping_call(self.maintain)
         self._maintenance.start(self._config.maintenance_interval, now=True)
+        if self._spill is not None:
+            self._spill.start()
 
     def stop(self) -> None:
-        """No more heartbeats."""
+        """No more heartbeats, no more spill rounds."""
         if self._maintenance is not None and self._maintenance.running:
             self._maintenance.stop()
+        if self._spill is not None:
+            self._spill.stop()
         if self._more_seeds is not None:
             self._more_seeds.cancel()
             self._more_seeds = None
@@ -244,6 +284,8 @@ class NodeRuntime:
             )
             return
         self._shards.delete_all()
+        if self._config.spill_head:
+            clear_spill(self._config)
 
     # --- the heartbeat -----------------------------------------------------------------
 
@@ -312,6 +354,19 @@ class NodeRuntime:
         self._work.count_damage()
         self.progress.maybe_log(self._shards, self.membership.owned, now)
         self.progress.record_pace(self._shards, self.membership.node_id, now)
+
+    def _count_spill(self, counts: SpillCounts) -> None:
+        """A spill round's work, in the node's stats."""
+        self._stats.inc_value("spill/written", counts.written)
+        self._stats.inc_value("spill/brought_back", counts.brought_back)
+        self._stats.inc_value("spill/queues_forgotten", counts.forgotten)
+        if counts.damaged:
+            self._stats.inc_value("frontier/bad_entries", counts.damaged)
+
+    def _refilled(self, shard: int, summary: Sequence[Any]) -> None:
+        """Entries came back to *shard*: its summary is new, its hosts may be ready."""
+        self._shards.remember(shard, summary)
+        self._link.wake_engine()
 
     def _adopt_backoffs(self, shards: frozenset[int]) -> None:
         """Read what the hosts of *shards* taught (learnt delays)."""

@@ -30,6 +30,7 @@ from crawler.crawlstate.status import STARTED_FIELD
 from crawler.frontier.dedup import shard_layouts
 from crawler.frontier.store.repair import ShardRepair
 from crawler.frontier.store.roundtrip import Lease, ms
+from crawler.frontier.store.scriptargs import common_args
 from crawler.frontier.store.scripts import Call, script_runner
 from crawler.frontier.store.summaries import ShardSummaries
 
@@ -103,6 +104,7 @@ class CrawlShards:
                 f"this crawler writes {SCHEMA_VERSION}: use another "
                 "FRONTIER_KEY_PREFIX or start afresh with -s FRONTIER_RESET=1"
             )
+        self._check_spill(meta)
         self.client.hsetnx(meta, "frontier_order", self.config.order)
         stored = self.client.hget(meta, "frontier_order")
         order = stored.decode(errors="replace") if isinstance(stored, bytes) else ""
@@ -111,6 +113,18 @@ class CrawlShards:
                 f"crawl {self.config.prefix!r} in Redis was queued with "
                 f"FRONTIER_ORDER={order[:20]}, not {self.config.order}: set it back, "
                 "or start afresh with -s FRONTIER_RESET=1"
+            )
+
+    def _check_spill(self, meta: str) -> None:
+        """A crawl that spilled keeps FRONTIER_SPILL on: with it off, its entries in
+        the spill database would never come back."""
+        if self.config.spill_head:
+            self.client.hset(meta, "spill", "1")
+        elif self.client.hget(meta, "spill") == b"1":
+            raise SchemaMismatchError(
+                f"crawl {self.config.prefix!r} in Redis spills its queues to a "
+                "database: set FRONTIER_SPILL=True (and the same "
+                "FRONTIER_SPILL_DATABASE_URL), or start afresh with -s FRONTIER_RESET=1"
             )
 
     def mark_started(self, now: float) -> None:
@@ -274,8 +288,7 @@ class CrawlShards:
     def retry_failed(self, failed: dict[int, list[tuple[str, str]]], now: float) -> int:
         """Queue the *failed* requests again (as ``failed`` lists them); how many."""
         args: dict[str, Scalar] = {
-            "order": self.config.order,
-            "now": ms(now),
+            **common_args(self.config, now),
             "concurrency": self.config.host_concurrency,
         }
         shards = [shard for shard, entries in failed.items() if entries]

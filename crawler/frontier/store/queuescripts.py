@@ -278,7 +278,9 @@ for _ = 1, 1000 do
     class = redis.call('ZRANGE', levels_key, 0, 0)[1]
     local queue = queue_key(host, class)
     entry = redis.call('LPOP', queue)
-    if redis.call('LLEN', queue) == 0 then redis.call('ZREM', levels_key, class) end
+    local left = redis.call('LLEN', queue)
+    if left == 0 then redis.call('ZREM', levels_key, class) end
+    spill_low(host, class, left)
     local seq = string.match(entry, '^(%d+)|')
     local live = not (seq and redis.call('SREM', SUPERSEDED, seq) == 1)
     if live then  -- importance order: the entry from the host's index

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.crawlstate.keys import LEVELS, CrawlKeys
 from crawler.frontier.dedup import most_hashes, shard_layouts
+from crawler.frontier.store.scriptargs import common_args
 from crawler.frontier.store.scripts import Call
 
 if TYPE_CHECKING:
@@ -56,8 +57,7 @@ class ShardRepair:
         seen_type = "hash" if self._config.dedup.mode == "bloom" else "set"
         layouts = shard_layouts(self._config.dedup, self._config.shards)
         args: dict[str, Scalar] = {
-            "order": self._config.order,
-            "now": round(now * 1000),
+            **common_args(self._config, now),
             "concurrency": self._config.host_concurrency,
             "seen_type": seen_type,
             "most_hashes": most_hashes(layouts),
@@ -90,8 +90,7 @@ class ShardRepair:
         self._scanned_at[shard] = now
         keys = self._keys[shard]
         base: dict[str, Scalar] = {
-            "order": self._config.order,
-            "now": round(now * 1000),
+            **common_args(self._config, now),
         }
         args = base | {"concurrency": self._config.host_concurrency}
         scheduled, damage, counts = 0, 0, dict[bytes, int]()

@@ -18,18 +18,21 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from crawler.frontier.frontierconfig import FrontierConfig
+
 # A named argument's value; a record field's value.
 Scalar = str | int | float
 Value = str | int | float | bytes
 
 # The named arguments every call passes (the runner adds the shard's ``tag``).
-COMMON = ("order", "now")
+COMMON = ("order", "now", "spill_head")
 
 # Lua reading the named arguments, and the records after them as tables of their
 # fields (each script's RECORD_FIELDS, from its Signature, come before it).
 LUA_ARGUMENTS = """
 local args = cjson.decode(ARGV[1])
 local tag, order, now = args.tag, args.order, tonumber(args.now)
+local spill_head = tonumber(args.spill_head) or 0
 local function records()
   local i = 2
   return function()
@@ -41,6 +44,16 @@ local function records()
   end
 end
 """
+
+
+def common_args(config: FrontierConfig, now: float) -> dict[str, Scalar]:
+    """The named arguments every call passes: the crawl's order, the time in whole
+    milliseconds and the most entries a queue keeps in Redis (0: no spill)."""
+    return {
+        "order": config.order,
+        "now": round(now * 1000),
+        "spill_head": config.spill_head,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,4 +149,8 @@ SIGNATURES = {
     "repair": Signature(("concurrency", "seen_type", "most_hashes")),
     "repair_hosts": Signature(("concurrency",), ("host",)),
     "repair_counts": Signature((), ("level", "count")),
+    "spill_due": Signature(("limit", "cursor")),
+    "spill_trim": Signature(("count",), ("first",)),
+    "spill_refill": Signature(("concurrency", "host", "class"), ("entry",)),
+    "spill_forget": Signature(("host", "class", "mark")),
 }

@@ -296,9 +296,51 @@ local function queue_entry(host, class, entry, value, backlinks, links, key, at_
   return class
 end
 
--- Queue *entry* (see queue_entry); the BFS barrier counts it at its level.
+-- FRONTIER_SPILL (spill_head > 0): a queue keeps at most spill_head entries in
+-- Redis. Past that, its new entries, and every one after them while any waits, go
+-- to spill_out as '<class> <len(host)> <host><entry>'; the spill worker
+-- (crawler/frontier/spill/) writes them to its database and brings them back in
+-- order as the queue runs low. The queue's state in the spill hash: how many wait,
+-- and the sequence number of the last one brought back (its mark).
+local function spill_state(field)
+  local count, mark = string.match(read('HGET', spill_key(), field) or '', '^(%d+) (%d+)$')
+  return tonumber(count) or 0, tonumber(mark) or 0
+end
+-- Whether *entry* of *host*'s *class* queue went to the spill rather than the queue.
+local function spilled(host, class, entry)
+  if spill_head <= 0 or host == REPARSE_HOST then return false end
+  local field = class .. ' ' .. host
+  local count, mark = spill_state(field)
+  if count == 0 and (read('LLEN', queue_key(host, class)) or 0) < spill_head then
+    return false
+  end
+  redis.call('RPUSH', spill_out_key(), class .. ' ' .. #host .. ' ' .. host .. entry)
+  redis.call('HSET', spill_key(), field, (count + 1) .. ' ' .. mark)
+  return true
+end
+-- After a pop left *left* entries in *host*'s *class* queue: a spilled queue below
+-- half its head is wanted back.
+local function spill_low(host, class, left)
+  if spill_head <= 0 or 2 * left >= spill_head then return end
+  local field = class .. ' ' .. host
+  if read('HEXISTS', spill_key(), field) == 1 then
+    redis.call('SADD', spill_wanted_key(), field)
+  end
+end
+
+-- Queue *entry* (see queue_entry), or spill it; the BFS barrier counts it at its
+-- level either way. In importance order a spilled entry keeps its band, not its
+-- in-links: it comes back at its band's floor.
 local function push_entry(host, class, entry, value, backlinks, links, key)
-  class = queue_entry(host, class, entry, value, backlinks, links, key)
+  local banded = class
+  if importance then
+    banded = with_band(class, importance_band(tonumber(value) or band_floor(class)))
+  end
+  if spilled(host, banded, entry) then
+    class = banded
+  else
+    class = queue_entry(host, class, entry, value, backlinks, links, key)
+  end
   redis.call('HINCRBY', OUTSTANDING, level_of(class), 1)
   return class
 end

@@ -1,7 +1,7 @@
 """The one object that runs the frontier's Lua scripts, on one server or a Cluster.
 
-The sources are in ``crawler.frontier.store.queuescripts`` and
-``crawler.frontier.store.repairscripts``; each is loaded after its record fields
+The sources are in ``crawler.frontier.store.queuescripts``,
+``crawler.frontier.store.repairscripts`` and ``crawler.frontier.store.spillscripts``; each is loaded after its record fields
 (``crawler.frontier.store.scriptargs``) and the helpers of
 ``crawler.frontier.store.scripthelpers``, which name its keys
 (``crawler.frontier.store.scriptkeys``).
@@ -30,6 +30,12 @@ from crawler.frontier.store.repairscripts import REPAIR, REPAIR_COUNTS, REPAIR_H
 from crawler.frontier.store.scriptargs import SIGNATURES
 from crawler.frontier.store.scripthelpers import GUARD, HELPERS
 from crawler.frontier.store.scriptkeys import shard_keys
+from crawler.frontier.store.spillscripts import (
+    SPILL_DUE,
+    SPILL_FORGET,
+    SPILL_REFILL,
+    SPILL_TRIM,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -79,6 +85,10 @@ class ScriptRunner:
         "repair": REPAIR,
         "repair_hosts": REPAIR_HOSTS,
         "repair_counts": REPAIR_COUNTS,
+        "spill_due": SPILL_DUE,
+        "spill_trim": SPILL_TRIM,
+        "spill_refill": SPILL_REFILL,
+        "spill_forget": SPILL_FORGET,
     }
 
     def __init__(self, client: Redis, times: RoundTripTimes | None = None) -> None:

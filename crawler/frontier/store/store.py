@@ -22,6 +22,7 @@ from crawler.frontier.store.roundtrip import (
     PopOrder,
     ms,
 )
+from crawler.frontier.store.scriptargs import common_args
 from crawler.frontier.store.scripts import Call, script_runner
 from crawler.policy.order import TIERS_PER_DEPTH, queue_class, score_limit
 
@@ -173,8 +174,7 @@ class FrontierStore:
 
     def _push_call(self, shard: int, items: list[Pending], now: float) -> Call:
         args: dict[str, Scalar] = {
-            "order": self._config.order,
-            "now": ms(now),
+            **common_args(self._config, now),
             "concurrency": self._config.host_concurrency,
             "dedup_mode": self._config.dedup.mode,
             "floor": self._summaries.lowest_depth() or 0,
@@ -208,8 +208,7 @@ class FrontierStore:
         self, shard: int, links: Sequence[Mapping[str, Value]], now: float
     ) -> Call:
         args: dict[str, Scalar] = {
-            "order": self._config.order,
-            "now": ms(now),
+            **common_args(self._config, now),
             "concurrency": self._config.host_concurrency,
             "per_depth": TIERS_PER_DEPTH,
         }
@@ -219,8 +218,7 @@ class FrontierStore:
         done_at = ack.lease.done_at
         since = now if done_at is None else min(now, done_at)
         args: dict[str, Scalar] = {
-            "order": self._config.order,
-            "now": ms(since),
+            **common_args(self._config, since),
             "concurrency": self._config.host_concurrency,
             "delay": ms(ack.delay),
             "lease_id": ack.lease.lease_id,
@@ -233,8 +231,7 @@ class FrontierStore:
 
     def _pop_call(self, order: PopOrder, now: float) -> Call:
         args: dict[str, Scalar] = {
-            "order": self._config.order,
-            "now": ms(now),
+            **common_args(self._config, now),
             "concurrency": self._config.host_concurrency,
             "expiry": ms(now + self._config.lease_timeout),
             "default_delay": ms(order.default_delay),
@@ -270,8 +267,7 @@ class FrontierStore:
             ids.setdefault(lease.shard, []).append(lease.lease_id)
         shards = list(ids) if ids else list(range(self._config.shards))
         args: dict[str, Scalar] = {
-            "order": self._config.order,
-            "now": ms(now),
+            **common_args(self._config, now),
             "concurrency": self._config.host_concurrency,
             "limit": REQUEUE_LIMIT,
         }
@@ -291,8 +287,7 @@ class FrontierStore:
         shards = list(shards)
         floor = self._summaries.lowest_depth()
         args: dict[str, Scalar] = {
-            "order": self._config.order,
-            "now": ms(now),
+            **common_args(self._config, now),
             "limit": PROMOTE_LIMIT,
             "concurrency": self._config.host_concurrency,
             "floor": "" if floor is None else floor,
@@ -314,8 +309,7 @@ class FrontierStore:
                 "forget_idle",
                 self._keys[s],
                 {
-                    "order": self._config.order,
-                    "now": ms(now),
+                    **common_args(self._config, now),
                     "cursor": self._idle_cursors.get(s, "0"),
                     "limit": IDLE_SWEEP_LIMIT,
                 },

@@ -1,0 +1,273 @@
+"""FRONTIER_SPILL on a real Redis and real databases: entries past a queue's head
+wait in the spill table and come back in order, once, whatever stopped in between;
+whole crawls fetch every page once, breadth-first."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from scrapy.settings import Settings
+from scrapy.utils.defer import deferred_f_from_coro_f
+
+from crawler.frontier.frontierconfig import FrontierConfig
+from crawler.frontier.spill.spill import Spill, spilled_row
+from crawler.frontier.spill.table import SpillTable
+from crawler.frontier.store.crawlshards import SchemaMismatchError
+from crawler.frontier.store.scriptargs import common_args
+from crawler.frontier.store.scripts import Call, script_runner
+from crawler.frontier.store.store import FrontierStore, PopOrder
+from tests.integration.test_crawl import crawl, fetched, late_shallow_pages
+from tests.integration.test_frontier_scripts import NODE, T0, make_store, pending
+from tests.servers import running_site
+from tests.site import bfs_depths
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+
+    import redis as redis_py
+
+pytestmark = pytest.mark.integration
+
+HEAD = 3
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def spill_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh spill database of each kind: a SQLite file, a PostgreSQL schema."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/spill.db"
+    return str(request.getfixturevalue("postgres_url"))
+
+
+def spilling_store(redis: redis_py.Redis, url: str) -> FrontierStore:
+    return make_store(
+        redis,
+        FRONTIER_SPILL=True,
+        FRONTIER_SPILL_HEAD=HEAD,
+        FRONTIER_SPILL_DATABASE_URL=url,
+    )
+
+
+@pytest.fixture
+def spill_of(redis: redis_py.Redis) -> Iterator[Callable[[FrontierStore, str], Spill]]:
+    """``spill_of(store, url)``: a spill of *store*'s crawl to the database at
+    *url*, closed after the test."""
+    tables: list[SpillTable] = []
+
+    def make(store: FrontierStore, url: str) -> Spill:
+        tables.append(SpillTable(url, store.shards.config.prefix).open())
+        return Spill(redis, script_runner(redis), tables[-1], store.shards.config)
+
+    yield make
+    for table in tables:
+        table.close()
+
+
+def table_of(spill: Spill) -> SpillTable:
+    return spill._table
+
+
+def queue_class_of(redis: redis_py.Redis, store: FrontierStore, host: str) -> int:
+    """The class of *host*'s first queue (its level and priority band)."""
+    (found,) = redis.zrange(store.shards.keys[0].levels(host), 0, 0)
+    return int(found)
+
+
+def drain(store: FrontierStore, spill: Spill) -> list[str]:
+    """Pop and ack every request, running a spill round whenever none is ready
+    (bounded); the names in the order they came out."""
+    names: list[str] = []
+    for _ in range(500):
+        popped = store.pop(PopOrder(0, NODE, 0.0, deepest_level=None), T0)
+        if popped is None:
+            counts = spill.round(0)
+            if not (counts.written or counts.brought_back):
+                break
+            store.promote([0], T0)
+            continue
+        lease, entry = popped
+        names.append(entry.decode().split('"u":"')[1].rstrip('"}'))
+        store.flush([], [(lease, 0.0)], T0)
+    return names
+
+
+def test_entries_past_the_head_wait_in_the_database_and_come_back_in_order(
+    redis, spill_url, spill_of
+):
+    store = spilling_store(redis, spill_url)
+    keys = store.shards.keys[0]
+    names = [f"a{i:02d}" for i in range(20)]
+    store.flush([pending("a", 1, n) for n in names], [], T0)
+    assert redis.llen(keys.queue("a", queue_class_of(redis, store, "a"))) == HEAD
+    assert redis.llen(keys.spill_out) == 20 - HEAD
+    spill = spill_of(store, spill_url)
+    assert spill.write_out(0).written == 20 - HEAD
+    assert redis.llen(keys.spill_out) == 0
+    assert table_of(spill).count() == 20 - HEAD
+    assert drain(store, spill) == names
+    assert table_of(spill).count() == 0
+    assert not redis.exists(keys.spill, keys.spill_out, keys.spill_wanted)
+    assert store.shards.totals() == (0, 0)
+
+
+def test_a_queue_that_spilled_takes_new_entries_behind_the_spilled_ones(
+    redis, tmp_path, spill_of
+):
+    url = f"sqlite:///{tmp_path}/spill.db"
+    store = spilling_store(redis, url)
+    spill = spill_of(store, url)
+    first = [f"a{i:02d}" for i in range(8)]
+    store.flush([pending("a", 1, n) for n in first], [], T0)
+    spill.write_out(0)
+    later = [f"b{i:02d}" for i in range(4)]  # queued while a's entries are on disk
+    store.flush([pending("a", 1, n) for n in later], [], T0)
+    assert drain(store, spill) == first + later
+
+
+def test_the_bfs_barrier_waits_for_spilled_entries(redis, tmp_path, spill_of):
+    url = f"sqlite:///{tmp_path}/spill.db"
+    store = spilling_store(redis, url)
+    spill = spill_of(store, url)
+    shallow = [f"a{i:02d}" for i in range(10)]
+    store.flush([pending("a", 1, n) for n in shallow] + [pending("b", 2, "b0")], [], T0)
+    order: list[str] = []
+    for _ in range(100):
+        lowest = store.shards.summaries[0].lowest_level
+        popped = store.pop(PopOrder(0, NODE, 0.0, deepest_level=lowest), T0)
+        if popped is None:
+            spill.round(0)
+            store.promote([0], T0)
+            if store.shards.totals() == (0, 0):
+                break
+            continue
+        lease, entry = popped
+        order.append(entry.decode().split('"u":"')[1].rstrip('"}'))
+        store.flush([], [(lease, 0.0)], T0)
+    assert order == [*shallow, "b0"]
+
+
+def test_a_batch_written_again_after_a_stop_is_queued_once(redis, tmp_path, spill_of):
+    """A worker stopped between writing a batch and trimming it from Redis: the
+    next writes it again, and every entry still comes out once."""
+    url = f"sqlite:///{tmp_path}/spill.db"
+    store = spilling_store(redis, url)
+    spill = spill_of(store, url)
+    names = [f"a{i:02d}" for i in range(12)]
+    store.flush([pending("a", 1, n) for n in names], [], T0)
+    written_before_the_stop = redis.lrange(store.shards.keys[0].spill_out, 0, -1)
+    rows = [spilled_row(item) for item in written_before_the_stop]
+    table_of(spill).add(0, [row for row in rows if row is not None])
+    spill.write_out(0)
+    assert table_of(spill).count() == len(names) - HEAD
+    assert drain(store, spill) == names
+
+
+def test_entries_brought_back_twice_are_queued_once(redis, tmp_path, spill_of):
+    """A worker stopped between bringing entries back and deleting them from the
+    database: they are there again, and still come out once."""
+    url = f"sqlite:///{tmp_path}/spill.db"
+    store = spilling_store(redis, url)
+    spill = spill_of(store, url)
+    names = [f"a{i:02d}" for i in range(12)]
+    store.flush([pending("a", 1, n) for n in names], [], T0)
+    spill.write_out(0)
+    table = table_of(spill)
+    queue_class = queue_class_of(redis, store, "a")
+    out = []
+    for _ in range(HEAD):  # the head goes out: the queue wants its next entries
+        popped = store.pop(PopOrder(0, NODE, 0.0), T0)
+        assert popped is not None
+        out.append(popped[1].decode().split('"u":"')[1].rstrip('"}'))
+        store.flush([], [(popped[0], 0.0)], T0)
+    coming_back = table.next(0, "a", queue_class, 0, HEAD)
+    assert spill.bring_back(0).brought_back == HEAD
+    # As if the worker stopped before deleting them: the rows are there again.
+    table.add(0, [("a", queue_class, seq, entry) for seq, entry in coming_back])
+    store.promote([0], T0)
+    out += drain(store, spill)
+    assert out == names
+    assert table.count() == 0  # the rows the mark passed were deleted
+
+
+def test_a_trim_after_another_worker_trimmed_drops_nothing(redis, tmp_path, spill_of):
+    url = f"sqlite:///{tmp_path}/spill.db"
+    store = spilling_store(redis, url)
+    keys = store.shards.keys[0]
+    store.flush([pending("a", 1, f"a{i:02d}") for i in range(10)], [], T0)
+    stale = redis.lrange(keys.spill_out, 0, 2)
+    redis.ltrim(keys.spill_out, 3, -1)  # another worker wrote and trimmed these
+    before = redis.lrange(keys.spill_out, 0, -1)
+    spill = spill_of(store, url)
+    runner = script_runner(redis)
+    args = {**common_args(store.shards.config, T0), "count": 3}
+    assert runner.run([Call("spill_trim", keys, args, [{"first": stale[0]}])]) == [0]
+    assert redis.lrange(keys.spill_out, 0, -1) == before
+    assert spill.write_out(0).written == len(before)
+
+
+def test_a_crawl_that_spilled_refuses_a_node_without_the_spill(
+    redis, tmp_path, spill_of
+):
+    spilling_store(redis, f"sqlite:///{tmp_path}/spill.db")
+    settings = Settings()
+    settings.setmodule("crawler.defaults")
+    settings.update({"FRONTIER_SHARDS": 1})
+    store = FrontierStore.on(redis, FrontierConfig.from_settings(settings, "test"))
+    with pytest.raises(SchemaMismatchError, match="FRONTIER_SPILL=True"):
+        store.prepare(T0)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"RECORDS_DATABASE_URL": ""}, "FRONTIER_SPILL needs a database"),
+        (
+            {"FRONTIER_SPILL_DATABASE_URL": "mysql://db/x"},
+            "FRONTIER_SPILL_DATABASE_URL must be sqlite:///path or postgresql://",
+        ),
+        ({"FRONTIER_SPILL_HEAD": 0}, "FRONTIER_SPILL_HEAD"),
+    ],
+)
+def test_a_wrong_spill_setting_is_named(
+    overrides: dict[str, Any], message: str
+) -> None:
+    settings = Settings()
+    settings.setmodule("crawler.defaults")
+    settings.update({"FRONTIER_SPILL": True, **overrides})
+    with pytest.raises(ValueError, match=message):
+        FrontierConfig.from_settings(settings, "test")
+
+
+@deferred_f_from_coro_f
+async def test_a_spilling_crawl_fetches_every_page_once_breadth_first(
+    settings, spill_url
+):
+    with running_site(hosts=6, pages=60, links=5, cross=0.3) as site:
+        crawler = await crawl(
+            settings(
+                FRONTIER_BFS_LOOKAHEAD=0,
+                FRONTIER_SPILL=True,
+                FRONTIER_SPILL_HEAD=2,
+                FRONTIER_SPILL_INTERVAL=0.1,
+                FRONTIER_SPILL_DATABASE_URL=spill_url,
+            ),
+            seeds=site.seeds[0],
+        )
+        pages = fetched(site)
+        late = late_shallow_pages(site)
+    expected = bfs_depths(site.spec, [(0, 0)])
+    assert Counter(pages) == Counter(list(expected))  # each page exactly once
+    assert late == 0
+    stats = crawler.stats
+    assert stats.get_value("finish_reason") == "finished"
+    assert stats.get_value("spill/written") > 0
+    assert stats.get_value("spill/brought_back") == stats.get_value("spill/written")
+    config = FrontierConfig.from_settings(Settings(settings()), "bfs")
+    table = SpillTable(spill_url, config.prefix).open()
+    try:
+        assert table.count() == 0
+    finally:
+        table.close()
