@@ -18,6 +18,8 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import redis
@@ -47,7 +49,11 @@ def urls(count: int, hosts: int, port: int) -> Iterator[str]:
 
 
 def frontier_crawler(
-    redis_url: str, count: int, hosts: int, order: str = "bfs"
+    redis_url: str,
+    count: int,
+    hosts: int,
+    order: str = "bfs",
+    spill: Spill | None = None,
 ) -> Crawler:
     import crawler.settings as project  # noqa: PLC0415 (only this scheduler needs it)
     from crawler import defaults  # noqa: PLC0415
@@ -64,8 +70,56 @@ def frontier_crawler(
         "FRONTIER_DEDUP_CAPACITY": count,
         "FRONTIER_ORDER": order,
     }
+    if spill is not None:
+        settings |= {
+            "FRONTIER_SPILL": True,
+            "FRONTIER_SPILL_HEAD": spill.head,
+            "FRONTIER_SPILL_DATABASE_URL": spill.url,
+            "FRONTIER_SPILL_INTERVAL": 0.2,
+        }
     # Nothing is fetched: the scheduler opens against a stand-in engine.
     return standin_engine(get_crawler(BfsSpider, settings))
+
+
+@dataclass(frozen=True)
+class Spill:
+    """FRONTIER_SPILL for the run: the head a queue keeps and the database."""
+
+    head: int
+    url: str
+
+
+def spilled_out(client: redis.Redis) -> int:
+    """Entries spilled and not yet written to the spill database."""
+    keys = client.scan_iter(match=FRONTIER_PREFIX + ":{s*}:spill-out", count=1000)
+    return sum(int(client.llen(key)) for key in keys)
+
+
+def wait_written(client: redis.Redis, timeout: float = 1800.0) -> float:
+    """Wait (bounded) for the spill worker to write every spilled entry; seconds."""
+    started = time.perf_counter()
+    while spilled_out(client) and time.perf_counter() - started < timeout:
+        time.sleep(0.5)
+    return time.perf_counter() - started
+
+
+def spill_figures(spill: Spill) -> dict[str, Any]:
+    """Rows in the spill table and, for SQLite, the file's bytes a row."""
+    from crawler.frontier.spill.table import SpillTable  # noqa: PLC0415
+
+    table = SpillTable(spill.url, FRONTIER_PREFIX).open()
+    try:
+        rows = table.count()
+    finally:
+        table.close()
+    figures: dict[str, Any] = {"spill_head": spill.head, "spilled_rows": rows}
+    if spill.url.startswith("sqlite:///"):
+        size = Path(spill.url[len("sqlite:///") :]).stat().st_size
+        figures |= {
+            "spill_file_bytes": size,
+            "spill_bytes_per_row": size / rows if rows else None,
+        }
+    return figures
 
 
 def scrapy_redis_crawler(redis_url: str) -> Crawler:
@@ -108,13 +162,19 @@ def queued(client: redis.Redis, name: str) -> int:
 
 
 def measure(  # noqa: PLR0913, PLR0917 (the benchmark's knobs)
-    name: str, redis_url: str, count: int, hosts: int, port: int, order: str = "bfs"
+    name: str,
+    redis_url: str,
+    count: int,
+    hosts: int,
+    port: int,
+    order: str = "bfs",
+    spill: Spill | None = None,
 ) -> dict[str, Any]:
     client = redis.Redis.from_url(redis_url)
     client.flushall()
     client.memory_purge()
     if name == "frontier":
-        crawler = frontier_crawler(redis_url, count, hosts, order)
+        crawler = frontier_crawler(redis_url, count, hosts, order, spill)
     else:
         crawler = scrapy_redis_crawler(redis_url)
     if crawler.spider is None:
@@ -131,8 +191,10 @@ def measure(  # noqa: PLR0913, PLR0917 (the benchmark's knobs)
         bool(scheduler.enqueue_request(_request(url, spider)))
         for url in urls(count, hosts, port)
     )
-    scheduler.close("finished")
     seconds = time.perf_counter() - started
+    # The spill worker writes what spilled on its own thread: waited for.
+    written_after = wait_written(client) if spill is not None else 0.0
+    scheduler.close("finished")
     delta = redisprobe.used_memory(client) - before
     seen = redisprobe.seen_filter(client, name)
     dedup_growth = seen["bytes"] - seen_open["bytes"]
@@ -162,6 +224,8 @@ def measure(  # noqa: PLR0913, PLR0917 (the benchmark's knobs)
         "seen_filter": seen,
         "bytes_per_request_total": delta / count,
         "bytes_per_request_queue": (delta - dedup_growth) / count,
+        "spill_written_after_seconds": written_after,
+        **(spill_figures(spill) if spill is not None else {}),
     }
 
 
@@ -190,6 +254,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--order", choices=("bfs", "importance"), default="bfs", help="FRONTIER_ORDER"
     )
+    parser.add_argument(
+        "--spill-head", type=int, default=0, help="FRONTIER_SPILL_HEAD (0: spill off)"
+    )
+    parser.add_argument(
+        "--spill-url",
+        default="",
+        help="FRONTIER_SPILL_DATABASE_URL (with --spill-head)",
+    )
     return parser.parse_args(argv)
 
 
@@ -198,8 +270,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "127.0.0.1:6379" in args.redis_url:
         sys.exit("refusing to FLUSHALL the shared Redis on 127.0.0.1:6379")
     install_reactor(REACTOR)
+    spill = Spill(args.spill_head, args.spill_url) if args.spill_head else None
     result = measure(
-        args.scheduler, args.redis_url, args.requests, args.hosts, args.port, args.order
+        args.scheduler,
+        args.redis_url,
+        args.requests,
+        args.hosts,
+        args.port,
+        args.order,
+        spill,
     )
     print(json.dumps(result))
     return 0

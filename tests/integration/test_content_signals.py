@@ -18,7 +18,6 @@ from tests.integration.test_records import crawl, pages, rows_of
 from tests.servers import running_site
 from tests.unit.test_records import (  # noqa: F401 (fixtures)
     database_url,
-    postgres_url,
 )
 
 if TYPE_CHECKING:

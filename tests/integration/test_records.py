@@ -29,7 +29,6 @@ from tests.servers import ROOT, running_site
 from tests.site import bfs_depths, url_of
 from tests.unit.test_records import (  # noqa: F401 (fixtures)
     database_url,
-    postgres_url,
     record,
 )
 

@@ -16,7 +16,6 @@ from crawler.meta import IMPORTANCE, INLINKS
 from tests.integration.test_records import crawl, pages, rows_of
 from tests.unit.test_records import (  # noqa: F401 (fixtures)
     database_url,
-    postgres_url,
 )
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ from tests.servers import ROOT, RestartableRedis, running_site, wait_for
 from tests.site import bfs_depths
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from pathlib import Path
     from typing import Any
 
@@ -48,7 +48,9 @@ IN_FLIGHT = HOSTS
 OUTAGE_LOGGER = "[crawler.context.outage]"
 
 
-def crawl_command(site: RunningSite, redis_url: str) -> list[str]:
+def crawl_command(
+    site: RunningSite, redis_url: str, extra: Sequence[str] = ()
+) -> list[str]:
     command = [sys.executable, "-m", "scrapy", "crawl", "bfs", "-s", "LOG_LEVEL=INFO"]
     for setting in (
         f"REDIS_URL={redis_url}",
@@ -65,22 +67,26 @@ def crawl_command(site: RunningSite, redis_url: str) -> list[str]:
         # Longer than the outage: a lease whose pop reply was lost as Redis stopped
         # comes back in bounded time, and no lease of a page in flight expires.
         "FRONTIER_LEASE_TIMEOUT=15",
+        *extra,
     ):
         command += ["-s", setting]
     return [*command, "-a", "scope=seed-hosts", "-a", f"seeds={','.join(site.seeds)}"]
 
 
 def crawl_through(
-    tmp_path: Path, fault: Callable[[RestartableRedis, RunningSite], None]
+    tmp_path: Path,
+    fault: Callable[[RestartableRedis, RunningSite], None],
+    extra: Sequence[str] = (),
 ) -> tuple[subprocess.CompletedProcess[str], int, int]:
-    """Crawl the site while *fault* happens to its Redis once a third of the pages
-    are fetched; the finished crawl, the pages fetched twice, and missing pages."""
+    """Crawl the site (with the *extra* settings) while *fault* happens to its Redis
+    once a third of the pages are fetched; the finished crawl, the pages fetched
+    twice, and missing pages."""
     server = RestartableRedis(tmp_path)
     server.start()
     try:
         with running_site(hosts=HOSTS, pages=40, links=4, latency=0.05) as site:
             crawler = subprocess.Popen(
-                crawl_command(site, server.url),
+                crawl_command(site, server.url, extra),
                 cwd=ROOT,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
@@ -119,15 +125,17 @@ def redis_complaints(stderr: str) -> list[str]:
     ]
 
 
-def test_a_crawl_waits_out_a_redis_restart_and_finishes(tmp_path):
-    def restart(server: RestartableRedis, site: RunningSite) -> None:
-        server.stop()
-        stopped_at = len(site.pages())
-        time.sleep(OUTAGE_SECONDS)  # the outage itself
-        # Nothing new is fetched without Redis: at most what was in flight.
-        assert len(site.pages()) - stopped_at <= IN_FLIGHT
-        server.start()  # same port, same append-only file
+def restart(server: RestartableRedis, site: RunningSite) -> None:
+    """Stop Redis for OUTAGE_SECONDS, then start it again on its data."""
+    server.stop()
+    stopped_at = len(site.pages())
+    time.sleep(OUTAGE_SECONDS)  # the outage itself
+    # Nothing new is fetched without Redis: at most what was in flight.
+    assert len(site.pages()) - stopped_at <= IN_FLIGHT
+    server.start()  # same port, same append-only file
 
+
+def test_a_crawl_waits_out_a_redis_restart_and_finishes(tmp_path):
     result, refetched, missing = crawl_through(tmp_path, restart)
     assert result.returncode == 0, result.stderr[-3000:]
     assert missing == 0, result.stderr[-3000:]

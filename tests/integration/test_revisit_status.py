@@ -20,7 +20,6 @@ from crawler.revisit.duestatus import DueStatus, read_due_status
 from tests.servers import ROOT
 from tests.unit.test_records import (  # noqa: F401 (fixtures)
     database_url,
-    postgres_url,
 )
 
 if TYPE_CHECKING:

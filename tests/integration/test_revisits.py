@@ -19,7 +19,6 @@ from crawler.spiders.bfs import BfsSpider
 from tests.integration.test_many_nodes import stat_value
 from tests.integration.test_node_failures import scrapy_crawl
 from tests.servers import ROOT, serving
-from tests.unit.test_records import postgres_url  # noqa: F401 (a fixture)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -245,7 +244,7 @@ async def test_redis_holds_nothing_of_a_url_that_is_not_due(settings, tmp_path, 
         assert not [text for text in texts if url in text]
 
 
-def test_two_nodes_revisit_each_page_once_per_due(redis_url, postgres_url):  # noqa: F811
+def test_two_nodes_revisit_each_page_once_per_due(redis_url, postgres_url):
     """Two crawler processes, one URL library in PostgreSQL (a schema of its own,
     dropped after the test): each page is revisited once per due, whichever feeder
     claims it."""

@@ -4,6 +4,9 @@ whole crawls fetch every page once, breadth-first."""
 
 from __future__ import annotations
 
+import re
+import signal
+import subprocess
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +23,14 @@ from crawler.frontier.store.scripts import Call, script_runner
 from crawler.frontier.store.store import FrontierStore, PopOrder
 from tests.integration.test_crawl import crawl, fetched, late_shallow_pages
 from tests.integration.test_frontier_scripts import NODE, T0, make_store, pending
-from tests.servers import running_site
+from tests.integration.test_node_failures import (
+    leased,
+    page_fetches,
+    run,
+    scrapy_crawl,
+)
+from tests.integration.test_redis_outage import IN_FLIGHT, crawl_through, restart
+from tests.servers import ROOT, running_site, wait_for
 from tests.site import bfs_depths
 
 if TYPE_CHECKING:
@@ -271,3 +281,58 @@ async def test_a_spilling_crawl_fetches_every_page_once_breadth_first(
         assert table.count() == 0
     finally:
         table.close()
+
+
+def spill_settings(database: Path) -> list[str]:
+    """A spill of two entries a queue, to a SQLite file, in short rounds."""
+    return [
+        "FRONTIER_SPILL=True",
+        "FRONTIER_SPILL_HEAD=2",
+        "FRONTIER_SPILL_INTERVAL=0.2",
+        f"FRONTIER_SPILL_DATABASE_URL=sqlite:///{database}",
+    ]
+
+
+def test_a_spilling_crawl_killed_with_sigkill_resumes_and_loses_nothing(
+    redis, redis_url, tmp_path
+):
+    with running_site(hosts=4, pages=40, links=4, latency=0.1) as site:
+        settings = [
+            f"REDIS_URL={redis_url}",
+            "FRONTIER_LEASE_TIMEOUT=3",
+            "FRONTIER_MAINTENANCE_INTERVAL=0.5",
+            "FRONTIER_NODE_TTL=2",  # the killed node's shards free up soon
+            *spill_settings(tmp_path / "spill.db"),
+        ]
+        first = subprocess.Popen(
+            scrapy_crawl(*settings, seeds=site.seeds[0]),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        total = len(bfs_depths(site.spec, [(0, 0)]))
+        assert wait_for(
+            lambda: len(site.pages()) >= total // 3 and leased(redis) > 0,
+            timeout=60,
+            interval=0.01,
+        )
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        assert len(site.pages()) < total  # killed mid-crawl, with leases out
+        second = run(scrapy_crawl(*settings, "FRONTIER_NODE_NAME=successor"))
+        assert second.returncode == 0, second.stderr[-2000:]
+        fetches = page_fetches(site)
+    assert set(fetches) == set(bfs_depths(site.spec, [(0, 0)]))  # nothing lost
+    assert sum(count - 1 for count in fetches.values()) <= 4  # what was in flight
+    assert re.search(r"'spill/brought_back': [1-9]", second.stderr)  # its stats dump
+
+
+def test_a_spilling_crawl_waits_out_a_redis_restart_and_finishes(tmp_path):
+    result, refetched, missing = crawl_through(
+        tmp_path, restart, spill_settings(tmp_path / "spill.db")
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert missing == 0, result.stderr[-3000:]
+    assert refetched <= IN_FLIGHT
+    assert re.search(r"'spill/brought_back': [1-9]", result.stderr)
+    assert "Traceback" not in result.stderr

@@ -16,7 +16,6 @@ from crawler.records.library import URLLibrary
 from crawler.records.visits import Visit
 from tests.unit.test_records import (  # noqa: F401 (fixtures)
     database_url,
-    postgres_url,
 )
 
 if TYPE_CHECKING:

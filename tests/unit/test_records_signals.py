@@ -26,7 +26,6 @@ from tests.unit.test_records import (  # noqa: F401 (fixtures)
     OLD_ROWS,
     OLD_TABLE,
     database_url,
-    postgres_url,
     record,
 )
 

@@ -10,7 +10,6 @@ from crawler.records.database import RecordsDatabase, RecordsDatabaseError
 from crawler.records.sites import SiteSave, SiteTable
 from tests.unit.test_records import (  # noqa: F401 (fixtures)
     database_url,
-    postgres_url,
 )
 
 PORTAL = Observation(pages=40, links=800, leaving=600, depth=2)
