@@ -21,6 +21,7 @@ from crawler.frontier.store.crawlshards import SchemaMismatchError
 from crawler.frontier.store.scriptargs import common_args
 from crawler.frontier.store.scripts import Call, script_runner
 from crawler.frontier.store.store import FrontierStore, PopOrder
+from crawler.policy.order import level_of
 from tests.integration.test_crawl import crawl, fetched, late_shallow_pages
 from tests.integration.test_frontier_scripts import NODE, T0, make_store, pending
 from tests.integration.test_node_failures import (
@@ -336,3 +337,28 @@ def test_a_spilling_crawl_waits_out_a_redis_restart_and_finishes(tmp_path):
     assert refetched <= IN_FLIGHT
     assert re.search(r"'spill/brought_back': [1-9]", result.stderr)
     assert "Traceback" not in result.stderr
+
+
+def test_a_shard_repaired_while_its_queues_are_on_disk_keeps_their_counts(
+    redis, tmp_path, spill_of
+):
+    """A shard whose heads ran dry looks stuck: the scan that sets its counts from
+    its queues counts the spilled entries too, or the crawl would end without them."""
+    url = f"sqlite:///{tmp_path}/spill.db"
+    store = spilling_store(redis, url)
+    spill = spill_of(store, url)
+    names = [f"a{i:02d}" for i in range(10)]
+    store.flush([pending("a", 1, n) for n in names], [], T0)
+    spill.write_out(0)
+    out = []
+    for _ in range(HEAD):
+        popped = store.pop(PopOrder(0, NODE, 0.0), T0)
+        assert popped is not None
+        out.append(popped[1].decode().split('"u":"')[1].rstrip('"}'))
+        store.flush([], [(popped[0], 0.0)], T0)
+    store.rescue(T0, [0])  # the scan of a stuck shard
+    assert store.shards.totals() == (len(names) - HEAD, 0)
+    assert redis.hgetall(store.shards.keys[0].outstanding) == {
+        str(level_of(1)).encode(): str(len(names) - HEAD).encode()
+    }
+    assert out + drain(store, spill) == names

@@ -22,7 +22,9 @@ local types = {{READY, 'zset'}, {WAITING, 'zset'}, {READY_AT, 'hash'},
                {SEQUENCE, 'string'}, {COUNTERS, 'hash'}, {SEEN, args.seen_type},
                {DELAYS, 'hash'}, {OUTSTANDING, 'hash'}, {OWNER, 'string'},
                {HELD, 'zset'}, {FAILED, 'hash'}, {SUPERSEDED, 'set'}, {REPARSE, 'set'},
-               {strategies_key(), 'hash'}, {host_terms_key(), 'hash'}}
+               {strategies_key(), 'hash'}, {host_terms_key(), 'hash'},
+               {spill_key(), 'hash'}, {spill_out_key(), 'list'},
+               {spill_wanted_key(), 'set'}}
 for _, key_type in ipairs(types) do
   local key, expected = key_type[1], key_type[2]
   local found = redis.call('TYPE', key)['ok']
@@ -173,15 +175,24 @@ REPAIR_COUNTS = """
 -- KEYS: the shard's keys (see crawler.frontier.store.scripthelpers)
 -- records: level, count (requests of that level found queued)
 -- Sets the BFS barrier's counts and the queued count to what a scan of every host
--- found, if nothing is leased (leased requests count too, and are not in queues).
+-- found, with the entries its queues spilled (FRONTIER_SPILL), if nothing is leased
+-- (leased requests count too, and are not in queues).
 -- returns: {1 if set, summary...}
 if redis.call('ZCARD', LEASES) > 0 then return {0, unpack(summary())} end
-redis.call('DEL', OUTSTANDING)
-local total = 0
-for found in records() do
-  redis.call('HSET', OUTSTANDING, found.level, found.count)
-  total = total + tonumber(found.count)
+local counts, total = {}, 0
+local function add(level, count)
+  counts[level] = (counts[level] or 0) + count
+  total = total + count
 end
+for found in records() do add(tostring(found.level), tonumber(found.count)) end
+local spills = read('HGETALL', spill_key()) or {}
+for i = 1, #spills, 2 do
+  local class = class_of(string.match(spills[i], '^(%d+) '))
+  local count = spill_state(spills[i])
+  if class and count > 0 then add(tostring(level_of(class)), count) end
+end
+redis.call('DEL', OUTSTANDING)
+for level, count in pairs(counts) do redis.call('HSET', OUTSTANDING, level, count) end
 redis.call('HSET', COUNTERS, 'queued', total)
 return {1, unpack(summary())}
 """
