@@ -15,6 +15,7 @@ own process: it installs the asyncio reactor.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -30,6 +31,7 @@ from scrapy.utils.test import get_crawler
 from bench import redisprobe
 from bench.crawls import COMMON, FRONTIER_PREFIX, SCRAPY_REDIS_SPIDER
 from crawler.meta import LINK_CREDIT
+from tests.servers import postgres_for_tests
 from tests.standin import standin_engine
 
 if TYPE_CHECKING:
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+# --spill-url for a private PostgreSQL server (initdb in a temporary directory).
+PRIVATE_POSTGRES = "private-postgresql"
 DEPTH = 3
 
 
@@ -104,7 +108,8 @@ def wait_written(client: redis.Redis, timeout: float = 1800.0) -> float:
 
 
 def spill_figures(spill: Spill) -> dict[str, Any]:
-    """Rows in the spill table and, for SQLite, the file's bytes a row."""
+    """Rows in the spill table, and its bytes on disk in all and a row (SQLite: the
+    file; PostgreSQL: the table with its index)."""
     from crawler.frontier.spill.table import SpillTable  # noqa: PLC0415
 
     table = SpillTable(spill.url, FRONTIER_PREFIX).open()
@@ -112,14 +117,20 @@ def spill_figures(spill: Spill) -> dict[str, Any]:
         rows = table.count()
     finally:
         table.close()
-    figures: dict[str, Any] = {"spill_head": spill.head, "spilled_rows": rows}
     if spill.url.startswith("sqlite:///"):
         size = Path(spill.url[len("sqlite:///") :]).stat().st_size
-        figures |= {
-            "spill_file_bytes": size,
-            "spill_bytes_per_row": size / rows if rows else None,
-        }
-    return figures
+    else:
+        import psycopg  # noqa: PLC0415 (only for PostgreSQL)
+
+        with psycopg.connect(spill.url) as connection:
+            query = "SELECT pg_total_relation_size('frontier_spill')"
+            (size,) = connection.execute(query).fetchone() or (0,)
+    return {
+        "spill_head": spill.head,
+        "spilled_rows": rows,
+        "spill_disk_bytes": size,
+        "spill_bytes_per_row": size / rows if rows else None,
+    }
 
 
 def scrapy_redis_crawler(redis_url: str) -> Crawler:
@@ -270,16 +281,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "127.0.0.1:6379" in args.redis_url:
         sys.exit("refusing to FLUSHALL the shared Redis on 127.0.0.1:6379")
     install_reactor(REACTOR)
-    spill = Spill(args.spill_head, args.spill_url) if args.spill_head else None
-    result = measure(
-        args.scheduler,
-        args.redis_url,
-        args.requests,
-        args.hosts,
-        args.port,
-        args.order,
-        spill,
-    )
+    with contextlib.ExitStack() as stack:
+        url = args.spill_url
+        if url == PRIVATE_POSTGRES:
+            url = stack.enter_context(postgres_for_tests())
+        spill = Spill(args.spill_head, url) if args.spill_head else None
+        result = measure(
+            args.scheduler,
+            args.redis_url,
+            args.requests,
+            args.hosts,
+            args.port,
+            args.order,
+            spill,
+        )
     print(json.dumps(result))
     return 0
 
