@@ -39,6 +39,7 @@ from crawler.frontier.acks import missing_essentials
 from crawler.frontier.frontierconfig import FrontierConfig
 from crawler.frontier.node.identity import CrawlConflictError
 from crawler.frontier.opened import OpenFrontier
+from crawler.frontier.spill.table import SpillDatabaseError
 from crawler.frontier.store.store import SchemaMismatchError
 
 if TYPE_CHECKING:
@@ -93,6 +94,7 @@ class FrontierScheduler(BaseScheduler):
             EmbeddedRedisError,
             SchemaMismatchError,
             CrawlConflictError,
+            SpillDatabaseError,
         ) as exc:
             self._failure = StartupFailure(self._crawler, str(exc))
             return

@@ -117,6 +117,7 @@ def test_unreachable_redis_stops_start_up_with_one_line(tmp_path):
         ("FRONTIER_DEDUP=cuckoo", "FRONTIER_DEDUP"),
         ("DOWNLOAD_DELAY=-1", "DOWNLOAD_DELAY"),
         ("DEPTH_LIMIT=deep", "DEPTH_LIMIT"),
+        ("FRONTIER_SPILL=True", "FRONTIER_SPILL"),  # and no database to spill to
     ],
 )
 def test_a_bad_setting_stops_start_up_with_one_line(redis_url, setting, named):

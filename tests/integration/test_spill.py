@@ -362,3 +362,19 @@ def test_a_shard_repaired_while_its_queues_are_on_disk_keeps_their_counts(
         str(level_of(1)).encode(): str(len(names) - HEAD).encode()
     }
     assert out + drain(store, spill) == names
+
+
+def test_an_unreachable_spill_database_stops_start_up_with_one_line(redis_url):
+    result = run(
+        scrapy_crawl(
+            f"REDIS_URL={redis_url}",
+            "FRONTIER_SPILL=True",
+            "FRONTIER_SPILL_DATABASE_URL=postgresql://crawl:s3cret@127.0.0.1:9/crawl",
+        )
+    )
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1, result.stderr[-3000:]
+    assert "FRONTIER_SPILL_DATABASE_URL" in errors[0]
+    assert "s3cret" not in result.stderr
+    assert "Traceback" not in result.stderr

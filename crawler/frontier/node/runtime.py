@@ -31,7 +31,7 @@ from crawler.frontier.node.identity import SettledCrawl, declared_identity, sett
 from crawler.frontier.node.membership import Membership, NodeReport
 from crawler.frontier.node.runcontrol import ControlFollower
 from crawler.frontier.node.seedintake import SeedIntake
-from crawler.frontier.spill.table import SpillTable
+from crawler.frontier.spill.table import SpillDatabaseError, prepare_table
 from crawler.frontier.spill.worker import SpillWorker
 from crawler.frontier.store.store import FrontierStore
 
@@ -84,8 +84,8 @@ def join(crawler: Crawler, config: FrontierConfig, now: float) -> Joined:
         run = context.delays.run_settings  # DEPTH_LIMIT in force, for depth repair
         store = FrontierStore.on(client, config, context.round_trip_times, run)
         store.prepare(now)
-        if config.reset and config.spill_head:
-            clear_spill(config)
+        if config.spill_head:
+            prepare_table(config.spill_database_url, config.prefix, reset=config.reset)
         assert crawler.spider is not None  # Scrapy builds the spider first
         crawl = settle(
             client,
@@ -114,16 +114,6 @@ def _on_reactor(function: Callable[..., object], *args: object) -> None:
     from twisted.internet import reactor  # noqa: PLC0415 (Scrapy installs the reactor)
 
     reactor.callFromThread(function, *args)
-
-
-def clear_spill(config: FrontierConfig) -> None:
-    """Delete the crawl's spilled entries from the spill database (the crawl's keys
-    in Redis are gone)."""
-    table = SpillTable(config.spill_database_url, config.prefix).open()
-    try:
-        table.clear()
-    finally:
-        table.close()
 
 
 def node_report(
@@ -285,7 +275,20 @@ class NodeRuntime:
             return
         self._shards.delete_all()
         if self._config.spill_head:
-            clear_spill(self._config)
+            self._clear_spill()
+
+    def _clear_spill(self) -> None:
+        """Delete the deleted crawl's rows from the spill database; if it cannot be
+        reached, say so (the rows are only garbage then: no crawl reads them)."""
+        config = self._config
+        try:
+            prepare_table(config.spill_database_url, config.prefix, reset=True)
+        except SpillDatabaseError as exc:
+            logger.warning(
+                "Kept the deleted crawl's spilled rows: %(error)s",
+                {"error": exc},
+                extra={"spider": self._crawler.spider},
+            )
 
     # --- the heartbeat -----------------------------------------------------------------
 

@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from crawler.context.database import DatabaseURL
+from crawler.context.database import (
+    DRIVER_ERRORS,
+    DatabaseURL,
+    RecordsDatabaseError,
+    first_line,
+    shown,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -35,6 +41,32 @@ SCHEMA = (
 
 # A spilled entry as stored: its host, queue class, sequence number and entry.
 Row = tuple[str, int, int, str]
+
+
+# What a spill database call may raise besides a bug.
+DATABASE_ERRORS: tuple[type[Exception], ...] = (*DRIVER_ERRORS, RecordsDatabaseError)
+
+
+class SpillDatabaseError(RuntimeError):
+    """The spill database cannot be used: one line for the operator."""
+
+
+def prepare_table(url: str, crawl: str, *, reset: bool) -> None:
+    """Reach the spill database as the node starts, making the table if missing,
+    and with *reset* delete the crawl's rows: ``SpillDatabaseError`` (one line,
+    password hidden) if it cannot, so start-up stops rather than the first spill."""
+    table = SpillTable(url, crawl)
+    try:
+        table.open()
+        if reset:
+            table.clear()
+    except DATABASE_ERRORS as exc:
+        raise SpillDatabaseError(
+            f"the spill database {shown(url)} (FRONTIER_SPILL_DATABASE_URL) cannot "
+            f"be used: {first_line(exc)}"
+        ) from None
+    finally:
+        table.close()
 
 
 class SpillTable:

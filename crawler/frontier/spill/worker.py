@@ -14,10 +14,10 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from crawler.context.database import DRIVER_ERRORS, RecordsDatabaseError, first_line
+from crawler.context.database import DRIVER_ERRORS, first_line
 from crawler.context.outage import REDIS_ERRORS
 from crawler.frontier.spill.spill import Spill, SpillCounts
-from crawler.frontier.spill.table import SpillTable
+from crawler.frontier.spill.table import DATABASE_ERRORS, SpillTable
 from crawler.frontier.store.scripts import script_runner
 
 if TYPE_CHECKING:
@@ -97,13 +97,11 @@ class SpillWorker:
     def _failed(self, error: Exception) -> None:
         """Log the first failure of a run of them (a bug with its traceback);
         reconnect the database next round."""
-        if isinstance(error, (*DRIVER_ERRORS, RecordsDatabaseError)):
+        if isinstance(error, DATABASE_ERRORS):
             with contextlib.suppress(*DRIVER_ERRORS):
                 self._table.close()
         if not self._failing:
-            expected = isinstance(
-                error, (*REDIS_ERRORS, *DRIVER_ERRORS, RecordsDatabaseError)
-            )
+            expected = isinstance(error, (*REDIS_ERRORS, *DATABASE_ERRORS))
             logger.log(
                 logging.WARNING if expected else logging.ERROR,
                 "Spill: a round failed (%(error)s); the next tries again in %(interval)gs",
