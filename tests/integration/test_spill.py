@@ -4,6 +4,7 @@ whole crawls fetch every page once, breadth-first."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import subprocess
@@ -378,3 +379,81 @@ def test_an_unreachable_spill_database_stops_start_up_with_one_line(redis_url):
     assert "FRONTIER_SPILL_DATABASE_URL" in errors[0]
     assert "s3cret" not in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_two_nodes_share_a_spill_in_postgresql_and_fetch_every_page(
+    redis, redis_url, postgres_url, tmp_path
+):
+    """A node joins a spilling crawl: shards move to it with their entries on disk,
+    which it brings back from the shared database."""
+    with running_site(hosts=6, pages=40, links=4, latency=0.05) as site:
+        settings = [
+            f"REDIS_URL={redis_url}",
+            "FRONTIER_MAINTENANCE_INTERVAL=0.3",
+            "FRONTIER_NODE_WEIGHT=1",
+            "FRONTIER_SPILL=True",
+            "FRONTIER_SPILL_HEAD=2",
+            "FRONTIER_SPILL_INTERVAL=0.2",
+            f"FRONTIER_SPILL_DATABASE_URL={postgres_url}",
+            "DOWNLOAD_DELAY=0.05",
+        ]
+        seeds = ",".join(site.seeds)
+        total = len(bfs_depths(site.spec, [(i, 0) for i in range(6)]))
+        with contextlib.ExitStack() as stack:
+            logs = [
+                stack.enter_context((tmp_path / f"node{i}.log").open("w+"))
+                for i in (1, 2)
+            ]
+            nodes = [
+                subprocess.Popen(
+                    scrapy_crawl(*settings, "FRONTIER_NODE_NAME=one", seeds=seeds),
+                    cwd=ROOT,
+                    stdout=subprocess.DEVNULL,
+                    stderr=logs[0],
+                )
+            ]
+            try:
+                assert wait_for(lambda: len(site.pages()) >= total // 4, timeout=60)
+                nodes.append(
+                    subprocess.Popen(
+                        scrapy_crawl(*settings, "FRONTIER_NODE_NAME=two"),
+                        cwd=ROOT,
+                        stdout=subprocess.DEVNULL,
+                        stderr=logs[1],
+                    )
+                )
+                assert [node.wait(120) for node in reversed(nodes)] == [0, 0]
+            finally:
+                for node in nodes:
+                    if node.poll() is None:
+                        node.kill()
+                        node.wait()
+            outputs = []
+            for log in logs:
+                log.seek(0)
+                outputs.append(log.read())
+        fetches = page_fetches(site)
+    assert set(fetches) == set(bfs_depths(site.spec, [(i, 0) for i in range(6)]))
+    assert sum(count - 1 for count in fetches.values()) == 0, outputs[1][-3000:]
+    brought = [re.search(r"'spill/brought_back': (\d+)", out) for out in outputs]
+    assert all(brought), outputs[1][-3000:]  # each node brought entries back
+
+
+@deferred_f_from_coro_f
+async def test_an_importance_crawl_spills_and_fetches_every_page_once(
+    settings, tmp_path
+):
+    with running_site(hosts=4, pages=50, links=5, cross=0.3) as site:
+        crawler = await crawl(
+            settings(
+                FRONTIER_ORDER="importance",
+                FRONTIER_SPILL=True,
+                FRONTIER_SPILL_HEAD=2,
+                FRONTIER_SPILL_INTERVAL=0.1,
+                FRONTIER_SPILL_DATABASE_URL=f"sqlite:///{tmp_path}/spill.db",
+            ),
+            seeds=site.seeds[0],
+        )
+        pages = fetched(site)
+    assert Counter(pages) == Counter(list(bfs_depths(site.spec, [(0, 0)])))
+    assert crawler.stats.get_value("spill/brought_back") > 0

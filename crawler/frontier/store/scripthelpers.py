@@ -330,7 +330,10 @@ end
 
 -- Queue *entry* (see queue_entry), or spill it; the BFS barrier counts it at its
 -- level either way. In importance order a spilled entry keeps its band, not its
--- in-links: it comes back at its band's floor.
+-- in-links: it comes back at its band's floor. Its URL leaves the host's index
+-- then: the index names a URL's live copy, and a deeper copy this one superseded
+-- (depth repair) must not take in-links, whose move would give it a new sequence
+-- number and so revive it.
 local function push_entry(host, class, entry, value, backlinks, links, key)
   local banded = class
   if importance then
@@ -338,6 +341,13 @@ local function push_entry(host, class, entry, value, backlinks, links, key)
   end
   if spilled(host, banded, entry) then
     class = banded
+    if importance then
+      if not key or key == '' then key = url_key_of(entry, host) end
+      if key then
+        redis.call('HDEL', importance_key(host), key)
+        redis.call('HDEL', entries_key(host), key)
+      end
+    end
   else
     class = queue_entry(host, class, entry, value, backlinks, links, key)
   end

@@ -67,30 +67,43 @@ SPILL_REFILL = """
 -- records: entry ('<seq>|<json>'): the queue's next spilled entries, from the
 --       database, oldest first
 -- Queues each entry past the queue's mark while some are counted spilled; the
--- mark moves to the last one queued, so an entry brought back twice (a worker
--- stopped between this and deleting it from the database) is queued once.
--- returns: {entries queued, the mark, entries still spilled, summary...}
+-- mark moves to the last one taken, so an entry brought back twice (a worker
+-- stopped between this and deleting it from the database) is queued once. An
+-- entry a shallower copy superseded while it was on disk (depth repair) is dropped
+-- here, as the pop script drops one in Redis: queued, in importance order it would
+-- take its URL's place in the host's index from the live copy.
+-- returns: {entries taken (queued or dropped), the mark, entries still spilled,
+--          summary...}
 local concurrency, host, class = tonumber(args.concurrency), args.host, args.class
 local field = class .. ' ' .. host
 local count, mark = spill_state(field)
-local queued = 0
+local taken = 0
 for item in records() do
   local seq = tonumber(string.match(item.entry, '^(%d+)|'))
   if not seq then
     set_aside(item.entry)
   elseif seq > mark and count > 0 then
-    queue_entry(host, class, item.entry)
-    count, mark, queued = count - 1, seq, queued + 1
+    if redis.call('SREM', SUPERSEDED, seq) == 1 then
+      redis.call('HINCRBY', COUNTERS, 'queued', -1)
+      redis.call('HINCRBY', COUNTERS, 'superseded', 1)
+      local level = level_of(class)
+      if redis.call('HINCRBY', OUTSTANDING, level, -1) <= 0 then
+        redis.call('HDEL', OUTSTANDING, level)
+      end
+    else
+      queue_entry(host, class, item.entry)
+    end
+    count, mark, taken = count - 1, seq, taken + 1
   end
 end
-if queued > 0 then
+if taken > 0 then
   redis.call('HSET', spill_key(), field, count .. ' ' .. mark)
   touch(host, concurrency)
 end
 if count == 0 or 2 * redis.call('LLEN', queue_key(host, class)) >= spill_head then
   redis.call('SREM', spill_wanted_key(), field)
 end
-return {queued, mark, count, unpack(summary())}
+return {taken, mark, count, unpack(summary())}
 """
 
 SPILL_FORGET = """
