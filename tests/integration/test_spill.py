@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import signal
 import subprocess
 from collections import Counter
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,7 @@ from crawler.policy.order import level_of
 from tests.integration.test_crawl import crawl, fetched, late_shallow_pages
 from tests.integration.test_frontier_scripts import NODE, T0, make_store, pending
 from tests.integration.test_node_failures import (
-    leased,
+    kill_and_resume,
     page_fetches,
     run,
     scrapy_crawl,
@@ -298,35 +297,12 @@ def spill_settings(database: Path) -> list[str]:
 def test_a_spilling_crawl_killed_with_sigkill_resumes_and_loses_nothing(
     redis, redis_url, tmp_path
 ):
-    with running_site(hosts=4, pages=40, links=4, latency=0.1) as site:
-        settings = [
-            f"REDIS_URL={redis_url}",
-            "FRONTIER_LEASE_TIMEOUT=3",
-            "FRONTIER_MAINTENANCE_INTERVAL=0.5",
-            "FRONTIER_NODE_TTL=2",  # the killed node's shards free up soon
-            *spill_settings(tmp_path / "spill.db"),
-        ]
-        first = subprocess.Popen(
-            scrapy_crawl(*settings, seeds=site.seeds[0]),
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        total = len(bfs_depths(site.spec, [(0, 0)]))
-        assert wait_for(
-            lambda: len(site.pages()) >= total // 3 and leased(redis) > 0,
-            timeout=60,
-            interval=0.01,
-        )
-        first.send_signal(signal.SIGKILL)
-        first.wait(10)
-        assert len(site.pages()) < total  # killed mid-crawl, with leases out
-        second = run(scrapy_crawl(*settings, "FRONTIER_NODE_NAME=successor"))
-        assert second.returncode == 0, second.stderr[-2000:]
-        fetches = page_fetches(site)
-    assert set(fetches) == set(bfs_depths(site.spec, [(0, 0)]))  # nothing lost
+    fetches, reachable, log = kill_and_resume(
+        redis, redis_url, *spill_settings(tmp_path / "spill.db")
+    )
+    assert set(fetches) == reachable  # nothing lost
     assert sum(count - 1 for count in fetches.values()) <= 4  # what was in flight
-    assert re.search(r"'spill/brought_back': [1-9]", second.stderr)  # its stats dump
+    assert re.search(r"'spill/brought_back': [1-9]", log)  # the successor's stats
 
 
 def test_a_spilling_crawl_waits_out_a_redis_restart_and_finishes(tmp_path):
