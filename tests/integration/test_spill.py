@@ -433,3 +433,22 @@ async def test_an_importance_crawl_spills_and_fetches_every_page_once(
         pages = fetched(site)
     assert Counter(pages) == Counter(list(bfs_depths(site.spec, [(0, 0)])))
     assert crawler.stats.get_value("spill/brought_back") > 0
+
+
+def test_a_damaged_spilled_entry_is_counted_out_and_the_crawl_can_end(
+    redis, tmp_path, spill_of
+):
+    """A value the crawler did not write in spill_out is dropped; the entry its
+    queue counted is counted out, or the crawl would wait for it for ever."""
+    url = f"sqlite:///{tmp_path}/spill.db"
+    store = spilling_store(redis, url)
+    spill = spill_of(store, url)
+    keys = store.shards.keys[0]
+    names = [f"a{i:02d}" for i in range(8)]
+    store.flush([pending("a", 1, n) for n in names], [], T0)
+    redis.lset(keys.spill_out, 1, b"\xff not an entry")  # a04 replaced
+    assert spill.write_out(0).damaged == 1
+    out = drain(store, spill)
+    assert out == [n for n in names if n != "a04"]
+    assert store.shards.totals() == (0, 0)
+    assert int(redis.hget(keys.counters, "bad_entries")) >= 1

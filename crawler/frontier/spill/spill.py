@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from redis import Redis
 
+    from crawler.crawlstate.keys import Keys
     from crawler.frontier.frontierconfig import FrontierConfig
     from crawler.frontier.spill.table import Row, SpillTable
     from crawler.frontier.store.scripts import ScriptRunner
@@ -141,21 +142,27 @@ class Spill:
             spilled, mark, left = int(due[i + 2]), int(due[i + 3]), int(due[i + 4])
             if spilled:
                 counts.brought_back += self._refill(
-                    shard, host, queue_class, mark, left
+                    shard, host, queue_class, (spilled, mark, left)
                 )
             else:
                 counts.forgotten += self._forget(shard, host, queue_class, mark)
         return counts
 
     def _refill(
-        self, shard: int, host: str, queue_class: int, mark: int, left: int
+        self, shard: int, host: str, queue_class: int, state: tuple[int, int, int]
     ) -> int:
-        """Bring back one queue's next entries, up to its head; how many."""
+        """Bring back one queue's next entries, up to its head; how many. *state*:
+        its entries spilled, its mark and the entries in its head, as read."""
+        spilled, mark, left = state
+        keys = self._keys.shard(shard)
+        # Read before the database: an entry that left spill_out by then is there.
+        waiting_out = self._client.llen(keys.spill_out)
         wanted = max(self._config.spill_head - left, 1)
         rows = self._table.next(shard, host, queue_class, mark, wanted)
-        if not rows:  # still in spill_out: written next round
-            return 0
-        keys = self._keys.shard(shard)
+        if not rows:
+            if not waiting_out:  # counted, yet nowhere
+                self._count_out(keys, host, queue_class, spilled, mark)
+            return 0  # else still in spill_out: written next round
         args = {
             **common_args(self._config, time.time()),
             "concurrency": self._config.host_concurrency,
@@ -170,6 +177,27 @@ class Spill:
         if not spilled:
             self._forget(shard, host, queue_class, mark)
         return queued
+
+    def _count_out(
+        self, keys: Keys, host: str, queue_class: int, spilled: int, mark: int
+    ) -> None:
+        """A queue counts *spilled* entries that neither the database nor spill_out
+        holds (dropped from spill_out as damaged): count them out, unless the
+        queue changed since it was read, so the crawl can end."""
+        args = {
+            **common_args(self._config, time.time()),
+            "host": host,
+            "class": queue_class,
+            "count": spilled,
+            "mark": mark,
+        }
+        (counted_out,) = self._scripts.run([Call("spill_lost", keys, args)])
+        if counted_out:
+            logger.warning(
+                "Spill: %(count)d entries of %(host)s's queue %(queue)d were counted "
+                "but lost (damaged in spill_out): counted out",
+                {"count": spilled, "host": host, "queue": queue_class},
+            )
 
     def _forget(self, shard: int, host: str, queue_class: int, mark: int) -> int:
         """Delete a queue's rows up to its mark, then its spill state, unless it

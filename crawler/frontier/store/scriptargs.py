@@ -153,4 +153,5 @@ SIGNATURES = {
     "spill_trim": Signature(("count",), ("first",)),
     "spill_refill": Signature(("concurrency", "host", "class"), ("entry",)),
     "spill_forget": Signature(("host", "class", "mark")),
+    "spill_lost": Signature(("host", "class", "count", "mark")),
 }

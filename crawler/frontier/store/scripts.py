@@ -33,6 +33,7 @@ from crawler.frontier.store.scriptkeys import shard_keys
 from crawler.frontier.store.spillscripts import (
     SPILL_DUE,
     SPILL_FORGET,
+    SPILL_LOST,
     SPILL_REFILL,
     SPILL_TRIM,
 )
@@ -89,6 +90,7 @@ class ScriptRunner:
         "spill_trim": SPILL_TRIM,
         "spill_refill": SPILL_REFILL,
         "spill_forget": SPILL_FORGET,
+        "spill_lost": SPILL_LOST,
     }
 
     def __init__(self, client: Redis, times: RoundTripTimes | None = None) -> None:

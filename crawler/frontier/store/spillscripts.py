@@ -5,7 +5,8 @@ A queue past its head spills its new entries to ``spill_out`` (the push script's
 ``push_entry``); the worker (``crawler.frontier.spill``) writes them to its database,
 then trims them here; a queue that ran low is brought back its next entries, in
 order, each at most once (its mark); a queue whose spilled entries all came back is
-forgotten once the database no longer holds them. Each runs after
+forgotten once the database no longer holds them; a count that no entry stands for
+(spill_out held a value the crawler did not write) is counted out. Each runs after
 ``crawler.frontier.store.scripthelpers``.
 """
 
@@ -117,5 +118,30 @@ local count, mark = spill_state(field)
 if count ~= 0 or mark ~= tonumber(args.mark) then return 0 end
 redis.call('HDEL', spill_key(), field)
 redis.call('SREM', spill_wanted_key(), field)
+return 1
+"""
+
+SPILL_LOST = """
+-- KEYS: the shard's keys (see above)
+-- args: host, class, count, mark: a queue the worker found counting *count*
+--       entries spilled past *mark*, of which neither the database nor spill_out
+--       holds one (spill_out held a value the crawler did not write, dropped)
+-- Counts them out of the queue and the BFS barrier, as damage, unless the queue's
+-- state changed since it was read (another worker brought entries back): a count
+-- no entry stands for would hold the crawl open for ever.
+-- returns: 1 if counted out, 0 if not
+local field = args.class .. ' ' .. args.host
+local count, mark = spill_state(field)
+local lost = tonumber(args.count)
+if count ~= lost or mark ~= tonumber(args.mark) or not class_of(args.class) then
+  return 0
+end
+redis.call('HSET', spill_key(), field, '0 ' .. mark)
+redis.call('HINCRBY', COUNTERS, 'queued', -lost)
+local level = level_of(args.class)
+if redis.call('HINCRBY', OUTSTANDING, level, -lost) <= 0 then
+  redis.call('HDEL', OUTSTANDING, level)
+end
+for _ = 1, lost do set_aside(false) end
 return 1
 """
