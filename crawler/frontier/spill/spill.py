@@ -25,7 +25,7 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.store.scriptargs import common_args
@@ -103,7 +103,9 @@ class Spill:
         counts = SpillCounts()
         keys = self._keys.shard(shard)
         for _ in range(WRITE_BATCHES):
-            items: list[bytes] = self._client.lrange(keys.spill_out, 0, WRITE_BATCH - 1)  # type: ignore[assignment]
+            items = cast(
+                "list[bytes]", self._client.lrange(keys.spill_out, 0, WRITE_BATCH - 1)
+            )
             if not items:
                 break
             rows = [row for row in map(spilled_row, items) if row is not None]
