@@ -11,12 +11,14 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import redis as redis_py
 from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_f_from_coro_f
 
 from crawler.frontier.frontierconfig import FrontierConfig
-from crawler.frontier.spill.spill import Spill, spilled_row
+from crawler.frontier.spill.spill import Spill, SpillCounts, spilled_row
 from crawler.frontier.spill.table import SpillTable
+from crawler.frontier.spill.worker import SpillWorker
 from crawler.frontier.store.crawlshards import SchemaMismatchError
 from crawler.frontier.store.scriptargs import common_args
 from crawler.frontier.store.scripts import Call, script_runner
@@ -37,8 +39,6 @@ from tests.site import bfs_depths
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from pathlib import Path
-
-    import redis as redis_py
 
 pytestmark = pytest.mark.integration
 
@@ -452,3 +452,37 @@ def test_a_damaged_spilled_entry_is_counted_out_and_the_crawl_can_end(
     assert out == [n for n in names if n != "a04"]
     assert store.shards.totals() == (0, 0)
     assert int(redis.hget(keys.counters, "bad_entries")) >= 1
+
+
+def test_a_spill_database_that_goes_away_is_waited_out_and_nothing_is_lost(
+    redis, redis_url, tmp_path, caplog
+):
+    """The worker's round fails while the database cannot be opened (here its file
+    is a directory); the entries wait in Redis, and the first round after it is
+    back writes them all."""
+    database = tmp_path / "spill.db"
+    url = f"sqlite:///{database}"
+    store = spilling_store(redis, url)
+    keys = store.shards.keys[0]
+    store.flush([pending("a", 1, f"a{i:02d}") for i in range(10)], [], T0)
+    database.mkdir()  # the database is away
+    reports: list[SpillCounts] = []
+    worker = SpillWorker(
+        redis_py.Redis.from_url(redis_url),
+        store.shards.config,
+        owned=lambda: frozenset({0}),
+        report=reports.append,
+        refilled=lambda shard, summary: None,
+    )
+    try:
+        for _ in range(3):
+            assert worker.round().written == 0
+        assert redis.llen(keys.spill_out) == 10 - HEAD
+        failures = [r for r in caplog.records if "Spill: a round failed" in r.message]
+        assert len(failures) == 1  # logged once while it lasts
+        database.rmdir()  # back
+        assert worker.round().written == 10 - HEAD
+        assert redis.llen(keys.spill_out) == 0
+        assert [r.written for r in reports] == [10 - HEAD]
+    finally:
+        worker.stop()
