@@ -27,7 +27,7 @@ from crawler.context.components import page_store_on
 from crawler.context.enginehooks import requests_in_progress
 from crawler.meta import REPARSE, REPARSED, REQUEUED
 from crawler.policy.storepath import store_path
-from crawler.storage.stores import open_store
+from crawler.storage.stores import page_store_of
 
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -55,9 +55,8 @@ class ReparseMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         if not page_store_on(crawler.settings):
             raise NotConfigured  # no page store: nothing to answer from, no warning
-        settings = crawler.settings
         try:
-            store = open_store(settings["PAGESTORE_URL"], "PAGESTORE_URL", settings)
+            store = page_store_of(crawler)  # the pipeline's: one client, not two
         except ValueError:
             raise NotConfigured from None  # the page store's pipeline says why
         return cls(crawler, store)

@@ -29,7 +29,7 @@ from crawler.items import PageRecord
 from crawler.policy.storepath import store_path
 from crawler.records.visits import NOT_MODIFIED
 from crawler.storage.errors import StoreUnavailableError
-from crawler.storage.stores import open_store
+from crawler.storage.stores import page_store_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -73,7 +73,7 @@ class PageStorePipeline:
         if not address:
             raise NotConfigured  # switched off: no message (a message warns)
         try:
-            store = open_store(address, "PAGESTORE_URL", crawler.settings)
+            store = page_store_of(crawler)
             store.check(missing_ok=True)
         except ValueError as exc:
             return StartupFailure(crawler, str(exc))

@@ -7,6 +7,7 @@ worker thread unless the body is at most the store's ``inline_write_bytes``.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
+from weakref import WeakKeyDictionary
 
 from crawler.storage.address import StoreAddress
 from crawler.storage.local import LocalStore
@@ -14,6 +15,7 @@ from crawler.storage.local import LocalStore
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
 # The settings ``open_store`` reads besides the address (Scrapy's AWS_* and ours):
@@ -72,3 +74,19 @@ def store_at(
 
         return S3Store.from_settings(address, settings)
     return LocalStore(address, setting)
+
+
+# Each crawl's page store, opened once: the page store's pipeline and the reparse
+# middleware share it (one S3 client and its connection pool, not one each).
+_PAGE_STORES: WeakKeyDictionary[Crawler, ObjectStore] = WeakKeyDictionary()
+
+
+def page_store_of(crawler: Crawler) -> ObjectStore:
+    """The crawl's page store (``PAGESTORE_URL``), the same object for each of its
+    components; ``ValueError`` as ``open_store``. The pipeline closes it."""
+    store = _PAGE_STORES.get(crawler)
+    if store is None:
+        settings = crawler.settings
+        store = open_store(settings["PAGESTORE_URL"], "PAGESTORE_URL", settings)
+        _PAGE_STORES[crawler] = store
+    return store

@@ -15,6 +15,7 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.test import get_crawler
 
 from crawler.items import PageRecord
+from crawler.middlewares.reparse import ReparseMiddleware
 from crawler.pipelines.pagestore import PageStorePipeline
 from crawler.policy.storepath import store_path
 from crawler.spiders.bfs import BfsSpider
@@ -208,3 +209,16 @@ async def test_hostile_urls_land_where_the_scheme_says_and_never_outside(
     assert (host / "dir@" / "index.html").is_file()
     assert (host / "dir@" / "index%2Ehtml").is_file()
     assert (host / "x@" / "%2E%2E@" / "%2E%2E@" / "etc@" / "passwd").is_file()
+
+
+def test_the_pipeline_and_the_reparse_middleware_share_one_page_store(
+    settings, tmp_path
+):
+    """One store object (one S3 client and its connections) a crawl, not one a
+    component."""
+    crawler = get_crawler(BfsSpider, settings(PAGESTORE_URL=str(tmp_path / "pages")))
+    pipeline = build_from_crawler(PageStorePipeline, crawler)
+    middleware = build_from_crawler(ReparseMiddleware, crawler)
+    assert middleware._store is pipeline._store
+    other = get_crawler(BfsSpider, settings(PAGESTORE_URL=str(tmp_path / "pages")))
+    assert build_from_crawler(PageStorePipeline, other)._store is not pipeline._store
