@@ -35,6 +35,7 @@ from crawler.analysis.tasks import (
 )
 from crawler.analysis.taskstream import TaskStream, text
 from crawler.storage.errors import StoreUnavailableError, UnsafePathError
+from crawler.storage.outage import StoreOutage
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -87,7 +88,14 @@ class AnalysisWorker:
         self._next_claim = 0.0
         self._group_ready = False
         self._outage = False
-        self._store_outage = False
+        self._store_outage = StoreOutage(
+            logger,
+            "Page or results store unavailable (%(error)s): retrying every %(most)s s",
+            "The store answers again: analysis resumes",
+            first=RETRY_DELAY,
+            most=RETRY_DELAY,
+            ended_level=logging.INFO,
+        )
         self._stop: Callable[[], bool] = bool
 
     @property
@@ -198,18 +206,9 @@ class AnalysisWorker:
             try:
                 self._write(task, entry_id, self._run(task), attempt=attempt)
             except StoreUnavailableError as exc:
-                if not self._store_outage:
-                    logger.error(
-                        "Page or results store unavailable (%(error)s): retrying "
-                        "every %(delay)s s",
-                        {"error": exc, "delay": RETRY_DELAY},
-                    )
-                    self._store_outage = True
-                time.sleep(RETRY_DELAY)
+                time.sleep(self._store_outage.failed(exc))
                 continue
-            if self._store_outage:
-                logger.info("The store answers again: analysis resumes")
-                self._store_outage = False
+            self._store_outage.answered()
             return True
         return False
 

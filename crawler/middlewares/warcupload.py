@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from crawler.storage.errors import StoreUnavailableError
+from crawler.storage.outage import StoreOutage
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -50,7 +51,15 @@ class WarcUploader:
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="warc-upload")
         self._closing = threading.Event()
         self._give_up_at = float("inf")
-        self._outage = False
+        self._outage = StoreOutage(
+            logger,
+            "Could not upload WARC files to %(store)s (%(error)s): they wait in "
+            "%(spool)s and are tried again",
+            "%(store)s takes WARC files again",
+            {"store": store.address, "spool": spool},
+            first=RETRY_DELAY,
+            most=MAX_RETRY_DELAY,
+        )
 
     @property
     def store(self) -> ObjectStore:
@@ -92,15 +101,13 @@ class WarcUploader:
             )
 
     def _upload(self, path: Path) -> None:
-        delay = RETRY_DELAY
         while True:
             try:
                 self._store.put_file(path.name, path)
             except StoreUnavailableError as exc:
-                self._unavailable(exc)
-                if not self._waited(delay):
+                self._stats.inc_value("warc/upload_retries")
+                if not self._waited(self._outage.failed(exc)):
                     return
-                delay = min(delay * 2, MAX_RETRY_DELAY)
                 continue
             except (OSError, ValueError) as exc:  # refused for good, or gone
                 self._stats.inc_value("warc/upload_errors")
@@ -113,11 +120,7 @@ class WarcUploader:
             break
         path.unlink(missing_ok=True)
         self._stats.inc_value("warc/uploaded")
-        if self._outage:
-            self._outage = False
-            logger.warning(
-                "%(store)s takes WARC files again", {"store": self._store.address}
-            )
+        self._outage.answered()
         logger.info(
             "Uploaded WARC file %(name)s to %(store)s",
             {"name": path.name, "store": self._store.address},
@@ -134,13 +137,3 @@ class WarcUploader:
             return False
         time.sleep(min(delay, left))
         return True
-
-    def _unavailable(self, error: OSError) -> None:
-        self._stats.inc_value("warc/upload_retries")
-        if not self._outage:
-            self._outage = True
-            logger.error(
-                "Could not upload WARC files to %(store)s (%(error)s): they wait in "
-                "%(spool)s and are tried again",
-                {"store": self._store.address, "error": error, "spool": self._spool},
-            )

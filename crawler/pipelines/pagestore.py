@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -29,6 +28,7 @@ from crawler.items import PageRecord
 from crawler.policy.storepath import store_path
 from crawler.records.visits import NOT_MODIFIED
 from crawler.storage.errors import StoreUnavailableError
+from crawler.storage.outage import StoreOutage
 from crawler.storage.stores import page_store_of
 
 if TYPE_CHECKING:
@@ -62,7 +62,15 @@ class PageStorePipeline:
             store.concurrent_writes, thread_name_prefix="pagestore"
         )
         self._once = OnceLogger(logger, crawler)
-        self._outage_since: float | None = None
+        self._outage = StoreOutage(
+            logger,
+            "Page store %(store)s cannot take pages (%(error)s): pages wait and are "
+            "tried again, every %(most).0f s at most",
+            "Page store %(store)s takes pages again after %(seconds).0f s",
+            {"store": store.address},
+            first=RETRY_DELAY,
+            most=MAX_RETRY_DELAY,
+        )
         self._failure: StartupFailure | None = None
 
     @classmethod
@@ -115,7 +123,6 @@ class PageStorePipeline:
 
     async def _stored(self, key: str, body: bytes) -> None:
         """Write *body* at *key*, waiting out a store that cannot take it now."""
-        delay = RETRY_DELAY
         while True:
             try:
                 if len(body) <= self._store.inline_write_bytes:
@@ -126,30 +133,11 @@ class PageStorePipeline:
                         self._writers, self._store.put, key, body
                     )
             except StoreUnavailableError as exc:
-                self._unavailable(exc)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, MAX_RETRY_DELAY)
+                self._stats.inc_value("pagestore/retries")
+                await asyncio.sleep(self._outage.failed(exc))
                 continue
-            if self._outage_since is not None:
-                logger.warning(
-                    "Page store %(store)s takes pages again after %(seconds).0f s",
-                    {"store": self._store.address,
-                     "seconds": time.monotonic() - self._outage_since},
-                )  # fmt: skip
-                self._outage_since = None
+            self._outage.answered()
             return
-
-    def _unavailable(self, error: OSError) -> None:
-        """Count a write the store could not take; log the outage's start once."""
-        self._stats.inc_value("pagestore/retries")
-        if self._outage_since is None:
-            self._outage_since = time.monotonic()
-            logger.error(
-                "Page store %(store)s cannot take pages (%(error)s): pages wait and "
-                "are tried again, every %(most).0f s at most",
-                {"store": self._store.address, "error": error,
-                 "most": MAX_RETRY_DELAY},
-            )  # fmt: skip
 
     def _rejected(self, item: PageRecord, error: ValueError) -> None:
         self._once.event(
