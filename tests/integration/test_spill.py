@@ -87,6 +87,11 @@ def queue_class_of(redis: redis_py.Redis, store: FrontierStore, host: str) -> in
     return int(found)
 
 
+def name_of(entry: bytes) -> str:
+    """The name ``pending`` gave a popped entry."""
+    return entry.decode().split('"u":"')[1].rstrip('"}')
+
+
 def drain(store: FrontierStore, spill: Spill) -> list[str]:
     """Pop and ack every request, running a spill round whenever none is ready
     (bounded); the names in the order they came out."""
@@ -100,7 +105,7 @@ def drain(store: FrontierStore, spill: Spill) -> list[str]:
             store.promote([0], T0)
             continue
         lease, entry = popped
-        names.append(entry.decode().split('"u":"')[1].rstrip('"}'))
+        names.append(name_of(entry))
         store.flush([], [(lease, 0.0)], T0)
     return names
 
@@ -155,7 +160,7 @@ def test_the_bfs_barrier_waits_for_spilled_entries(redis, tmp_path, spill_of):
                 break
             continue
         lease, entry = popped
-        order.append(entry.decode().split('"u":"')[1].rstrip('"}'))
+        order.append(name_of(entry))
         store.flush([], [(lease, 0.0)], T0)
     assert order == [*shallow, "b0"]
 
@@ -191,7 +196,7 @@ def test_entries_brought_back_twice_are_queued_once(redis, tmp_path, spill_of):
     for _ in range(HEAD):  # the head goes out: the queue wants its next entries
         popped = store.pop(PopOrder(0, NODE, 0.0), T0)
         assert popped is not None
-        out.append(popped[1].decode().split('"u":"')[1].rstrip('"}'))
+        out.append(name_of(popped[1]))
         store.flush([], [(popped[0], 0.0)], T0)
     coming_back = table.next(0, "a", queue_class, 0, HEAD)
     assert spill.bring_back(0).brought_back == HEAD
@@ -331,7 +336,7 @@ def test_a_shard_repaired_while_its_queues_are_on_disk_keeps_their_counts(
     for _ in range(HEAD):
         popped = store.pop(PopOrder(0, NODE, 0.0), T0)
         assert popped is not None
-        out.append(popped[1].decode().split('"u":"')[1].rstrip('"}'))
+        out.append(name_of(popped[1]))
         store.flush([], [(popped[0], 0.0)], T0)
     store.rescue(T0, [0])  # the scan of a stuck shard
     assert store.shards.totals() == (len(names) - HEAD, 0)
