@@ -8,7 +8,7 @@ import contextlib
 import re
 import subprocess
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 import redis as redis_py
@@ -83,7 +83,9 @@ def table_of(spill: Spill) -> SpillTable:
 
 def queue_class_of(redis: redis_py.Redis, store: FrontierStore, host: str) -> int:
     """The class of *host*'s first queue (its level and priority band)."""
-    (found,) = redis.zrange(store.shards.keys[0].levels(host), 0, 0)
+    (found,) = cast(
+        "list[bytes]", redis.zrange(store.shards.keys[0].levels(host), 0, 0)
+    )
     return int(found)
 
 
@@ -416,8 +418,9 @@ def test_two_nodes_share_a_spill_in_postgresql_and_fetch_every_page(
         fetches = page_fetches(site)
     assert set(fetches) == set(bfs_depths(site.spec, [(i, 0) for i in range(6)]))
     assert sum(count - 1 for count in fetches.values()) == 0, outputs[1][-3000:]
-    brought = [re.search(r"'spill/brought_back': (\d+)", out) for out in outputs]
-    assert all(brought), outputs[1][-3000:]  # each node brought entries back
+    found = [re.findall(r"'spill/brought_back': (\d+)", out) for out in outputs]
+    assert all(found), outputs[1][-3000:]  # each node ran its spill worker
+    assert int(found[0][-1]) > 0  # (the joining node's share depends on its shards)
 
 
 @deferred_f_from_coro_f
