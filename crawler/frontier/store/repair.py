@@ -89,9 +89,7 @@ class ShardRepair:
     ) -> tuple[int, list[Any]]:
         self._scanned_at[shard] = now
         keys = self._keys[shard]
-        base: dict[str, Scalar] = {
-            **common_args(self._config, now),
-        }
+        base = common_args(self._config, now)
         args = base | {"concurrency": self._config.host_concurrency}
         scheduled, damage, counts = 0, 0, dict[bytes, int]()
         for start in range(0, len(hosts), HOSTS_PER_CALL):

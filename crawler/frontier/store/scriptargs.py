@@ -15,6 +15,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from crawler.frontier.store.roundtrip import ms
+
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
@@ -49,11 +51,7 @@ end
 def common_args(config: FrontierConfig, now: float) -> dict[str, Scalar]:
     """The named arguments every call passes: the crawl's order, the time in whole
     milliseconds and the most entries a queue keeps in Redis (0: no spill)."""
-    return {
-        "order": config.order,
-        "now": round(now * 1000),
-        "spill_head": config.spill_head,
-    }
+    return {"order": config.order, "now": ms(now), "spill_head": config.spill_head}
 
 
 @dataclass(frozen=True, slots=True)

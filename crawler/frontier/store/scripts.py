@@ -1,9 +1,9 @@
 """The one object that runs the frontier's Lua scripts, on one server or a Cluster.
 
 The sources are in ``crawler.frontier.store.queuescripts``,
-``crawler.frontier.store.repairscripts`` and ``crawler.frontier.store.spillscripts``; each is loaded after its record fields
-(``crawler.frontier.store.scriptargs``) and the helpers of
-``crawler.frontier.store.scripthelpers``, which name its keys
+``crawler.frontier.store.repairscripts`` and ``crawler.frontier.store.spillscripts``;
+each is loaded after its record fields (``crawler.frontier.store.scriptargs``) and
+the helpers of ``crawler.frontier.store.scripthelpers``, which name its keys
 (``crawler.frontier.store.scriptkeys``).
 """
 
