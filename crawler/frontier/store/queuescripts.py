@@ -299,10 +299,8 @@ for _ = 1, 1000 do
       reparse = seq and redis.call('SREM', REPARSE, seq) == 1
       break
     end
-    redis.call('HINCRBY', COUNTERS, 'queued', -1)
+    uncount(class, 1)
     redis.call('HINCRBY', COUNTERS, 'superseded', 1)
-    local level = level_of(class)
-    if redis.call('HINCRBY', OUTSTANDING, level, -1) <= 0 then redis.call('HDEL', OUTSTANDING, level) end
     redis.call('ZREM', READY, host)
     touch(host, concurrency)
     entry = nil

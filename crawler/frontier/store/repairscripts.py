@@ -188,7 +188,7 @@ for found in records() do add(tostring(found.level), tonumber(found.count)) end
 local spills = read('HGETALL', spill_key()) or {}
 for i = 1, #spills, 2 do
   local class = class_of(string.match(spills[i], '^(%d+) '))
-  local count = spill_state(spills[i])
+  local count = spill_parse(spills[i + 1])
   if class and count > 0 then add(tostring(level_of(class)), count) end
 end
 redis.call('DEL', OUTSTANDING)

@@ -142,6 +142,16 @@ local function hnum(key, field, default)
   return tonumber(redis.call('HGET', key, field)) or default
 end
 
+-- Take *n* queued requests of *class* out of the crawl's counts (queued, and the
+-- BFS barrier's at their level): they were dropped, never to be popped.
+local function uncount(class, n)
+  redis.call('HINCRBY', COUNTERS, 'queued', -n)
+  local level = level_of(class)
+  if redis.call('HINCRBY', OUTSTANDING, level, -n) <= 0 then
+    redis.call('HDEL', OUTSTANDING, level)
+  end
+end
+
 -- Put a host that is neither ready nor waiting where its queue and delay say.
 local function schedule(host)
   local score = head_score(host)
@@ -302,9 +312,12 @@ end
 -- (crawler/frontier/spill/) writes them to its database and brings them back in
 -- order as the queue runs low. The queue's state in the spill hash: how many wait,
 -- and the sequence number of the last one brought back (its mark).
-local function spill_state(field)
-  local count, mark = string.match(read('HGET', spill_key(), field) or '', '^(%d+) (%d+)$')
+local function spill_parse(text)
+  local count, mark = string.match(text or '', '^(%d+) (%d+)$')
   return tonumber(count) or 0, tonumber(mark) or 0
+end
+local function spill_state(field)
+  return spill_parse(read('HGET', spill_key(), field))
 end
 -- Whether *entry* of *host*'s *class* queue went to the spill rather than the queue.
 local function spilled(host, class, entry)

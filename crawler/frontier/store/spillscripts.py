@@ -21,7 +21,8 @@ SPILL_DUE = """
 --          half their head and those with nothing left spilled (to forget)
 local limit = tonumber(args.limit)
 local due, named = {}, {}
-local function add(field)
+-- A queue's field, with its state as the sweep read it (nil: read it here).
+local function add(field, state)
   if named[field] then return end
   local class, host = string.match(field, '^(%d+) (.+)$')
   if not class_of(class) then  -- not a field the crawler wrote
@@ -31,7 +32,8 @@ local function add(field)
     return
   end
   named[field] = true
-  local count, mark = spill_state(field)
+  local count, mark
+  if state then count, mark = spill_parse(state) else count, mark = spill_state(field) end
   local left = read('LLEN', queue_key(host, class)) or 0
   local wanted = count > 0 and 2 * left < spill_head
   if not wanted and count > 0 then
@@ -43,7 +45,7 @@ end
 for _, field in ipairs(read('SRANDMEMBER', spill_wanted_key(), limit) or {}) do add(field) end
 local reply = read('HSCAN', spill_key(), args.cursor, 'COUNT', limit) or {'0', {}}
 local fields = reply[2]
-for i = 1, #fields, 2 do add(fields[i]) end
+for i = 1, #fields, 2 do add(fields[i], fields[i + 1]) end
 return {reply[1], unpack(due)}
 """
 
@@ -85,12 +87,8 @@ for item in records() do
     set_aside(item.entry)
   elseif seq > mark and count > 0 then
     if redis.call('SREM', SUPERSEDED, seq) == 1 then
-      redis.call('HINCRBY', COUNTERS, 'queued', -1)
+      uncount(class, 1)
       redis.call('HINCRBY', COUNTERS, 'superseded', 1)
-      local level = level_of(class)
-      if redis.call('HINCRBY', OUTSTANDING, level, -1) <= 0 then
-        redis.call('HDEL', OUTSTANDING, level)
-      end
     else
       queue_entry(host, class, item.entry)
     end
@@ -137,11 +135,7 @@ if count ~= lost or mark ~= tonumber(args.mark) or not class_of(args.class) then
   return 0
 end
 redis.call('HSET', spill_key(), field, '0 ' .. mark)
-redis.call('HINCRBY', COUNTERS, 'queued', -lost)
-local level = level_of(args.class)
-if redis.call('HINCRBY', OUTSTANDING, level, -lost) <= 0 then
-  redis.call('HDEL', OUTSTANDING, level)
-end
+uncount(args.class, lost)
 for _ = 1, lost do set_aside(false) end
 return 1
 """
