@@ -28,17 +28,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from crawler.crawlstate.keys import CrawlKeys
+from crawler.crawlstate.readers import decoded
 from crawler.frontier.store.scriptargs import common_args
 from crawler.frontier.store.scripts import Call
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from redis import Redis
 
-    from crawler.crawlstate.keys import Keys
     from crawler.frontier.frontierconfig import FrontierConfig
     from crawler.frontier.spill.table import Row, SpillTable
+    from crawler.frontier.store.scriptargs import Scalar, Value
     from crawler.frontier.store.scripts import ScriptRunner
 
 logger = logging.getLogger(__name__)
@@ -92,6 +93,20 @@ class Spill:
         self._refilled = refilled
         self._cursors: dict[int, str] = {}  # each shard's sweep of its spill hash
 
+    def _run(
+        self,
+        script: str,
+        shard: int,
+        args: Mapping[str, Scalar],
+        records: Sequence[Mapping[str, Value]] = (),
+    ) -> Any:
+        """The reply of one spill script on *shard*, with the common arguments."""
+        named = {**common_args(self._config, time.time()), **args}
+        (reply,) = self._scripts.run(
+            [Call(script, self._keys.shard(shard), named, records)]
+        )
+        return reply
+
     def round(self, shard: int) -> SpillCounts:
         """Write out what *shard* spilled, then bring back what its queues want."""
         counts = self.write_out(shard)
@@ -111,9 +126,8 @@ class Spill:
             rows = [row for row in map(spilled_row, items) if row is not None]
             counts.damaged += len(items) - len(rows)
             self._table.add(shard, rows)
-            args = {**common_args(self._config, time.time()), "count": len(items)}
-            call = Call("spill_trim", keys, args, [{"first": items[0]}])
-            (trimmed,) = self._scripts.run([call])
+            count = {"count": len(items)}
+            trimmed = self._run("spill_trim", shard, count, [{"first": items[0]}])
             if not trimmed:  # another worker wrote and trimmed them
                 break
             counts.written += len(rows)
@@ -130,17 +144,12 @@ class Spill:
         """Bring back the next entries of *shard*'s queues that ran low; forget the
         queues with nothing spilled left."""
         counts = SpillCounts()
-        keys = self._keys.shard(shard)
-        args = {
-            **common_args(self._config, time.time()),
-            "limit": DUE_LIMIT,
-            "cursor": self._cursors.get(shard, "0"),
-        }
-        (reply,) = self._scripts.run([Call("spill_due", keys, args)])
-        self._cursors[shard] = _text(reply[0])
+        cursor = self._cursors.get(shard, "0")
+        reply = self._run("spill_due", shard, {"limit": DUE_LIMIT, "cursor": cursor})
+        self._cursors[shard] = decoded(reply[0])
         due = reply[1:]
         for i in range(0, len(due) - 4, 5):
-            queue_class, host = int(due[i]), _text(due[i + 1])
+            queue_class, host = int(due[i]), decoded(due[i + 1])
             spilled, mark, left = int(due[i + 2]), int(due[i + 3]), int(due[i + 4])
             if spilled:
                 counts.brought_back += self._refill(
@@ -156,44 +165,40 @@ class Spill:
         """Bring back one queue's next entries, up to its head; how many. *state*:
         its entries spilled, its mark and the entries in its head, as read."""
         spilled, mark, left = state
-        keys = self._keys.shard(shard)
         # Read before the database: an entry that left spill_out by then is there.
-        waiting_out = self._client.llen(keys.spill_out)
+        waiting_out = self._client.llen(self._keys.shard(shard).spill_out)
         wanted = max(self._config.spill_head - left, 1)
         rows = self._table.next(shard, host, queue_class, mark, wanted)
         if not rows:
             if not waiting_out:  # counted, yet nowhere
-                self._count_out(keys, host, queue_class, spilled, mark)
+                self._count_out(shard, host, queue_class, spilled, mark)
             return 0  # else still in spill_out: written next round
-        args = {
-            **common_args(self._config, time.time()),
-            "concurrency": self._config.host_concurrency,
-            "host": host,
-            "class": queue_class,
-        }
         records = [{"entry": f"{seq}|{entry}"} for seq, entry in rows]
-        (reply,) = self._scripts.run([Call("spill_refill", keys, args, records)])
+        queue: dict[str, Scalar] = {"host": host, "class": queue_class}
+        concurrency = self._config.host_concurrency
+        reply = self._run(
+            "spill_refill", shard, {**queue, "concurrency": concurrency}, records
+        )
         queued, mark, spilled = int(reply[0]), int(reply[1]), int(reply[2])
         self._table.drop(shard, host, queue_class, mark)
         self._refilled(shard, reply[3:])
-        if not spilled:
-            self._forget(shard, host, queue_class, mark)
+        if not spilled:  # its rows up to the mark are gone: forget its state
+            self._run("spill_forget", shard, {**queue, "mark": mark})
         return queued
 
     def _count_out(
-        self, keys: Keys, host: str, queue_class: int, spilled: int, mark: int
+        self, shard: int, host: str, queue_class: int, spilled: int, mark: int
     ) -> None:
         """A queue counts *spilled* entries that neither the database nor spill_out
         holds (dropped from spill_out as damaged): count them out, unless the
         queue changed since it was read, so the crawl can end."""
-        args = {
-            **common_args(self._config, time.time()),
+        lost: dict[str, Scalar] = {
             "host": host,
             "class": queue_class,
             "count": spilled,
             "mark": mark,
         }
-        (counted_out,) = self._scripts.run([Call("spill_lost", keys, args)])
+        counted_out = self._run("spill_lost", shard, lost)
         if counted_out:
             logger.warning(
                 "Spill: %(count)d entries of %(host)s's queue %(queue)d were counted "
@@ -205,15 +210,8 @@ class Spill:
         """Delete a queue's rows up to its mark, then its spill state, unless it
         spilled again since; 1 if forgotten."""
         self._table.drop(shard, host, queue_class, mark)
-        args = {
-            **common_args(self._config, time.time()),
-            "host": host,
-            "class": queue_class,
-            "mark": mark,
-        }
-        (forgotten,) = self._scripts.run(
-            [Call("spill_forget", self._keys.shard(shard), args)]
-        )
+        queue: dict[str, Scalar] = {"host": host, "class": queue_class, "mark": mark}
+        forgotten = self._run("spill_forget", shard, queue)
         return int(forgotten)
 
 
@@ -232,7 +230,3 @@ def spilled_row(item: bytes) -> Row | None:
         return rest[:length].decode(), int(match[1]), int(seq), entry.decode()
     except UnicodeDecodeError:
         return None
-
-
-def _text(value: bytes | str | int) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
