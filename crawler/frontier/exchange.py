@@ -100,6 +100,7 @@ class Exchange:
         self._acks = AckGate(crawler, self._lease_done)
         self._requests: list[Pending] = []
         self._done: list[OwnLease] = []  # released by the engine, ack not written
+        self.trips = 0  # round trips written (FrontierWork.trips)
         # The request enqueue is answering for, and whether Redis refused it.
         self._asking: Request | None = None
         self._asking_refused = False
@@ -295,6 +296,7 @@ class Exchange:
 
     def _written(self, batch: Sequence[Pending], flushed: Flushed) -> None:
         """Count what a write did, and drop loudly what Redis refused of *batch*."""
+        self.trips += 1
         self._count(flushed)
         self._drop_duplicates(batch, flushed.new, flushed.over_budget)
 

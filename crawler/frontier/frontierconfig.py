@@ -156,13 +156,6 @@ def spill_settings(settings: BaseSettings) -> dict[str, Any]:
     FRONTIER_SPILL_DATABASE_URL names another), checked; none when it is off."""
     if not get_bool(settings, "FRONTIER_SPILL"):
         return {}
-    if settings.get("FRONTIER_ORDER", "bfs") == "importance":
-        # A crawl of importance order with its queues spilled ended with spilled
-        # entries left (tests/integration/test_spill.py, about half the runs):
-        # refused until that is understood.
-        raise ValueError(
-            "FRONTIER_SPILL works with FRONTIER_ORDER bfs or priority, not importance"
-        )
     url = settings.get("FRONTIER_SPILL_DATABASE_URL") or settings.get(
         "RECORDS_DATABASE_URL"
     )

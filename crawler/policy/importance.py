@@ -51,6 +51,10 @@ SEED_CREDIT = 1.0
 BANDS_PER_OCTAVE = 16
 # The band of importance 1: bands cover 2**-32 .. 2**32.
 BAND_OF_ONE = PRIORITY_BANDS // 2
+# Added to a band's position before it is rounded down: log2 of a band's floor,
+# 2**(k/16), may come out a hair under k/16, and the floor would rank a band lower
+# (a URL ranked again from its band alone, as a lease put back, sank a band).
+BAND_TOLERANCE = 1e-9
 # weighted: the share of Q's backlink importance its links pass on,
 DAMPING = 0.85
 # the decay of a link's credit with the depth of the page that holds it,
@@ -128,8 +132,8 @@ def band_of(importance: float) -> int:
         return PRIORITY_BANDS - 1
     if math.isinf(importance):
         return 0
-    band = BAND_OF_ONE - math.floor(BANDS_PER_OCTAVE * math.log2(importance))
-    return min(max(band, 0), PRIORITY_BANDS - 1)
+    octaves = BANDS_PER_OCTAVE * math.log2(importance) + BAND_TOLERANCE
+    return min(max(BAND_OF_ONE - math.floor(octaves), 0), PRIORITY_BANDS - 1)
 
 
 def band_floor(band: int) -> float:

@@ -22,7 +22,7 @@ from crawler.context.crawl import CrawlContext
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier import importance
 from crawler.meta import IMPORTANCE, INLINKS, LINK_CREDIT
-from crawler.policy.importance import LinkCredit
+from crawler.policy.importance import BAND_OF_ONE, LinkCredit, band_floor
 from crawler.policy.sharding import shard_of
 from tests.integration.openscheduler import opened
 from tests.integration.test_scheduler_priority import take_all
@@ -161,6 +161,26 @@ async def test_a_lease_put_back_keeps_its_rank(importance_settings):
     async with opened(ImportanceSpider, settings) as scheduler:
         taken = take_all(scheduler, 3)
     assert names(taken) == ["b", "c", "a"]
+
+
+@deferred_f_from_coro_f
+async def test_a_url_at_its_band_floor_keeps_its_band_when_put_back(
+    importance_settings,
+):
+    """Redis ranks a lease put back by its band's floor: a URL whose importance is
+    that floor exactly ranks in its band, before and after (Lua's log2 of the
+    floor came out a hair low, and the URL sank behind the rest of its band)."""
+    floor = band_floor(BAND_OF_ONE - 1)
+    settings = importance_settings()
+    async with opened(ImportanceSpider, settings) as scheduler:
+        assert scheduler.enqueue_request(link(one_host("a"), floor))
+        assert scheduler.enqueue_request(link(one_host("b"), floor * 1.01))
+        first = scheduler.next_request()
+        assert first is not None
+        assert names([first]) == ["a"]
+    async with opened(ImportanceSpider, settings) as scheduler:
+        taken = take_all(scheduler, 2)
+    assert names(taken) == ["a", "b"]
 
 
 @deferred_f_from_coro_f

@@ -176,6 +176,10 @@ class FrontierWork(Protocol):
     def buffered(self) -> int:
         """Requests pushed to this node and not yet written to Redis."""
 
+    @property
+    def trips(self) -> int:
+        """Round trips written so far (each may have queued or acked work)."""
+
 
 class NodeRuntime:
     """The heartbeat of a node that joined the crawl, and what it decides."""
@@ -485,7 +489,7 @@ class NodeRuntime:
         before it says so, every shard is scanned once for hosts that damaged
         state left out of the ready and waiting sets."""
         now = time.time()
-        if not self._drain.drained(now, own_leases):
+        if not self._drain.drained(now, own_leases, self._work.trips):
             return False
         if stranded := self.store.rescue(now):
             self._stats.inc_value("frontier/stranded_hosts", stranded)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from crawler.frontier.store.scriptargs import LUA_ARGUMENTS
 from crawler.frontier.store.scriptkeys import lua_keys
-from crawler.policy.importance import BAND_OF_ONE, BANDS_PER_OCTAVE
+from crawler.policy.importance import BAND_OF_ONE, BAND_TOLERANCE, BANDS_PER_OCTAVE
 from crawler.policy.order import LEVELS, PRIORITY_BANDS, SEQUENCE_LIMIT
 
 # The order's constants, from crawler.policy.order and crawler.policy.importance
@@ -25,6 +25,7 @@ from crawler.policy.order import LEVELS, PRIORITY_BANDS, SEQUENCE_LIMIT
 CONSTANTS = f"""
 local SEQUENCE_LIMIT, BANDS, LEVELS = {SEQUENCE_LIMIT}, {PRIORITY_BANDS}, {LEVELS}
 local BAND_OF_ONE, BANDS_PER_OCTAVE = {BAND_OF_ONE}, {BANDS_PER_OCTAVE}
+local BAND_TOLERANCE = {BAND_TOLERANCE!r}
 """
 
 HELPERS = (
@@ -63,6 +64,14 @@ local function host_rank(host, class)
   return deep * BANDS + band
 end
 
+-- The band an importance ranks in (crawler.policy.importance.band_of).
+local function importance_band(value)
+  value = tonumber(value)
+  if not value or not (value > 0) then return BANDS - 1 end
+  local octaves = BANDS_PER_OCTAVE * math.log(value) / math.log(2) + BAND_TOLERANCE
+  return math.min(math.max(BAND_OF_ONE - math.floor(octaves), 0), BANDS - 1)
+end
+
 -- Where a host's best request ranks against other hosts': its rank, except in
 -- importance order, where its host term (a share of the credits of links from
 -- other hosts into the host) adds to the importance of its band.
@@ -72,9 +81,7 @@ local function host_score_rank(host, class)
   if not term or not (term > 0) then return rank_of(class) end
   class = tonumber(class)
   local value = 2 ^ ((BAND_OF_ONE - class % BANDS) / BANDS_PER_OCTAVE) + term
-  local band = BAND_OF_ONE - math.floor(BANDS_PER_OCTAVE * math.log(value) / math.log(2))
-  band = math.min(math.max(band, 0), BANDS - 1)
-  return band * LEVELS + level_of(class)
+  return importance_band(value) * LEVELS + level_of(class)
 end
 
 -- Values this call found damaged (not written by the crawler) and set aside.
@@ -216,12 +223,6 @@ local REPARSE_HOST = '~'
 -- importance band, and each queued URL of a host is indexed in importance_key(host)
 -- by its URL key: '<seq> <class> <importance> <in-links>' of its live copy.
 local importance = order == 'importance'
-local function importance_band(value)
-  value = tonumber(value)
-  if not value or not (value > 0) then return BANDS - 1 end
-  local band = BAND_OF_ONE - math.floor(BANDS_PER_OCTAVE * math.log(value) / math.log(2))
-  return math.min(math.max(band, 0), BANDS - 1)
-end
 local function band_floor(class)
   return 2 ^ ((BAND_OF_ONE - tonumber(class) % BANDS) / BANDS_PER_OCTAVE)
 end
