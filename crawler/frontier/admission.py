@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from crawler.context.crawl import CrawlContext
 from crawler.context.logonce import OnceLogger
-from crawler.frontier.dedup import bloom_hashes, most_hashes, shard_layouts
+from crawler.frontier.dedup import bloom_hashes, most_hashes
 from crawler.frontier.encoding import codec
 from crawler.frontier.importance import InLinks, credit_of
 from crawler.frontier.store.roundtrip import Pending
@@ -75,7 +75,7 @@ class Admission:
         # One line per (callback, part, type) of refusal: the rest are counted.
         self._once = OnceLogger(logger, crawler)
         # Enough hashes for the filter of a shard that needs the most.
-        self._hashes = most_hashes(shard_layouts(config.dedup, config.shards))
+        self._hashes = most_hashes(config.dedup, config.shards)
 
     def admit(self, request: Request) -> Pending | None:
         """The request ready to push, or None (counted) if it must not be queued.

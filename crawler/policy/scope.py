@@ -21,8 +21,8 @@ def parse_seed(line: str) -> str | None:
     text = line.strip()
     if not text or text.startswith("#"):
         return None
-    scheme = urlsplit(text).scheme.lower()
-    if scheme not in ("http", "https"):
+    plain = text.startswith(("http://", "https://"))  # most seeds: no urlsplit
+    if not plain and urlsplit(text).scheme.lower() not in ("http", "https"):
         raise ValueError(f"{text!r} is not an http(s) URL")
     try:
         host_of(text)

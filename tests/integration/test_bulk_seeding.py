@@ -87,9 +87,14 @@ def test_one_round_takes_a_large_seed_file_each_url_once(
 
 
 # Seeds in the forms a Request changes or a fingerprint canonicalises: case, query
-# order, a fragment, an IDN host and a path to escape, a port, no path at all.
+# order, a fragment, an IDN host and a path to escape, a port, no path at all; and
+# forms kept as they are (plainurl.as_is: the bulk path's quick entry and
+# fingerprint), over https and with a port too, and a dot segment, which is not.
 SEED_FORMS = [
     "http://h1.test/p/1",
+    "https://h1.test/",
+    "https://h2.test:8443/p/a-b_c~d(e)",
+    "http://h1.test/a/./b",
     "http://H1.Test/a?b=1&a=2#frag",
     "http://münchen.test/ä b?q=ü",
     "https://h2.test:8443/x/%7ey?q=a%20b",

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from scrapy.settings import Settings
 
-from crawler.frontier.dedup import bloom_hashes
+from crawler.frontier.dedup import BLOCK_BITS, bloom_hashes, layout_fields
 from crawler.frontier.frontierconfig import FrontierConfig
 from crawler.frontier.store.store import FrontierStore, Lease, Pending, PopOrder
 from crawler.policy.order import level_of, queue_class
@@ -412,3 +412,43 @@ def test_a_bloom_layout_out_of_range_is_written_again(redis, field, value, at_st
     assert store.flush([pending("a", 0, "a1", fingerprint)], [], T0).new == [False]
     assert redis.hgetall(seen) | {b"count:0": b"0"} == good | {b"count:0": b"0"}
     assert store.shards.bad_entries == 1
+
+
+def plain_shard(redis, store: FrontierStore) -> None:
+    """Make shard 0's seen filter as a crawl before blocked filters made it."""
+    config = store.shards.config
+    seen = store.shards.keys[0].seen
+    redis.delete(seen)
+    redis.hset(seen, mapping=layout_fields(config.dedup, 1, blocked=False))
+
+
+def test_a_new_shard_gets_a_blocked_filter_and_one_made_plain_stays_plain(redis):
+    """A crawl made before blocked filters keeps reading its bits as they were set:
+    its URLs stay seen after a restart, even after its seen hash was lost."""
+    store = make_store(redis, FRONTIER_DEDUP_CAPACITY=1000)
+    seen = store.shards.keys[0].seen
+    assert redis.hget(seen, "block:0") == str(BLOCK_BITS).encode()
+    plain_shard(redis, store)
+    batch = [pending("a", 0, f"u{i}", bloom_hashes(b"%d" % i, 80)) for i in range(50)]
+    assert all(store.flush(batch, [], T0).new)
+
+    store = make_store(redis, FRONTIER_DEDUP_CAPACITY=1000)  # a restart
+    assert redis.hget(seen, "block:0") is None
+    assert not any(store.flush(batch, [], T0).new)
+    redis.delete(seen)  # damage: the repair writes the layout again
+    redis.set(store.shards.keys[0].sequence, "x")
+    assert not any(store.flush(batch, [], T0).new)
+    assert redis.hget(seen, "block:0") is None
+
+
+def test_a_blocked_filter_keeps_what_it_saw_after_its_layout_is_lost(redis):
+    store = make_store(redis, FRONTIER_DEDUP_CAPACITY=1000)
+    batch = [pending("a", 0, f"u{i}", bloom_hashes(b"%d" % i, 80)) for i in range(50)]
+    assert all(store.flush(batch, [], T0).new)
+    seen = store.shards.keys[0].seen
+    redis.hset(seen, "block:0", "7")  # a block size the crawler never writes
+    assert not any(store.flush(batch, [], T0).new)
+    assert redis.hget(seen, "block:0") == str(BLOCK_BITS).encode()
+    redis.delete(seen)
+    store = make_store(redis, FRONTIER_DEDUP_CAPACITY=1000)
+    assert not any(store.flush(batch, [], T0).new)

@@ -11,12 +11,15 @@ from hypothesis import strategies as st
 from scrapy.settings import Settings
 
 from crawler.frontier.dedup import (
+    BLOCK_BITS,
     ERROR_SHRINK,
     FIRST_SHARE,
     MAX_BITS,
     MAX_FILTERS,
     BloomLayout,
     DedupConfig,
+    blocked_layout,
+    blocked_positions,
     bloom_hashes,
     bloom_layout,
     bloom_positions,
@@ -78,7 +81,9 @@ def test_layout_is_capped_at_max_bits(capacity: int, error_rate: float) -> None:
 def test_filters_grow_from_a_small_extension_and_shrink_in_error(
     capacity: int, error_rate: float, shards: int
 ) -> None:
-    layouts = shard_layouts(DedupConfig("bloom", capacity, error_rate), shards)
+    layouts = shard_layouts(
+        DedupConfig("bloom", capacity, error_rate), shards, blocked=False
+    )
     assert 1 <= len(layouts) <= MAX_FILTERS
     base = shard_base(capacity, shards)
     for index, layout in enumerate(layouts):
@@ -103,7 +108,7 @@ def test_no_shard_of_a_uniform_spread_outgrows_its_first_filter() -> None:
     counts = [0] * 64
     for _ in range(200_000):
         counts[rng.randrange(64)] += 1
-    first = shard_layouts(DedupConfig("bloom", 200_000, 1e-6), 64)[0]
+    first = shard_layouts(DedupConfig("bloom", 200_000, 1e-6), 64, blocked=False)[0]
     assert max(counts) <= first.capacity
 
 
@@ -122,7 +127,9 @@ def test_no_shard_of_a_uniform_spread_outgrows_its_first_filter() -> None:
 def test_all_filters_together_stay_within_the_error_rate(
     capacity: int, error_rate: float, shards: int
 ) -> None:
-    layouts = shard_layouts(DedupConfig("bloom", capacity, error_rate), shards)
+    layouts = shard_layouts(
+        DedupConfig("bloom", capacity, error_rate), shards, blocked=False
+    )
     assert all(layout.bits < MAX_BITS for layout in layouts)
     total = sum(false_positive_rate(layout) for layout in layouts)
     # Whole hash counts again: a percent of slack, far below a missing halving (x20).
@@ -132,7 +139,7 @@ def test_all_filters_together_stay_within_the_error_rate(
 def test_default_filters_together_stay_within_the_error_rate() -> None:
     settings = project_settings()
     config = DedupConfig.from_settings(settings)
-    layouts = shard_layouts(config, settings.getint("FRONTIER_SHARDS"))
+    layouts = shard_layouts(config, settings.getint("FRONTIER_SHARDS"), blocked=False)
     assert sum(false_positive_rate(layout) for layout in layouts) <= config.error_rate
 
 
@@ -140,7 +147,7 @@ def test_default_series_grows_hundreds_of_times_the_capacity() -> None:
     settings = project_settings()
     config = DedupConfig.from_settings(settings)
     shards = settings.getint("FRONTIER_SHARDS")
-    layouts = shard_layouts(config, shards)
+    layouts = shard_layouts(config, shards, blocked=False)
     total = shards * sum(layout.capacity for layout in layouts)
     assert total >= 500 * config.capacity
 
@@ -152,7 +159,9 @@ def test_default_series_grows_hundreds_of_times_the_capacity() -> None:
 def test_series_stops_before_the_first_capped_filter(
     capacity: int, error_rate: float, shards: int
 ) -> None:
-    layouts = shard_layouts(DedupConfig("bloom", capacity, error_rate), shards)
+    layouts = shard_layouts(
+        DedupConfig("bloom", capacity, error_rate), shards, blocked=False
+    )
     assert all(layout.bits < MAX_BITS for layout in layouts)
     if len(layouts) < MAX_FILTERS:
         index = len(layouts)
@@ -164,7 +173,7 @@ def test_series_stops_before_the_first_capped_filter(
 
 
 def test_series_keeps_one_filter_even_if_it_is_capped() -> None:
-    layouts = shard_layouts(DedupConfig("bloom", 10**12, 1e-6), 1)
+    layouts = shard_layouts(DedupConfig("bloom", 10**12, 1e-6), 1, blocked=False)
     assert layouts == [bloom_layout(shard_base(10**12, 1), nth_error(1e-6, 0))]
     assert layouts[0].bits == MAX_BITS
 
@@ -172,8 +181,71 @@ def test_series_keeps_one_filter_even_if_it_is_capped() -> None:
 def test_default_first_filter_costs_at_most_four_bytes_a_url() -> None:
     settings = project_settings()
     config = DedupConfig.from_settings(settings)
-    first = shard_layouts(config, settings.getint("FRONTIER_SHARDS"))[0]
+    first = shard_layouts(config, settings.getint("FRONTIER_SHARDS"), blocked=False)[0]
     assert first.bits / 8 / first.capacity <= 4.0
+
+
+def test_a_new_shard_blocks_its_first_filter_at_most_five_bytes_a_url() -> None:
+    """Blocked, the first filter takes about a third more bits (39 a URL at the
+    default 1e-6); the filters after it, at ever lower rates, stay plain."""
+    settings = project_settings()
+    config = DedupConfig.from_settings(settings)
+    layouts = shard_layouts(config, settings.getint("FRONTIER_SHARDS"))
+    first = layouts[0]
+    assert first.block == BLOCK_BITS
+    assert first.bits % BLOCK_BITS == 0
+    assert first.bits / 8 / first.capacity <= 5.0
+    assert all(layout.block == 0 for layout in layouts[1:])
+    assert (
+        layouts[1:]
+        == shard_layouts(config, settings.getint("FRONTIER_SHARDS"), blocked=False)[1:]
+    )
+
+
+def test_a_rate_too_low_for_blocks_keeps_the_first_filter_plain() -> None:
+    layouts = shard_layouts(DedupConfig("bloom", 10**6, 1e-10), 64)
+    assert layouts[0].block == 0
+
+
+class SimulatedBlockedBloom:
+    """A blocked filter as dedup.py documents it (``blocked_positions``)."""
+
+    def __init__(self, layout: BloomLayout) -> None:
+        self.layout = layout
+        self._bits = bytearray(layout.bits // 8)
+
+    def positions(self, fingerprint: bytes) -> list[int]:
+        hashes = bloom_hashes(fingerprint, self.layout.words)
+        return blocked_positions(hashes, self.layout)
+
+    def add(self, fingerprint: bytes) -> None:
+        for position in self.positions(fingerprint):
+            self._bits[position >> 3] |= 1 << (position & 7)
+
+    def __contains__(self, fingerprint: bytes) -> bool:
+        return all(
+            self._bits[position >> 3] >> (position & 7) & 1
+            for position in self.positions(fingerprint)
+        )
+
+
+@pytest.mark.parametrize(("error_rate", "seed"), [(1e-2, 1), (1e-3, 2)])
+def test_a_blocked_filter_meets_its_error_rate(error_rate: float, seed: int) -> None:
+    layout = blocked_layout(20_000, error_rate)
+    bloom = SimulatedBlockedBloom(layout)
+    positions = bloom.positions(b"x" * 20)
+    assert len({p // BLOCK_BITS for p in positions}) == 1  # one block
+    assert measured_false_positive_rate(bloom, seed) <= 1.5 * error_rate
+
+
+def test_a_blocked_filter_sized_as_a_plain_one_misses_the_rate() -> None:
+    """The control: blocks fill unevenly, so the plain filter's bits are not
+    enough (the simulation tells the two apart)."""
+    plain = bloom_layout(20_000, 1e-3)
+    blocks = plain.bits // BLOCK_BITS
+    layout = BloomLayout(blocks * BLOCK_BITS, plain.hashes, 20_000, BLOCK_BITS)
+    bloom = SimulatedBlockedBloom(layout)
+    assert measured_false_positive_rate(bloom, 2) > 1.5e-3
 
 
 @PROPERTY
@@ -189,14 +261,22 @@ def test_bloom_hashes_of_different_fingerprints_differ() -> None:
     assert bloom_hashes(bytes(20), 20) != bloom_hashes(b"\x01" + bytes(19), 20)
 
 
-def test_every_filter_of_a_shard_gets_enough_hashes() -> None:
-    layouts = shard_layouts(DedupConfig("bloom", 10_000_000, 1e-6), 64)
-    count = most_hashes(layouts)
-    assert all(layout.hashes <= count for layout in layouts)
-    layout = layouts[-1]
-    positions = bloom_positions(bloom_hashes(bytes(20), count), layout)
-    assert len(positions) == layout.hashes
-    assert all(0 <= position < layout.bits for position in positions)
+@pytest.mark.parametrize("blocked", [True, False])
+def test_every_filter_of_a_shard_gets_enough_hashes(blocked: bool) -> None:
+    """Blocked or plain (a shard made before blocked filters): a URL comes with
+    enough hashes for either."""
+    config = DedupConfig("bloom", 10_000_000, 1e-6)
+    layouts = shard_layouts(config, 64, blocked=blocked)
+    count = most_hashes(config, 64)
+    assert all(layout.words <= count for layout in layouts)
+    hashes = bloom_hashes(bytes(20), count)
+    for layout in (layouts[0], layouts[-1]):
+        if layout.block:
+            positions = blocked_positions(hashes, layout)
+        else:
+            positions = bloom_positions(hashes, layout)
+        assert len(positions) == layout.hashes
+        assert all(0 <= position < layout.bits for position in positions)
 
 
 def test_small_filters_meet_their_error_rate() -> None:
@@ -247,7 +327,9 @@ class SingleBitBloom(SimulatedBloom):
         return bloom_positions(bloom_hashes(fingerprint, 1), self.layout)[:1]
 
 
-def measured_false_positive_rate(bloom: SimulatedBloom, seed: int) -> float:
+def measured_false_positive_rate(
+    bloom: SimulatedBloom | SimulatedBlockedBloom, seed: int
+) -> float:
     """Insert 20_000 random fingerprints, then probe 20_000 fresh ones."""
     rng = random.Random(seed)
     inserted = {rng.randbytes(20) for _ in range(20_000)}

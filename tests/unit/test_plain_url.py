@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scrapy import Request
 from scrapy.utils.request import fingerprint
+from w3lib.url import canonicalize_url, safe_url_string
 
-from crawler.frontier.encoding.plainurl import get_fingerprint, request_url
+from crawler.frontier.encoding.plainurl import as_is, get_fingerprint, request_url
 from tests.unit.properties import PROPERTY
 
 # Text a URL's path and query may hold, escaped or not, quotes and backslashes too.
@@ -38,3 +39,42 @@ def test_a_plain_url_gets_the_url_and_fingerprint_scrapy_gives_its_request(
 )
 def test_known_forms_get_scrapys_fingerprint(url: str) -> None:
     assert get_fingerprint(request_url(url)) == fingerprint(Request(url))
+
+
+# URLs near the edge of what w3lib keeps as it is (plainurl.as_is): hosts, ports
+# and paths of characters it keeps, dot segments, and a few it changes.
+EDGE_HOSTS = st.sampled_from(
+    ["a", "h1.test", "a-b.test", "a.test.", "A.test", "xn--bcher-kva.test", "a..b"]
+)
+EDGE_PORTS = st.sampled_from(
+    ["", ":80", ":080", ":8443", ":0", ":65535", ":65536", ":99999", ":"]
+)
+EDGE_PATHS = st.lists(
+    st.sampled_from([*"aZ09-._~!$&'()*+,;=:@/", "/.", "/..", "%41", "?", "#", " "]),
+    max_size=8,
+).map("".join)
+
+
+@PROPERTY
+@given(
+    scheme=st.sampled_from(["http", "https", "HTTP"]),
+    host=EDGE_HOSTS,
+    port=EDGE_PORTS,
+    path=EDGE_PATHS,
+)
+def test_a_url_kept_as_is_is_the_url_and_fingerprint_scrapy_gives(
+    scheme: str, host: str, port: str, path: str
+) -> None:
+    """The fast path (no w3lib parse, issue 27) agrees with w3lib where it runs."""
+    url = f"{scheme}://{host}{port}/{path}"
+    if as_is(url):
+        assert safe_url_string(url, "utf-8") == url
+        assert canonicalize_url(url) == url
+    try:
+        request = Request(url)
+    except ValueError:
+        with pytest.raises(ValueError, match="Port"):  # a bad seed on both paths
+            request_url(url)
+        return
+    assert request_url(url) == request.url
+    assert get_fingerprint(request_url(url)) == fingerprint(request)

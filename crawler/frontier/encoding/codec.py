@@ -36,6 +36,7 @@ from w3lib.url import safe_url_string
 from crawler.frontier.encoding import values
 from crawler.frontier.encoding.allowlist import Classes
 from crawler.frontier.encoding.headertext import header_bytes, header_text
+from crawler.frontier.encoding.plainurl import as_is
 from crawler.frontier.encoding.transientmeta import TRANSIENT_META
 
 if TYPE_CHECKING:
@@ -508,4 +509,14 @@ def plain_get_entries(
             fields["t"] = typed
         return _dumps(_as_array({**fields, **callbacks}, host))
 
-    return entry
+    # The entry around its URL, for URLs JSON keeps as they are (most seeds: a
+    # seed's JSON took a tenth of its time).
+    head, _, tail = entry("http://h/", "h").partition('"/"')
+
+    def quick_entry(url: str, host: str) -> str:
+        relative = relative_url(url, host)
+        if not as_is(url) or relative is url:
+            return entry(url, host)
+        return f'{head}"{relative}"{tail}'
+
+    return quick_entry

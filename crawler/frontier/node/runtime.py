@@ -461,7 +461,8 @@ class NodeRuntime:
     def _take_seeds(self) -> None:
         """Enqueue what any client pushed to the crawl's seed list in Redis."""
         if self._seeds.take(self._shards):
-            self._work.write_pending(time.time())
+            if not self._seeds.backlog:  # else the last batch's write runs behind
+                self._work.write_pending(time.time())
             self._link.wake_engine()
         if self._seeds.backlog and self._more_seeds is None and not self._closing:
             self._more_seeds = call_later(SEEDS_AGAIN_AFTER, self._seed_round)

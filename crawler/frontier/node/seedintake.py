@@ -68,17 +68,23 @@ class SeedIntake:
         how many entries were read."""
         deadline = time.monotonic() + self._budget
         taken = 0
+        entries = self._pop(shards)
         while True:  # bounded: each pass pops a batch; ends on a short one or time
-            read = self._take_batch(shards)
+            read = self._take_batch(entries)
             taken += read
+            more = read == SEEDS_PER_BATCH and time.monotonic() < deadline
+            # The next batch is popped before this one's write starts: Redis runs
+            # one command at a time, and popped behind the write it would wait for
+            # it, leaving nothing to admit while Redis works.
+            entries = self._pop(shards) if more else []
             if read and self._flush is not None:
                 self._flush()
-            if read < SEEDS_PER_BATCH or time.monotonic() >= deadline:
+            if not more:
                 self.backlog = read == SEEDS_PER_BATCH
                 return taken
 
-    def _take_batch(self, shards: CrawlShards) -> int:
-        """Enqueue up to SEEDS_PER_BATCH seeds popped in one call; how many."""
+    def _pop(self, shards: CrawlShards) -> list[bytes]:
+        """Up to SEEDS_PER_BATCH seeds, popped in one call."""
         key, client = shards.crawl_keys.seeds, shards.client
         entries: list[bytes] | None = retyped(  # type: ignore[assignment]
             client,
@@ -87,8 +93,12 @@ class SeedIntake:
             lambda: client.lpop(key, SEEDS_PER_BATCH),
             shards.damaged,
         )
+        return entries or []
+
+    def _take_batch(self, entries: list[bytes]) -> int:
+        """Enqueue the seeds of *entries*; how many entries there were."""
         plain: list[str] = []
-        for entry in entries or ():
+        for entry in entries:
             if (seed := self._seed(entry)) is None:
                 continue
             if self._enqueue_urls is not None and _plain(seed):
@@ -97,14 +107,17 @@ class SeedIntake:
                 self._enqueue(_request(seed))
         if plain and self._enqueue_urls is not None:
             self._enqueue_urls(plain)
-        return len(entries or ())
+        return len(entries)
 
     def _seed(self, entry: bytes) -> SeedPayload | None:
         """The seed *entry* asks for, or None (counted, logged once per kind)."""
         try:
             seed = parse_seed_payload(entry.decode("utf-8"))
+            if seed is None:
+                return None
             # As Request keeps it; a URL it refuses (a port over 65535) is bad.
-            return None if seed is None else replace(seed, url=request_url(seed.url))
+            url = request_url(seed.url)
+            return seed if url == seed.url else replace(seed, url=url)
         except UnicodeDecodeError:
             self._bad("utf-8", "not UTF-8 text", entry)
         except BadSeedError as exc:

@@ -11,6 +11,7 @@ failed for good, lease renewal, deleting the crawl). Each method is one round tr
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ from crawler.crawlstate.readers import (
     queue_versions,
 )
 from crawler.crawlstate.status import STARTED_FIELD
-from crawler.frontier.dedup import shard_layouts
+from crawler.frontier.dedup import layout_fields
 from crawler.frontier.store.repair import ShardRepair
 from crawler.frontier.store.roundtrip import Lease, ms
 from crawler.frontier.store.scriptargs import common_args
@@ -47,6 +48,33 @@ if TYPE_CHECKING:
     from crawler.frontier.store.scripts import ScriptRunner
 
 logger = logging.getLogger(__name__)
+
+# A shard's Bloom layout fields (KEYS: its seen hash, its first filter's bitmap;
+# ARGV: the blocked layout's fields and the plain one's, as JSON, then the length of
+# the first filter's bitmap in each). A shard with no URL yet (no bitmap: the first
+# filter fills first) takes the blocked layout whole. Else it keeps the kind its
+# filter was made with, and its missing fields are written again: bits set by one
+# layout and read by the other would make URLs seen before look new, and new ones
+# look seen. The bitmap's length says which (it is made whole at once) and outlives
+# a seen hash the repair deleted; the hash says when the length tells neither.
+WRITE_LAYOUT = """
+local length = redis.call('STRLEN', KEYS[2])
+local blocked_length, plain_length = tonumber(ARGV[3]), tonumber(ARGV[4])
+if length == 0 then
+  for name, value in pairs(cjson.decode(ARGV[1])) do
+    redis.call('HSET', KEYS[1], name, value)
+  end
+  return 1
+end
+local blocked = redis.call('HEXISTS', KEYS[1], 'block:0') == 1
+if blocked_length ~= plain_length and length == blocked_length then blocked = true end
+if blocked_length ~= plain_length and length == plain_length then blocked = false end
+if not blocked then redis.call('HDEL', KEYS[1], 'block:0') end
+for name, value in pairs(cjson.decode(blocked and ARGV[1] or ARGV[2])) do
+  redis.call('HSETNX', KEYS[1], name, value)
+end
+return blocked and 1 or 0
+"""
 
 
 class SchemaMismatchError(RuntimeError):
@@ -73,6 +101,7 @@ class CrawlShards:
         # Values found damaged (not written by the crawler) and set aside or fixed.
         self.bad_entries = 0
         self._once = OnceLogger(logger)  # counted in bad_entries, not in stats
+        self._write_layout = client.register_script(WRITE_LAYOUT)
 
     @classmethod
     def on(
@@ -168,20 +197,15 @@ class CrawlShards:
         self.remember(shard, reply[1:], int(reply[0]))
 
     def write_bloom_layouts(self, shards: Iterable[Keys]) -> None:
-        """Write the Bloom filters' layouts of *shards*, where not written yet."""
-        layouts = shard_layouts(self.config.dedup, self.config.shards)
-        fields: dict[str, int] = {"filters": 1}
-        for index, layout in enumerate(layouts):
-            fields |= {
-                f"bits:{index}": layout.bits,
-                f"hashes:{index}": layout.hashes,
-                f"cap:{index}": layout.capacity,
-            }
-        pipe = self.client.pipeline(transaction=False)
-        for keys in shards:
-            for name, value in fields.items():
-                pipe.hsetnx(keys.seen, name, value)
-        pipe.execute()
+        """Write the Bloom filters' layouts of *shards*, where not written yet:
+        blocked for a shard whose filter is new, plain for one made before them."""
+        dedup, count = self.config.dedup, self.config.shards
+        blocked = layout_fields(dedup, count, blocked=True)
+        plain = layout_fields(dedup, count, blocked=False)
+        args = [json.dumps(blocked), json.dumps(plain)]
+        args += [str((fields["bits:0"] + 7) // 8) for fields in (blocked, plain)]
+        for keys in shards:  # a call each: a Cluster pipeline runs no scripts
+            self._write_layout(keys=[keys.seen, keys.bloom(0)], args=args)
 
     def _read(self, commands: Callable[[Pipeline], None]) -> list[Any]:
         """The replies of the commands *commands* queues in a pipeline. A key of the

@@ -15,7 +15,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from crawler.crawlstate.keys import LEVELS, CrawlKeys
-from crawler.frontier.dedup import most_hashes, shard_layouts
+from crawler.frontier.dedup import most_hashes
 from crawler.frontier.store.scriptargs import common_args
 from crawler.frontier.store.scripts import Call
 
@@ -55,12 +55,11 @@ class ShardRepair:
         is the hosts whose in-flight count was wrong, then the summary."""
         shards = list(shards)
         seen_type = "hash" if self._config.dedup.mode == "bloom" else "set"
-        layouts = shard_layouts(self._config.dedup, self._config.shards)
         args: dict[str, Scalar] = {
             **common_args(self._config, now),
             "concurrency": self._config.host_concurrency,
             "seen_type": seen_type,
-            "most_hashes": most_hashes(layouts),
+            "most_hashes": most_hashes(self._config.dedup, self._config.shards),
         }
         calls = [Call("repair", self._keys[s], args) for s in shards]
         return list(zip(shards, self._runner.run(calls), strict=True))

@@ -57,6 +57,7 @@ if args.seen_type == 'hash' then
     local name, value = string.match(layout[i], '^(%a+):'), tonumber(layout[i + 1])
     local bad = (name == 'bits' or name == 'cap') and value < 1
     bad = bad or (name == 'hashes' and (value < 1 or value > tonumber(args.most_hashes)))
+    bad = bad or (name == 'block' and value ~= BLOCK_BITS)
     if layout[i] == 'filters' then
       bad = value < 1 or redis.call('HEXISTS', SEEN, 'bits:' .. (value - 1)) == 0
     end

@@ -15,17 +15,20 @@ without asking again.
 
 from __future__ import annotations
 
+from crawler.frontier.dedup import BLOCK_BITS
 from crawler.frontier.store.scriptargs import LUA_ARGUMENTS
 from crawler.frontier.store.scriptkeys import lua_keys
 from crawler.policy.importance import BAND_OF_ONE, BAND_TOLERANCE, BANDS_PER_OCTAVE
 from crawler.policy.order import LEVELS, PRIORITY_BANDS, SEQUENCE_LIMIT
 
-# The order's constants, from crawler.policy.order and crawler.policy.importance
-# (one source for Python and Lua).
+# The order's constants, from crawler.policy.order and crawler.policy.importance,
+# and a blocked Bloom filter's block (crawler.frontier.dedup): one source for Python
+# and Lua.
 CONSTANTS = f"""
 local SEQUENCE_LIMIT, BANDS, LEVELS = {SEQUENCE_LIMIT}, {PRIORITY_BANDS}, {LEVELS}
 local BAND_OF_ONE, BANDS_PER_OCTAVE = {BAND_OF_ONE}, {BANDS_PER_OCTAVE}
 local BAND_TOLERANCE = {BAND_TOLERANCE!r}
+local BLOCK_BITS = {BLOCK_BITS}
 """
 
 HELPERS = (
@@ -448,46 +451,82 @@ end
 """
 )
 
-# The push script's Bloom filter check-and-add (the layout: crawler/frontier/dedup.py).
+# The push script's Bloom filter check-and-add (the layouts: crawler/frontier/dedup.py).
 BLOOM_ADD = """
 -- The seen filter's layout, read once a call (issue 27: twice a URL was a tenth of
 -- the push script's time): how many filters are in use, and each one's bits,
--- hashes and capacity (written once, when the crawl starts); whether the last
--- filter's key exists.
+-- hashes, capacity and block (0: a plain filter; written once, when the shard's
+-- filter is made); whether the last filter's key exists.
 local bloom_filters, bloom_layouts, bloom_made = nil, {}, {}
 local function bloom_layout(i)
   local layout = bloom_layouts[i]
   if not layout then
-    local found = redis.call('HMGET', SEEN, 'bits:' .. i, 'hashes:' .. i, 'cap:' .. i)
-    layout = {tonumber(found[1]), tonumber(found[2]), tonumber(found[3])}
+    local found = redis.call('HMGET', SEEN, 'bits:' .. i, 'hashes:' .. i, 'cap:' .. i,
+                             'block:' .. i)
+    layout = {tonumber(found[1]), tonumber(found[2]), tonumber(found[3]),
+              tonumber(found[4]) or 0}
     bloom_layouts[i] = layout
   end
-  return layout[1], layout[2], layout[3]
+  return layout[1], layout[2], layout[3], layout[4]
 end
 
--- A URL's bit in each filter: its 32-bit hashes (big-endian), each modulo the
--- filter's bits.
+-- A URL's 32-bit hashes (big-endian), the first *count*.
 local function bloom_words(hashes, count)
   local words = {struct.unpack('>' .. string.rep('I4', count), hashes)}
   words[count + 1] = nil  -- the position struct.unpack returns after them
   return words
 end
 
--- Whether a filter's layout (its bits and hash count) can be used with *hashes*.
-local function bloom_usable(bits, count, hashes)
-  return bits and bits > 0 and count and 4 * count <= #hashes
+-- Whether a filter's layout can be used with *hashes*: a plain one takes a hash a
+-- bit, a blocked one one more, for its block.
+local function bloom_usable(i, hashes)
+  local bits, count, _, block = bloom_layout(i)
+  if not (bits and bits > 0 and count and count > 0) then return false end
+  if block == 0 then return 4 * count <= #hashes end
+  return block == BLOCK_BITS and bits % block == 0 and 4 * (count + 1) <= #hashes
 end
 -- The answer to a layout that cannot be used (given before any write).
 local function bloom_damaged()
   return redis.error_reply('frontier: damaged Bloom layout')
 end
 
--- Whether every bit of *words* is set in filter *i*.
-local function bloom_has(i, words, bits)
-  for _, word in ipairs(words) do
-    if redis.call('GETBIT', bloom_key(i), word % bits) == 0 then return false end
+-- Whether every bit of a URL (its *hashes*) is set in filter *i*; with *add*, they
+-- are set. A plain filter's bits are h_j % bits, one GETBIT and SETBIT each; a
+-- blocked filter's lie in block h_0 % blocks, read and written whole.
+local function bloom_check(i, hashes, add)
+  local bits, count, _, block = bloom_layout(i)
+  local key = bloom_key(i)
+  if block == 0 then
+    local words = bloom_words(hashes, count)
+    for _, word in ipairs(words) do
+      if redis.call('GETBIT', key, word % bits) == 0 then
+        if add then
+          for _, bit_of in ipairs(words) do redis.call('SETBIT', key, bit_of % bits, 1) end
+        end
+        return false
+      end
+    end
+    return true
   end
-  return true
+  local words = bloom_words(hashes, count + 1)
+  local size = block / 8
+  local start = (words[1] % (bits / block)) * size
+  local bytes = {string.byte(redis.call('GETRANGE', key, start, start + size - 1), 1, -1)}
+  local found = true
+  for j = 2, count + 1 do
+    local position = words[j] % block
+    local index, mask = math.floor(position / 8) + 1, bit.lshift(1, 7 - position % 8)
+    local byte = bytes[index] or 0
+    if bit.band(byte, mask) == 0 then
+      found = false
+      bytes[index] = bit.bor(byte, mask)
+    end
+  end
+  if add and not found then
+    for index = 1, size do bytes[index] = bytes[index] or 0 end
+    redis.call('SETRANGE', key, start, string.char(unpack(bytes)))
+  end
+  return found
 end
 
 -- Add a URL's hashes to the last filter of the seen filter (SEEN) unless a
@@ -498,15 +537,14 @@ local function bloom_add(hashes)
   local filters = bloom_filters
   if filters == 0 then return redis.error_reply('frontier: no Bloom layout') end
   local last = filters - 1
-  local bits, count, cap = bloom_layout(last)
-  if not (bloom_usable(bits, count, hashes) and cap) then return bloom_damaged() end
-  for i = 0, last - 1 do  -- the full filters before the last: only looked in
-    local filter_bits, filter_count = bloom_layout(i)
-    if not bloom_usable(filter_bits, filter_count, hashes) then return bloom_damaged() end
-    if bloom_has(i, bloom_words(hashes, filter_count), filter_bits) then return false end
+  for i = 0, last do
+    if not bloom_usable(i, hashes) then return bloom_damaged() end
   end
-  local words = bloom_words(hashes, count)
-  if bloom_has(last, words, bits) then return false end
+  local bits, _, cap = bloom_layout(last)
+  if not cap then return bloom_damaged() end
+  for i = 0, last - 1 do  -- the full filters before the last: only looked in
+    if bloom_check(i, hashes, false) then return false end
+  end
   local key = bloom_key(last)
   if not bloom_made[last] then
     -- Created at full length at once: grown bit by bit, Redis would keep up to
@@ -514,9 +552,7 @@ local function bloom_add(hashes)
     if redis.call('EXISTS', key) == 0 then redis.call('SETBIT', key, bits - 1, 0) end
     bloom_made[last] = true
   end
-  for _, word in ipairs(words) do
-    redis.call('SETBIT', key, word % bits, 1)
-  end
+  if bloom_check(last, hashes, true) then return false end
   local added = redis.call('HINCRBY', SEEN, 'count:' .. last, 1)
   if added >= cap and redis.call('HEXISTS', SEEN, 'bits:' .. filters) == 1 then
     redis.call('HSET', SEEN, 'filters', filters + 1)
