@@ -164,6 +164,11 @@ local function over_budget(host, dedup)
 end
 
 local flags = {}
+local queued = 0  -- entries queued by this call, counted once at its end
+local function count_queued()
+  if queued > 0 then redis.call('HINCRBY', COUNTERS, 'queued', queued) end
+  queued = 0
+end
 for item in records() do
   local host = item.host
   set_strategy(host, item.strategy)
@@ -171,7 +176,10 @@ for item in records() do
   local hold = tonumber(item.hold)
   local depth = math.floor(level_of(class) / per_depth)
   local new = is_new(item.dedup)
-  if type(new) == 'table' then return new end
+  if type(new) == 'table' then  -- an error reply: the records before stay queued
+    count_queued()
+    return new
+  end
   if not new and item.revive ~= '' then new = revive(item.revive) end
   local over = new and over_budget(host, item.dedup)
   if over then new = false end
@@ -207,9 +215,11 @@ for item in records() do
       redis.call('ZADD', HELD, hold, class .. ' ' .. #host .. ' ' .. host .. entry)
       redis.call('HINCRBY', COUNTERS, 'held', 1)
     else
-      push_entry(host, class, entry, value, backlinks, links, item.url_key)
-      redis.call('HINCRBY', COUNTERS, 'queued', 1)
-      touch(host, concurrency)
+      local _, first = push_entry(host, class, entry, value, backlinks, links, item.url_key)
+      queued = queued + 1
+      -- An entry behind others of its class leaves its host where it was (ready,
+      -- waiting, or busy): touching it was a third of a seed's script time.
+      if first then touch(host, concurrency) end
     end
   elseif importance and not new and not shorter and item.url_key ~= '' then
     add_credit(host, item.url_key, item, 1)
@@ -217,6 +227,7 @@ for item in records() do
   add_host_credit(item.host, item)
   flags[#flags + 1] = flag
 end
+count_queued()
 return {table.concat(flags), unpack(summary())}
 """
 )

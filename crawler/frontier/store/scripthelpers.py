@@ -290,7 +290,8 @@ end
 -- when not known: a lease put back, a held request released), the entry goes to
 -- the host's index under *key* (its URL key; read from the entry if not given)
 -- with *backlinks* and *links* (in-links), and the list holds '<seq>|<key>'. The
--- class it went to.
+-- class it went to, and whether its list was empty before (else the host's place
+-- does not change: its head is where it was).
 local function queue_entry(host, class, entry, value, backlinks, links, key, at_head)
   local element = entry
   if importance then
@@ -304,10 +305,9 @@ local function queue_entry(host, class, entry, value, backlinks, links, key, at_
       element = seq .. '|' .. key
     end
   end
-  if redis.call(at_head and 'LPUSH' or 'RPUSH', queue_key(host, class), element) == 1 then
-    redis.call('ZADD', levels_key(host), host_rank(host, class), class)
-  end
-  return class
+  local first = redis.call(at_head and 'LPUSH' or 'RPUSH', queue_key(host, class), element) == 1
+  if first then redis.call('ZADD', levels_key(host), host_rank(host, class), class) end
+  return class, first
 end
 
 -- FRONTIER_SPILL (spill_head > 0): a queue keeps at most spill_head entries in
@@ -346,7 +346,8 @@ local function spill_low(host, class, left)
 end
 
 -- Queue *entry* (see queue_entry), or spill it; the BFS barrier counts it at its
--- level either way. In importance order a spilled entry keeps its band, not its
+-- level either way. Its class, and whether its host's place may have changed (it
+-- started a list: touch the host). In importance order a spilled entry keeps its band, not its
 -- in-links: it comes back at its band's floor. Its URL leaves the host's index
 -- then: the index names a URL's live copy, and a deeper copy this one superseded
 -- (depth repair) must not take in-links, whose move would give it a new sequence
@@ -356,6 +357,7 @@ local function push_entry(host, class, entry, value, backlinks, links, key)
   if importance then
     banded = with_band(class, importance_band(tonumber(value) or band_floor(class)))
   end
+  local first = false
   if spilled(host, banded, entry) then
     class = banded
     if importance then
@@ -366,10 +368,10 @@ local function push_entry(host, class, entry, value, backlinks, links, key)
       end
     end
   else
-    class = queue_entry(host, class, entry, value, backlinks, links, key)
+    class, first = queue_entry(host, class, entry, value, backlinks, links, key)
   end
   redis.call('HINCRBY', OUTSTANDING, level_of(class), 1)
-  return class
+  return class, first
 end
 
 -- The entry ('<seq>|<json>') of a popped list element, and, in importance order,
