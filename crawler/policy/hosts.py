@@ -27,21 +27,24 @@ MAX_HOST_LENGTH = 253
 
 
 # The host of most URLs, read without ``urlsplit`` (issue 27: it was a fifth of a
-# seed's time): a lower-case name right after http(s)://, then a port, the path,
-# query or fragment, or the end. Anything else (upper case, user info, IPv6, spaces
-# urlsplit would strip) is left to urlsplit.
-_PLAIN_HOST = re.compile(r"https?://([a-z0-9.-]+)(?::[0-9]*)?(?=[/?#]|\Z)")
+# seed's time): a lower-case name of labels of 1 to 63 characters right after
+# http(s)://, then a port, the path, query or fragment, or the end. Anything else
+# (upper case, user info, IPv6, spaces urlsplit would strip, a bad label) is left
+# to urlsplit and the checks below.
+_PLAIN_HOST = re.compile(
+    r"https?://((?:[a-z0-9-]{1,63}\.)*[a-z0-9-]{1,63}\.?)(?::[0-9]*)?(?=[/?#]|\Z)"
+)
 
 
 def host_of(url: str) -> str:
     """The lower-case host name of *url*, without port (Scrapy's download-slot key)."""
-    if (plain := _PLAIN_HOST.match(url)) is not None:
-        host = plain[1]
-    else:
-        try:
-            host = urlsplit(url).hostname
-        except ValueError as exc:  # e.g. an unbalanced "[" in the netloc
-            raise BadURLError(f"cannot parse host of {url!r}: {exc}") from None
+    plain = _PLAIN_HOST.match(url)
+    if plain is not None and len(plain[1]) <= MAX_HOST_LENGTH:
+        return plain[1]  # a DNS name already
+    try:
+        host = urlsplit(url).hostname
+    except ValueError as exc:  # e.g. an unbalanced "[" in the netloc
+        raise BadURLError(f"cannot parse host of {url!r}: {exc}") from None
     if not host:
         raise BadURLError(f"no host in {url!r}")
     if ":" not in host and not _is_dns_name(host):

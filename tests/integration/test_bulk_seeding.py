@@ -190,6 +190,8 @@ def test_the_bulk_path_queues_what_the_request_path_queues(redis, settings):
         *urls,
         *urls[:50],  # each queued once
         "http://h1.test:99999/",  # a port Request refuses: a bad seed
+        "http://" + "a" * 64 + ".test/",  # a label DNS refuses: a bad seed
+        "  http://h1.test/spaced \t",  # as a seed file's line may be
         "ftp://h1.test/",
         '{"url": "http://h9.test/j", "meta": {"k": 1}}',  # the Request path
     ]
@@ -197,10 +199,10 @@ def test_the_bulk_path_queues_what_the_request_path_queues(redis, settings):
     one_by_one, stats = intake(redis, settings, entries, bulk=False)
     assert bulk == one_by_one
     assert sum(int(v[0]) for k, v in bulk.items() if k.endswith(b":counters")) == (
-        len(set(urls)) + 1
+        len(set(urls)) + 2
     )
     for stats_of in (bulk_stats, stats):
-        assert stats_of.get("frontier/bad_seeds") == 2
+        assert stats_of.get("frontier/bad_seeds") == 3
         assert stats_of.get("frontier/duplicates") == len(urls) + 50 - len(set(urls))
 
 

@@ -170,12 +170,14 @@ def host_by_urlsplit(url: str) -> str | None:
         st.text(max_size=30),
     ),
     rest=st.sampled_from(["", "/", "/a?b#c", ":80/", ":/x", ":8x/", "?q", "#f"]),
+    label=st.sampled_from(["", "a" * 63 + ".", "b" * 64 + ".", ("c" * 50 + ".") * 5]),
 )
 def test_the_fast_path_reads_the_host_urlsplit_reads(
-    scheme: str, netloc: str, rest: str
+    scheme: str, netloc: str, rest: str, label: str
 ) -> None:
-    """Most URLs skip urlsplit (issue 27): they must get its answer, or its error."""
-    url = scheme + netloc + rest
+    """Most URLs skip urlsplit (issue 27): they must get its answer, or its error
+    (labels of 63 and 64 characters, names over 253)."""
+    url = scheme + label + netloc + rest
     try:
         host: str | None = host_of(url)
     except BadURLError:

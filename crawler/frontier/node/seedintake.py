@@ -19,8 +19,9 @@ from scrapy.http import FormRequest
 
 from crawler.context.logonce import OnceLogger
 from crawler.crawlstate.damage import retyped
-from crawler.frontier.encoding.plainurl import request_url
+from crawler.frontier.encoding.plainurl import as_is, request_url
 from crawler.meta import REVIVE
+from crawler.policy.hosts import BadURLError, host_of
 from crawler.policy.scope import BadSeedError, SeedPayload, parse_seed_payload
 
 if TYPE_CHECKING:
@@ -99,6 +100,9 @@ class SeedIntake:
         """Enqueue the seeds of *entries*; how many entries there were."""
         plain: list[str] = []
         for entry in entries:
+            if self._enqueue_urls is not None and (url := _plain_url(entry)):
+                plain.append(url)
+                continue
             if (seed := self._seed(entry)) is None:
                 continue
             if self._enqueue_urls is not None and _plain(seed):
@@ -134,6 +138,23 @@ class SeedIntake:
             {"reason": reason, "kind": kind, "entry": entry[:200]},
             key=kind,
         )
+
+
+def _plain_url(entry: bytes) -> str | None:
+    """*entry* as the bulk path takes it, if it is a URL kept as it is (most lines
+    of a seed file): what ``_seed`` gives it, without its parse (issue 27). None
+    for anything else, which ``_seed`` reads."""
+    try:
+        url = entry.decode("ascii").strip()  # a URL kept as is is ASCII
+    except UnicodeDecodeError:
+        return None
+    if not as_is(url):
+        return None
+    try:
+        host_of(url)  # a bad label or too long a name: _seed says so
+    except BadURLError:
+        return None
+    return url
 
 
 def _plain(seed: SeedPayload) -> bool:
