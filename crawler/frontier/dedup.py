@@ -6,9 +6,10 @@ shard on Redis bitmaps: filter *i* holds ``base * filter_scale(i)`` URLs (1, the
 1/8, 1/4, 1/2, 1... times ``base``) at error rate
 ``0.89 * error_rate * 0.1**i``, so while a shard's URLs fit in its filters their union
 stays within ``error_rate``, and the first filter, which holds most URLs, costs about
-4.9 bytes a URL at the default 1e-6 (3.6 in a shard made before blocked filters). ``base`` is the shard's share of
-``FRONTIER_DEDUP_CAPACITY`` plus four standard deviations of a uniform spread, so
-that no shard outgrows its first filter while the crawl stays within the capacity.
+4.9 bytes a URL at the default 1e-6 (3.6 in a shard made before blocked filters).
+``base`` is the shard's share of ``FRONTIER_DEDUP_CAPACITY`` plus four standard
+deviations of a uniform spread, so that no shard outgrows its first filter while the
+crawl stays within the capacity.
 The series ends at ``MAX_FILTERS`` filters or before the first that would need more
 than ``MAX_BITS`` bits; past the last filter no filter is added, the last one keeps
 filling, and the error rate rises: size ``FRONTIER_DEDUP_CAPACITY`` for the crawl.
@@ -54,8 +55,8 @@ ERROR_SHRINK = 0.1
 FIRST_SHARE = 0.89
 # Bits of a block of a blocked filter: a URL's bits all lie in one.
 BLOCK_BITS = 512
-# The lowest FRONTIER_DEDUP_ERROR_RATE a blocked first filter is made for; below it
-# the first filter is plain too (a blocked one would need twice the bits).
+# The lowest error rate a blocked first filter is made for; below it the first
+# filter is plain too (a blocked one needs nearly twice the bits at 1e-9).
 BLOCKED_MIN_RATE = 1e-9
 
 
@@ -105,7 +106,8 @@ def bloom_layout(capacity: int, error_rate: float) -> BloomLayout:
 def blocked_layout(capacity: int, error_rate: float) -> BloomLayout:
     """The blocked filter for *capacity* URLs at *error_rate*: the fewest whole
     blocks that meet it, with the hash count that needs fewest (capped at
-    ``MAX_BITS``; the rate must be one a block can meet, 1e-12 or more)."""
+    ``MAX_BITS``; ``shard_layouts`` asks only for rates of ``BLOCKED_MIN_RATE`` or
+    more: far below it no block meets the rate)."""
     per_url, hashes = blocked_bits_per_url(error_rate)
     blocks = max(math.ceil(capacity * per_url / BLOCK_BITS), 1)
     bits = min(blocks * BLOCK_BITS, MAX_BITS)
