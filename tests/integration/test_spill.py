@@ -301,20 +301,27 @@ def spill_settings(database: Path) -> list[str]:
     ]
 
 
+@pytest.mark.parametrize("order", ["bfs", "importance"])
 def test_a_spilling_crawl_killed_with_sigkill_resumes_and_loses_nothing(
-    redis, redis_url, tmp_path
+    redis, redis_url, tmp_path, order
 ):
     fetches, reachable, log = kill_and_resume(
-        redis, redis_url, *spill_settings(tmp_path / "spill.db")
+        redis,
+        redis_url,
+        *spill_settings(tmp_path / "spill.db"),
+        f"FRONTIER_ORDER={order}",
     )
     assert set(fetches) == reachable  # nothing lost
     assert sum(count - 1 for count in fetches.values()) <= 4  # what was in flight
     assert re.search(r"'spill/brought_back': [1-9]", log)  # the successor's stats
 
 
-def test_a_spilling_crawl_waits_out_a_redis_restart_and_finishes(tmp_path):
+@pytest.mark.parametrize("order", ["bfs", "importance"])
+def test_a_spilling_crawl_waits_out_a_redis_restart_and_finishes(tmp_path, order):
     result, refetched, missing = crawl_through(
-        tmp_path, restart, spill_settings(tmp_path / "spill.db")
+        tmp_path,
+        restart,
+        [*spill_settings(tmp_path / "spill.db"), f"FRONTIER_ORDER={order}"],
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert missing == 0, result.stderr[-3000:]
