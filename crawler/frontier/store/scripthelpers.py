@@ -347,11 +347,11 @@ end
 
 -- Queue *entry* (see queue_entry), or spill it; the BFS barrier counts it at its
 -- level either way. Its class, and whether its host's place may have changed (it
--- started a list: touch the host). In importance order a spilled entry keeps its band, not its
--- in-links: it comes back at its band's floor. Its URL leaves the host's index
--- then: the index names a URL's live copy, and a deeper copy this one superseded
--- (depth repair) must not take in-links, whose move would give it a new sequence
--- number and so revive it.
+-- started a list: touch the host). In importance order a spilled entry keeps its
+-- band, not its in-links: it comes back at its band's floor. Its URL leaves the
+-- host's index then: the index names a URL's live copy, and a deeper copy this one
+-- superseded (depth repair) must not take in-links, whose move would give it a new
+-- sequence number and so revive it.
 local function push_entry(host, class, entry, value, backlinks, links, key)
   local banded = class
   if importance then
