@@ -18,6 +18,7 @@ from scrapy.utils.test import get_crawler
 from crawler.crawlstate.keys import CrawlKeys
 from crawler.frontier.encoding import codec
 from crawler.frontier.encoding.plainurl import get_fingerprint, request_url
+from crawler.frontier.node.seedintake import SEEDS_PER_BATCH
 from crawler.frontier.scheduler import FrontierScheduler
 from crawler.meta import REVIVE
 from crawler.policy.hosts import host_of
@@ -254,3 +255,35 @@ def test_a_batch_whose_write_fails_is_written_once_redis_is_back(settings, tmp_p
             client.close()
     finally:
         server.stop()
+
+
+def test_a_batch_popped_before_a_failed_write_is_kept(redis, settings):
+    """The intake pops the next batch before this one's write starts; when that
+    write (finishing the one before) raises, the popped batch waits in the buffer
+    instead of being lost. The failure is raised once the real write has started,
+    since a Redis that fails between the pop and the write cannot be timed."""
+    urls = [f"http://h{i % 7}.test/p/{i}" for i in range(2 * SEEDS_PER_BATCH + 10)]
+    scheduler, _crawler = opened_scheduler(settings)
+    try:
+        redis.rpush(KEYS.seeds, *urls)  # after the round run as it opened
+        opened = scheduler._open  # type: ignore[union-attr]
+        runtime, exchange = opened._runtime, opened._exchange
+        intake = runtime._seeds
+        write = intake._flush
+        calls = []
+
+        def failing_once() -> None:
+            write()
+            calls.append(1)
+            if len(calls) == 1:
+                raise redis_py.ConnectionError("the write of the batch before failed")
+
+        intake._flush = failing_once
+        with pytest.raises(redis_py.ConnectionError):
+            intake.take(runtime._shards)
+        assert redis.llen(KEYS.seeds) == 10  # two batches popped
+        assert exchange.buffered == 2 * SEEDS_PER_BATCH  # both still to be queued
+        exchange.write_pending(time.time())
+        assert queued(redis) == 2 * SEEDS_PER_BATCH
+    finally:
+        scheduler.close("finished")

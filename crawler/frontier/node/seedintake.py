@@ -79,7 +79,13 @@ class SeedIntake:
             # it, leaving nothing to admit while Redis works.
             entries = self._pop(shards) if more else []
             if read and self._flush is not None:
-                self._flush()
+                try:
+                    self._flush()
+                except Exception:
+                    # The next batch has left Redis: it waits in the buffer, as a
+                    # batch whose write failed does, for the next trip that works.
+                    self._take_batch(entries)
+                    raise
             if not more:
                 self.backlog = read == SEEDS_PER_BATCH
                 return taken
