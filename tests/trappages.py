@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tests.traplinks import links
-from tests.traproutes import kind_of, route
+from tests.traproutes import kind_of, route, tree
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -76,6 +76,11 @@ def page_text(host_index: int, path: str) -> tuple[str, ...]:
     )
 
 
+# The ways the sessions host writes a session id: three names crawlers know, and
+# one no list has (told from the page's links: crawler/policy/sessionids.py).
+SESSION_SPELLINGS = (";jsessionid={}", "?PHPSESSID={}", "?sid={}", "?visit={}")
+
+
 def serve(host_index: int, target: str, now: float, rng: random.Random) -> Served:
     """What host *host_index* answers for *target* at *now* (seconds since the
     epoch); *rng* draws session ids and adverts."""
@@ -83,7 +88,8 @@ def serve(host_index: int, target: str, now: float, rng: random.Random) -> Serve
     today = datetime.datetime.fromtimestamp(now, datetime.UTC).date()
     hrefs = links(host_index, target, today)
     if kind_of(host_index) == "sessions":
-        hrefs = [_with_session(href, i, rng) for i, href in enumerate(hrefs)]
+        spelling = _session_spelling(host_index, found.page or target)
+        hrefs = [_with_session(href, spelling, rng) for href in hrefs]
     if found.variant == "soft404":
         path = html.escape(target.partition("?")[0])
         note = f"Sorry, the page {path} was not found. {_stamp(now)}"
@@ -118,11 +124,17 @@ def _stamp(now: float) -> str:
     return f'<span class="time">Generated at {moment}</span>'
 
 
-def _with_session(href: str, index: int, rng: random.Random) -> str:
-    """A fresh session id on every link, spelled three ways in turn."""
+def _session_spelling(host_index: int, page: str) -> int:
+    """How a page writes its links' session ids: SESSION_SPELLINGS in turn over
+    the host's tree, one spelling a page, as one server writes them."""
+    pages = tree(host_index)
+    return pages.index(page) % len(SESSION_SPELLINGS) if page in pages else 0
+
+
+def _with_session(href: str, spelling: int, rng: random.Random) -> str:
+    """*href* with a fresh session id, written the *spelling*-th way."""
     token = f"{rng.getrandbits(64):016x}"
-    spellings = (f";jsessionid={token}", f"?PHPSESSID={token}", f"?sid={token}")
-    return href + spellings[index % len(spellings)]
+    return href + SESSION_SPELLINGS[spelling].format(token)
 
 
 def _html(

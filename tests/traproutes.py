@@ -38,7 +38,7 @@ ENTRANCES = {
     "mirrors": ("/ticking.html", "/advert.html"),
 }
 TRAP_EXITS_COUNT = 3  # "/" and the root's two children
-SESSION_KEYS = ("PHPSESSID", "sid")
+SESSION_KEYS = ("PHPSESSID", "sid", "visit")
 FACETS = {
     "color": ("red", "green", "blue", "black", "white"),
     "size": ("s", "m", "l", "xl"),

@@ -9,6 +9,10 @@ TRAPS_CANONICALIZE = True
 # jsessionid, phpsessid, sid, sessionid, session_id, aspsessionid*, cfid, cftoken,
 # zenid and oscsid.
 TRAPS_SESSION_PARAMS: list[str] = []
+# Drop query keys that a page's links carry as a session id though no name says so
+# (on nearly all its links to its own host, whatever the path, with token values:
+# crawler/policy/sessionids.py).
+TRAPS_SESSION_DETECT = True
 # A path that repeats a run of 1 to 3 segments more times in a row than this, or
 # one segment more than this + 1 times, is a trap; 0 turns the rule off.
 TRAPS_MAX_PATH_REPEATS = 2
@@ -17,10 +21,11 @@ TRAPS_MAX_PATH_REPEATS = 2
 TRAPS_CALENDAR_HORIZON_DAYS = 366
 # A URL naming a date in a year before this one is a calendar trap too.
 TRAPS_CALENDAR_EARLIEST_YEAR = 1990
-# A dated page's link to a month farther from today than the page's own month and
-# more than this many months from today is a calendar trap (a "previous month"
-# chain); None turns the rule off.
-TRAPS_CALENDAR_NEAR_MONTHS: int | None = 1
+# A dated page's link to a date farther from today than the page's own and more
+# than this many months from today is a calendar trap (a "previous month" or "next
+# day" chain: months compared, or days when both name a day, 30 a month); 0: a
+# dated page's links never walk away from today; None turns the rule off.
+TRAPS_CALENDAR_NEAR_MONTHS: int | None = 0
 # Distinct query strings one path may have queued; more are a trap; 0: no limit.
 TRAPS_MAX_QUERY_VARIANTS = 50
 # Most pages of one host in a crawl (an int >= 1); None: no budget.

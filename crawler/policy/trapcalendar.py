@@ -46,6 +46,10 @@ CALENDAR_WORDS = frozenset(
 YEAR_KEYS = frozenset({"year", "y", "yr", "yyyy"})
 MONTH_KEYS = frozenset({"month", "m", "mo", "mon", "mm"})
 DAY_KEYS = frozenset({"day", "d", "dd"})
+# A month's days when a chain of days is held to TRAPS_CALENDAR_NEAR_MONTHS.
+DAYS_A_MONTH = 30
+# A date a URL names, and whether it names the day (not a month alone).
+Named = tuple[date, bool]
 
 
 def names_date_outside(
@@ -67,18 +71,28 @@ def walks_away(
     today: date,
     near_months: int,
 ) -> bool:
-    """Whether a link from a dated page leads to a month farther from *today*'s
-    than the page's own and more than *near_months* from it: a step of a
-    calendar's "previous" or "next" chain, which walks away from today one month a
-    link. *page* and *link* are (path, query). An undated page (an archive's index,
-    a home page) may link any month, and a link within the page's month (its days,
-    a post beside another) never walks away."""
-    page_months = [_months_from(today, found) for found in dates_named(*page)]
-    link_months = [_months_from(today, found) for found in dates_named(*link)]
-    if not page_months or not link_months:
+    """Whether a link from a dated page leads farther from *today* than the page's
+    own date and more than *near_months* from it: a step of a calendar's
+    "previous" or "next" chain, which walks away from today one month (or one day)
+    a link. *page* and *link* are (path, query). Distances are in months, or in
+    days (``DAYS_A_MONTH`` a month) when the page and the link both name days, so
+    a day calendar's "next day" link walks too. An undated page (an archive's
+    index, a home page) may link any date, and a month page's link within its
+    month (its days, its posts) never walks away."""
+    page_dates = list(_named(*page))
+    link_dates = list(_named(*link))
+    if not page_dates or not link_dates:
         return False
-    farthest = max(link_months)
-    return farthest > near_months and farthest > min(page_months)
+    if all(has_day for _, has_day in page_dates + link_dates):
+        page_far = [abs((found - today).days) for found, _ in page_dates]
+        link_far = [abs((found - today).days) for found, _ in link_dates]
+        near = near_months * DAYS_A_MONTH
+    else:
+        page_far = [_months_from(today, found) for found, _ in page_dates]
+        link_far = [_months_from(today, found) for found, _ in link_dates]
+        near = near_months
+    farthest = max(link_far)
+    return farthest > near and farthest > min(page_far)
 
 
 def _months_from(today: date, found: date) -> int:
@@ -88,6 +102,12 @@ def _months_from(today: date, found: date) -> int:
 def dates_named(path: str, query: str) -> Iterator[date]:
     """Every date *path* and *query* name (see the module's forms); an impossible
     one (2031-02-30, month 13) names none."""
+    return (found for found, _ in _named(path, query))
+
+
+def _named(path: str, query: str) -> Iterator[Named]:
+    """Every date named, and whether it names a day (a month alone stands for its
+    first day)."""
     segments = [segment for segment in path.split("/") if segment]
     yield from _path_dates(segments)
     pairs = [
@@ -104,7 +124,7 @@ def _latest(today: date, horizon_days: int) -> date:
         return date.max
 
 
-def _path_dates(segments: Sequence[str]) -> Iterator[date]:
+def _path_dates(segments: Sequence[str]) -> Iterator[Named]:
     for index, segment in enumerate(segments):
         yield from _dashed_dates(segment)
         if _YEAR.fullmatch(segment):
@@ -113,7 +133,7 @@ def _path_dates(segments: Sequence[str]) -> Iterator[date]:
             yield from _compact_date(segment)
 
 
-def _query_dates(pairs: Sequence[tuple[str, str]]) -> Iterator[date]:
+def _query_dates(pairs: Sequence[tuple[str, str]]) -> Iterator[Named]:
     for key, value in pairs:
         yield from _dashed_dates(value)
         if key in CALENDAR_WORDS:
@@ -127,7 +147,7 @@ def _query_dates(pairs: Sequence[tuple[str, str]]) -> Iterator[date]:
         yield from _date_of(year, month, day)
 
 
-def _slashed_date(year: str, after: Sequence[str]) -> Iterator[date]:
+def _slashed_date(year: str, after: Sequence[str]) -> Iterator[Named]:
     """``/YYYY/MM/`` or ``/YYYY/MM/DD/``: the year segment, then *after* it."""
     if not after or not _SHORT_NUMBER.fullmatch(after[0]):
         return
@@ -137,20 +157,20 @@ def _slashed_date(year: str, after: Sequence[str]) -> Iterator[date]:
     yield from with_day if with_day else _date_of(year, after[0], "")
 
 
-def _dashed_dates(text: str) -> Iterator[date]:
+def _dashed_dates(text: str) -> Iterator[Named]:
     for match in _DASHED.finditer(text):
         yield from _date_of(match[1], match[2], match[3] or "")
 
 
-def _compact_date(text: str) -> Iterator[date]:
+def _compact_date(text: str) -> Iterator[Named]:
     match = _COMPACT.fullmatch(text)
     if match:
         yield from _date_of(match[1], match[2], match[3] or "")
 
 
-def _date_of(year: str, month: str, day: str) -> list[date]:
+def _date_of(year: str, month: str, day: str) -> list[Named]:
     """The date, or none when it cannot be (a day is the month's first if absent)."""
     try:
-        return [date(int(year), int(month), int(day or 1))]
+        return [(date(int(year), int(month), int(day or 1)), bool(day))]
     except ValueError:
         return []

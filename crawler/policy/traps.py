@@ -73,10 +73,11 @@ class TrapsConfig:
 
     canonicalize: bool = True
     session_params: tuple[str, ...] = ()
+    detect_sessions: bool = True
     max_path_repeats: int = 2
     calendar_horizon_days: int = 366
     calendar_earliest_year: int = 1990
-    calendar_near_months: int | None = 1
+    calendar_near_months: int | None = 0
     max_query_variants: int = 50
     host_max_pages: int | None = None
     soft_404: bool = True
@@ -87,6 +88,7 @@ class TrapsConfig:
         return cls(
             canonicalize=get_bool(settings, "TRAPS_CANONICALIZE"),
             session_params=get_names(settings, "TRAPS_SESSION_PARAMS"),
+            detect_sessions=get_bool(settings, "TRAPS_SESSION_DETECT"),
             max_path_repeats=get_int(settings, "TRAPS_MAX_PATH_REPEATS", at_least=0),
             calendar_horizon_days=get_int(
                 settings, "TRAPS_CALENDAR_HORIZON_DAYS", at_least=0, note="days"
@@ -153,9 +155,12 @@ def calendar_walk(
 # --- Canonical URLs -------------------------------------------------------------------
 
 
-def canonical_url(url: str, config: TrapsConfig) -> str:
+def canonical_url(
+    url: str, config: TrapsConfig, sessions: frozenset[str] = frozenset()
+) -> str:
     """*url* as the frontier should know it: session parameters dropped (query
-    keys, any case, and ``;jsessionid=`` path parameters), query parameters
+    keys, any case, and ``;jsessionid=`` path parameters; *sessions* names more
+    keys, decoded and lowercased: ``sessionids.session_keys``), query parameters
     sorted by key (a repeated key keeps its values' order), no fragment.
 
     The query's pairs get w3lib's escapes (``canonicalize_url``: unreserved
@@ -169,12 +174,12 @@ def canonical_url(url: str, config: TrapsConfig) -> str:
     if not config.canonicalize:
         return url
     try:
-        return _canonical(url, config)
+        return _canonical(url, config, sessions)
     except ValueError:  # UnicodeError too: an unparseable netloc or IPv6 address
         return url
 
 
-def _canonical(url: str, config: TrapsConfig) -> str:
+def _canonical(url: str, config: TrapsConfig, sessions: frozenset[str]) -> str:
     parts = urlsplit(url)
     if not (parts.scheme and parts.netloc):
         return url  # not an absolute URL: nothing the frontier queues
@@ -184,7 +189,7 @@ def _canonical(url: str, config: TrapsConfig) -> str:
     pairs = [
         normalised
         for pair in query.split("&")
-        if not is_session_param(pair.partition("=")[0], config)
+        if not is_session_param(pair.partition("=")[0], config, sessions)
         and (normalised := _normalised_pair(pair))
     ]
     pairs.sort(key=lambda pair: pair.partition("=")[0])
@@ -196,11 +201,15 @@ def _normalised_pair(pair: str) -> str:
     return urlsplit(canonicalize_url(f"http://h/?{pair}")).query
 
 
-def is_session_param(key: str, config: TrapsConfig) -> bool:
-    """Whether the query key *key* (as written, escapes and all) names a session."""
+def is_session_param(
+    key: str, config: TrapsConfig, sessions: frozenset[str] = frozenset()
+) -> bool:
+    """Whether the query key *key* (as written, escapes and all) names a session:
+    a built-in name, one of ``TRAPS_SESSION_PARAMS`` or of *sessions*."""
     name = unquote_plus(key).strip().lower()
     return (
         name in SESSION_PARAMS
+        or name in sessions
         or name in config.session_params
         or name.startswith(SESSION_PARAM_PREFIXES)
     )

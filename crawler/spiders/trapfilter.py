@@ -3,7 +3,9 @@
 Every request a callback yields (a link: seeds and retries never pass here) is
 first written canonically (``crawler.policy.traps.canonical_url``: session
 parameters dropped, query parameters sorted), so one page reached through many
-spellings is queued once. Then the rules a URL alone decides cut it before it is
+spellings is queued once. Session keys no name gives are told from the page's links
+as a whole (``crawler.policy.sessionids``), so a page's output is gathered before
+any of it goes on. Then the rules a URL alone decides cut it before it is
 queued (``repeated_path``, ``calendar``), as does a dated page's link a month
 farther from today (``calendar``: a "previous month" chain), and so does the query-parameter rule: at
 most ``TRAPS_MAX_QUERY_VARIANTS`` distinct query strings a path, counted by this
@@ -27,6 +29,7 @@ from crawler.context.logonce import OnceLogger
 from crawler.context.startup import StartupFailure
 from crawler.items import PageRecord
 from crawler.meta import NODE
+from crawler.policy.sessionids import session_keys
 from crawler.policy.traps import (
     TrapsConfig,
     calendar_walk,
@@ -47,8 +50,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Paths whose query strings are counted, and cut URLs remembered, by this node: the
-# least recently seen are forgotten first.
+# Paths whose query strings are counted, cut URLs and hosts' session keys
+# remembered, by this node: the least recently seen are forgotten first.
 MEMORY = 10_000
 
 
@@ -59,6 +62,7 @@ class TrapFilterMiddleware:
         self._config = config
         self._variants: OrderedDict[str, set[bytes]] = OrderedDict()
         self._cut: OrderedDict[str, None] = OrderedDict()
+        self._session_hosts: OrderedDict[str, frozenset[str]] = OrderedDict()
         self._once = OnceLogger(logger, crawler)
         self._signals = crawler.signals
 
@@ -73,25 +77,61 @@ class TrapFilterMiddleware:
     def process_spider_output(
         self, response: Response, result: Iterable[Any]
     ) -> Iterator[Any]:
-        today = datetime.now(UTC).date()
-        for output in result:
-            yield from self._filtered(response, output, today)
+        outputs = list(result)
+        yield from self._all_filtered(response, outputs)
 
     async def process_spider_output_async(
         self, response: Response, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
-        today = datetime.now(UTC).date()
-        async for output in result:
-            for kept in self._filtered(response, output, today):
-                yield kept
+        outputs = [output async for output in result]
+        for kept in self._all_filtered(response, outputs):
+            yield kept
 
-    def _filtered(self, response: Response, output: Any, today: date) -> Iterator[Any]:
+    def _all_filtered(self, response: Response, outputs: list[Any]) -> Iterator[Any]:
+        """Each of a page's *outputs* as it goes on; all of them are needed first,
+        since a session key is told from the whole page's links."""
+        today = datetime.now(UTC).date()
+        sessions = self._sessions_of(response, outputs)
+        for output in outputs:
+            yield from self._filtered(response, output, today, sessions)
+
+    def _sessions_of(self, response: Response, outputs: list[Any]) -> frozenset[str]:
+        """The session keys no name gives that the page's links carry, or that
+        its host's pages carried before (a page with few links tells nothing)."""
+        if not (self._config.canonicalize and self._config.detect_sessions):
+            return frozenset()
+        host = host_or_empty(response.url)
+        known = self._session_hosts.get(host, frozenset())
+        links = [output.url for output in outputs if isinstance(output, Request)]
+        found = session_keys(response.url, links)
+        if found - known:
+            self._once.event(
+                "traps/session_keys",
+                "Links of %(url)s carry a session id under %(keys)s: dropped from "
+                "its host's links; further keys found are counted in "
+                "traps/session_keys",
+                {"url": response.url, "keys": ", ".join(sorted(found))},
+                level=logging.INFO,
+                key="session",
+                count=len(found - known),
+            )
+            known |= found
+            self._session_hosts[host] = known
+            if len(self._session_hosts) > MEMORY:
+                self._session_hosts.popitem(last=False)
+        if known:
+            self._session_hosts.move_to_end(host)
+        return known
+
+    def _filtered(
+        self, response: Response, output: Any, today: date, sessions: frozenset[str]
+    ) -> Iterator[Any]:
         """*output* as it goes on: a request written canonically, or the record of a
         cut one (none if that URL was recorded before); anything else as it is."""
         if not isinstance(output, Request):
             yield output
             return
-        url = canonical_url(output.url, self._config)
+        url = canonical_url(output.url, self._config, sessions)
         if url != output.url:
             self._stats.inc_value("traps/canonicalized")
             output = output.replace(url=url)

@@ -4,7 +4,8 @@ real documentation pages never are, and no rule raises on hostile input."""
 from __future__ import annotations
 
 import re
-from datetime import date
+from collections import defaultdict
+from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, unquote_plus, urljoin, urlsplit
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from scrapy.settings import Settings
 
 from bench import nginxsites, sitecorpora
+from crawler.policy.sessionids import session_keys
 from crawler.policy.trapcalendar import dates_named
 from crawler.policy.traps import (
     TrapsConfig,
@@ -418,26 +420,61 @@ def test_no_calendar_walk_cuts_a_real_documentation_link(tmp_path):
     assert cut == []
 
 
-def test_a_calendar_chain_is_cut_a_month_from_today():
-    def walk(page: str, link: str, near: int | None = 1) -> str | None:
-        config = TrapsConfig(calendar_near_months=near)
-        return calendar_walk(
-            f"http://a.example{page}", f"http://a.example{link}", config, TODAY
-        )
+def test_no_session_key_is_found_on_a_real_documentation_page(tmp_path):
+    links = real_documentation_urls(_corpus_links) + synthetic_site_urls(
+        tmp_path, _corpus_links
+    )
+    by_page: defaultdict[str, list[str]] = defaultdict(list)
+    for page, link in links:
+        by_page[page].append(link)
+    assert len(by_page) > 1000  # the control: the corpora's pages were read
+    found = {page: session_keys(page, hrefs) for page, hrefs in by_page.items()}
+    assert {page: keys for page, keys in found.items() if keys} == {}
 
+
+def walk(page: str, link: str, near: int | None = 0) -> str | None:
+    config = TrapsConfig(calendar_near_months=near)
+    return calendar_walk(
+        f"http://a.example{page}", f"http://a.example{link}", config, TODAY
+    )
+
+
+def test_a_calendar_chain_is_cut_as_it_leaves_today():
+    assert TrapsConfig().calendar_near_months == 0  # the default
     assert walk("/calendar/", "/calendar/2019/03/") is None  # an index links any month
-    assert walk("/calendar/2026/11/", "/calendar/2026/10/") is None  # a month away
-    assert walk("/calendar/2026/11/", "/calendar/2026/12/") is None
-    assert walk("/calendar/2026/10/", "/calendar/2026/09/") == "calendar"
-    assert walk("/calendar/2026/12/", "/calendar/2027/01/") == "calendar"
+    assert walk("/calendar/2026/11/", "/calendar/2026/10/") == "calendar"
+    assert walk("/calendar/2026/11/", "/calendar/2026/12/") == "calendar"
     assert walk("/calendar/2026/10/", "/calendar/2026/11/") is None  # back toward today
     assert walk("/2019/03/", "/2019/03/12/a-post/") is None  # within the page's month
-    assert walk("/2019/03/12/a-post/", "/2019/03/02/the-one-before/") is None
     assert walk("/2019/03/12/a-post/", "/2019/02/27/older/") == "calendar"
     assert walk("/?date=2026-10-01", "/?date=2026-09-01") == "calendar"
     assert walk("/calendar/2026/10/", "/calendar/2026/09/", near=None) is None
+
+
+def test_a_chain_of_months_is_followed_near_months_from_today():
+    assert walk("/calendar/2026/11/", "/calendar/2026/10/", near=1) is None
+    assert walk("/calendar/2026/11/", "/calendar/2026/12/", near=1) is None
+    assert walk("/calendar/2026/10/", "/calendar/2026/09/", near=1) == "calendar"
+    assert walk("/calendar/2026/12/", "/calendar/2027/01/", near=1) == "calendar"
     assert walk("/calendar/2026/10/", "/calendar/2026/09/", near=2) is None
-    assert walk("/calendar/2026/11/", "/calendar/2026/10/", near=0) == "calendar"
+
+
+def test_a_chain_of_days_is_measured_in_days():
+    today = TODAY.isoformat()
+    tomorrow = (TODAY + timedelta(days=1)).isoformat()
+    yesterday = (TODAY - timedelta(days=1)).isoformat()
+    in_40_days = (TODAY + timedelta(days=40)).isoformat()
+    in_41_days = (TODAY + timedelta(days=41)).isoformat()
+    # A day calendar's "next day" and "previous day" leave today at once...
+    assert walk(f"/events?date={today}", f"/events?date={tomorrow}") == "calendar"
+    assert walk(f"/events?date={today}", f"/events?date={yesterday}") == "calendar"
+    assert walk(f"/day/{tomorrow}", f"/day/{today}") is None  # back toward today
+    # ...and walk NEAR_MONTHS x 30 days when allowed to, whatever the month.
+    assert walk(f"/d/{today}", f"/d/{tomorrow}", near=1) is None
+    assert walk(f"/d/{in_40_days}", f"/d/{in_41_days}", near=1) == "calendar"
+    # A post's link to the post before it in its month walks away from today.
+    assert walk("/2019/03/12/a-post/", "/2019/03/02/the-one-before/") == "calendar"
+    assert walk("/2019/03/02/a-post/", "/2019/03/12/the-next/") is None
 
 
 def _path_and_query(url: str) -> tuple[str, str]:
