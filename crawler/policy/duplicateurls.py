@@ -24,7 +24,13 @@ crawler/crawlstate/urlrules.py keeps them in Redis for the cluster):
 
 A query rule names a value (``param:print=1``, evidence at different paths) or a
 key whatever its value (``param:color=*``, evidence from different values, one more
-than the support: ``needs_more``). ``?lang=en`` may be the default page while
+than the support: ``needs_more``). A path's rule (``query:/shop/``) drops any query
+from that path: a listing whose filters and sort orders all show the listing again
+(faceted navigation), learnt from query strings of different keys (``?color=red``
+and ``?size=s`` both near ``/shop/``), so that the next filter, or a filter of a
+filter, costs no fetch; a path whose query strings are pages of their own
+(``?page=2``, ``?id=7``) contradicts it as soon as one of them and the path's
+own page are both fetched. ``?lang=en`` may be the default page while
 ``?lang=fr`` is another: a fetched ``?lang=fr`` page that is not its URL without the
 pair contradicts both ``param:lang=fr`` and ``param:lang=*``. Pure: no I/O.
 """
@@ -48,11 +54,17 @@ DIFFERENT_PAGES = 16
 # The longest run of segments a rule removes: /print/, /m/amp/; longer is rarely a
 # copy's marker and more often a real subtree.
 MAX_RULE_SEGMENTS = 2
+# The longest path a query rule names: longer paths learn no rule.
+MAX_RULE_PATH = 512
 PARAM = "param:"
 SEGMENTS = "segments:"
+QUERY = "query:"
 ANY_VALUE = "*"
 # A rule as this module writes it: anything else (damaged crawl state) is ignored.
-_RULE = re.compile(r"param:[^&]+|segments:[1-9][0-9]{0,3}:[^/]+(?:/[^/]+)?")
+_RULE = re.compile(
+    r"param:[^&]+|segments:[1-9][0-9]{0,3}:[^/]+(?:/[^/]+)?"
+    rf"|query:/[^?#\s]{{0,{MAX_RULE_PATH}}}"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,8 +91,9 @@ def links_signature(page_url: str, links: Iterable[str]) -> str:
 
 def removals(url: str) -> Iterator[tuple[Evidence, str]]:
     """Each rule that could fit *url*, with the URL it would rewrite *url* to: one
-    query pair taken out, or one run of 1 to ``MAX_RULE_SEGMENTS`` path segments
-    (something must follow the run). A fetched page is checked against each
+    query pair taken out, the whole query (evidence counted by its keys), or one
+    run of 1 to ``MAX_RULE_SEGMENTS`` path segments (something must follow the
+    run). A fetched page is checked against each
     (``Evidence``: is that URL's page, if fetched, the same page?)."""
     parts = urlsplit(url)
     pairs = parse_qsl(parts.query, keep_blank_values=True)
@@ -89,6 +102,11 @@ def removals(url: str) -> Iterator[tuple[Evidence, str]]:
         without = urlunsplit(parts._replace(query=rest, fragment=""))
         for evidence in _param_evidence(*pair, parts.path):
             yield evidence, without
+    query_rule = f"{QUERY}{parts.path}"
+    if pairs and is_rule(query_rule):
+        keys = "&".join(sorted({key for key, _ in pairs}))
+        without = urlunsplit(parts._replace(query="", fragment=""))
+        yield Evidence(query_rule, keys), without
     segments = parts.path.split("/")
     for at in range(1, len(segments) - 1):
         for length in range(1, MAX_RULE_SEGMENTS + 1):
@@ -114,6 +132,8 @@ def rewrite(url: str, rules: Collection[str]) -> str:
         for key, value in pairs
         if _param_rule(key, value) not in rules and _any_value(key) not in rules
     ]
+    if parts.query and f"{QUERY}{parts.path}" in rules:
+        kept = []
     path = _without_segments(parts.path, rules)
     if len(kept) == len(pairs) and path == parts.path:
         return url

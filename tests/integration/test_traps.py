@@ -21,6 +21,7 @@ from crawler.crawlstate.keys import CrawlKeys
 from tests.integration.test_records import pages, rows_of
 from tests.integration.test_timeouts import crawl
 from tests.servers import running_site
+from tests.traproutes import FACET_PATHS
 from tests.trapsite import classify, real_pages, running_trap_site
 
 if TYPE_CHECKING:
@@ -271,7 +272,9 @@ async def test_a_host_of_near_duplicates_gets_its_budget_lowered(settings, redis
 
 
 @deferred_f_from_coro_f
-async def test_a_queued_copy_of_a_fetched_page_is_not_fetched(settings, tmp_path):
+async def test_a_queued_copy_of_a_fetched_page_is_not_fetched(
+    settings, redis, tmp_path
+):
     """The facets host queues each listing's facet links together, before any is
     fetched; once two of them taught a rule, the rest are found to be copies of
     the listings as they come up, and end as traps without a fetch."""
@@ -292,3 +295,11 @@ async def test_a_queued_copy_of_a_fetched_page_is_not_fetched(settings, tmp_path
         assert path_of(error.removeprefix("KnownCopy: copy of ")) in asked, error
     real = {(FACETS, p) for p in asked if classify(FACETS, p) == "real"}
     assert {(h, p) for h, p in real_pages(DEPTH, FACETS + 1) if h == FACETS} <= real
+    # Each listing's first filters, of two keys, teach that its query strings are
+    # the listing again (``query:<path>``): no filter of a filter is fetched.
+    rules = redis.hgetall(KEYS.url_rules(f"127.0.0.{2 + FACETS}"))
+    for listing in FACET_PATHS:
+        assert int(rules.get(f"r:query:{listing}".encode(), 0)) >= 2, listing
+    filtered = [p.partition("?")[2] for p in asked if classify(FACETS, p) == "trap"]
+    assert filtered
+    assert not [query for query in filtered if "&" in query]

@@ -48,8 +48,20 @@ def test_each_query_pair_taken_out_is_a_rule_to_check():
         Evidence("param:a=*", "1"): f"{H}/s/?b=2",
         Evidence("param:b=2", "/s/"): f"{H}/s/?a=1",
         Evidence("param:b=*", "2"): f"{H}/s/?a=1",
+        Evidence("query:/s/", "a&b"): f"{H}/s/",
         Evidence("segments:1:s", "/"): f"{H}/?a=1&b=2",
     }
+
+
+def test_a_whole_query_taken_out_is_counted_by_its_keys():
+    assert found(f"{H}/shop/?size=m&color=red")[Evidence("query:/shop/", "color&size")]
+    assert found(f"{H}/shop/?color=blue")[Evidence("query:/shop/", "color")] == (
+        f"{H}/shop/"
+    )
+    # Two values of one key are one piece of evidence: ?page=2 and ?page=3 of a
+    # listing never teach that its queries are copies.
+    assert Evidence("query:/l", "page") in found(f"{H}/l?page=2")
+    assert Evidence("query:/l", "page") in found(f"{H}/l?page=3")
 
 
 def test_each_run_of_segments_taken_out_is_a_rule_to_check():
@@ -85,6 +97,15 @@ def test_rewrite_removes_what_the_rules_name():
     assert rewrite(f"{H}/s/?color=teal&size=m", {"param:color=*"}) == f"{H}/s/?size=m"
 
 
+def test_a_path_s_query_rule_drops_any_query_of_that_path_only():
+    rules = {"query:/shop/"}
+    assert rewrite(f"{H}/shop/?color=teal&size=m", rules) == f"{H}/shop/"
+    assert rewrite(f"{H}/shop/?page=9", rules) == f"{H}/shop/"
+    assert rewrite(f"{H}/shop/c/1/?color=teal", rules) == f"{H}/shop/c/1/?color=teal"
+    assert rewrite(f"{H}/shop", rules) == f"{H}/shop"
+    assert rewrite(f"{H}/shop/", rules) == f"{H}/shop/"
+
+
 def test_a_rule_for_any_value_needs_one_piece_more():
     assert needs_more("param:color=*")
     assert not needs_more("param:color=red")
@@ -92,7 +113,12 @@ def test_a_rule_for_any_value_needs_one_piece_more():
 
 
 def test_a_learnt_rule_rewrites_to_the_url_it_was_checked_against():
-    for url in (f"{H}/page/1.html?print=1", f"{H}/print/page/1.html", f"{H}/m/amp/x"):
+    for url in (
+        f"{H}/page/1.html?print=1",
+        f"{H}/print/page/1.html",
+        f"{H}/m/amp/x",
+        f"{H}/shop/?color=red",
+    ):
         for evidence, shorter in removals(url):
             assert is_rule(evidence.rule)
             if not evidence.rule.endswith("=*"):
@@ -103,7 +129,12 @@ def test_damaged_rules_are_told_apart():
     assert is_rule("param:print=1")
     assert is_rule("segments:1:print")
     assert is_rule("param:color=*")
-    for damaged in ("", "param:", "segments:x:print", "segments:0:a", "junk", "r:x"):
+    assert is_rule("query:/shop/")
+    damaged_rules = (
+        "", "param:", "segments:x:print", "segments:0:a", "junk", "r:x",
+        "query:", "query:shop", "query:/a b", "query:/a?b", f"query:/{'a' * 600}",
+    )  # fmt: skip
+    for damaged in damaged_rules:
         assert not is_rule(damaged), damaged
 
 
