@@ -548,9 +548,10 @@ class Site:
             html = html.replace("</ul>", FATE_LINKS + "</ul>", 1)
         return Response(200, html.encode("utf-8"), "text/html; charset=utf-8")
 
-    def _filler(self, host_index: int, j: int) -> str:
-        """Page *j*'s deterministic filler, of a per-page random size."""
-        rng = random.Random(f"pad:{self.spec.seed}:{host_index}:{j}")
+    def _filler(self, host_index: int, j: int, kind: str = "pad") -> str:
+        """Page *j*'s deterministic filler, of a per-page random size; another
+        *kind* of page gets a text of its own."""
+        rng = random.Random(f"{kind}:{self.spec.seed}:{host_index}:{j}")
         size = rng.randint(self.pad_min, self.pad_max)
         start = rng.randrange(len(self.corpus) - size + 1)
         return self.corpus[start : start + size]
@@ -568,7 +569,9 @@ class Site:
             page=j,
             title=f"host {host_index} app {j}",
             hrefs=hrefs,
-            filler=self._filler(host_index, j),
+            # Not page j's text: with it (and links named as page j's are) an app
+            # page is a copy of page j, whose links a crawl need not follow.
+            filler=self._filler(host_index, j, "app"),
             mark=dynamicsite.app_mark_path(j),
         )
         return Response(200, html.encode("utf-8"), "text/html; charset=utf-8")

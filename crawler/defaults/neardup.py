@@ -11,9 +11,9 @@ NEARDUP_HOST_WINDOW = 50
 NEARDUP_HOST_SHARE = 0.8
 # Whether the links of a copy (a near-duplicate whose links, read from its own place,
 # are its original's: the same page under another path) are followed. False drops
-# them: they lead to more copies (/docs/a/b/a/...). On by default: a rendered page
-# (RENDER_MODE=auto) lost its links as a "copy" in a test, not yet understood.
-NEARDUP_COPY_LINKS = True
+# them (the default): they lead to more copies (/docs/a/b/a/...), and the original's
+# own links were followed already.
+NEARDUP_COPY_LINKS = False
 # Near-duplicate pairs at different paths needed before a host's links are rewritten
 # by what they teach (one query pair or run of segments that leaves the page the
 # same, such as ?print=1 or /print/); 0: nothing learnt.

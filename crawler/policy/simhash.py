@@ -53,7 +53,7 @@ class NearDupConfig:
     max_distance: int = NEAR_DUPLICATE_DISTANCE
     host_window: int = 50
     host_share: float = 0.8
-    copy_links: bool = True
+    copy_links: bool = False
     rule_support: int = 2
 
     @property

@@ -396,7 +396,7 @@ def test_distance_zero_turns_the_rule_off() -> None:
 
 def test_the_defaults_are_the_documented_ones() -> None:
     assert NearDupConfig.from_settings(vars(defaults)) == NearDupConfig(
-        6, 50, 0.8, copy_links=True, rule_support=2
+        6, 50, 0.8, copy_links=False, rule_support=2
     )
     assert defaults.NEARDUP_MAX_DISTANCE == NEAR_DUPLICATE_DISTANCE == 6
 
@@ -406,10 +406,10 @@ def test_settings_given_as_text_are_read() -> None:
         "NEARDUP_MAX_DISTANCE": "5",
         "NEARDUP_HOST_WINDOW": "30",
         "NEARDUP_HOST_SHARE": "0.5",
-        "NEARDUP_COPY_LINKS": "false",
+        "NEARDUP_COPY_LINKS": "true",
         "NEARDUP_RULE_SUPPORT": "3",
     }
-    assert NearDupConfig.from_settings(settings) == NearDupConfig(5, 30, 0.5, False, 3)
+    assert NearDupConfig.from_settings(settings) == NearDupConfig(5, 30, 0.5, True, 3)
 
 
 @pytest.mark.parametrize(
