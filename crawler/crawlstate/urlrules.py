@@ -2,9 +2,9 @@
 in Redis so that every node learns from every node's pages.
 
 One hash a host (``CrawlKeys.url_rules``): a rule's count of distinct evidence, -1
-once a page contradicted it, and the evidence itself until the rule has
-``NEARDUP_RULE_SUPPORT`` pieces (then no more is written: a rule's fields stay
-few). One Lua script adds a page's evidence, so two nodes never count one piece
+once a page contradicted it, and the evidence itself until the rule has the
+pieces it needs (``NEARDUP_RULE_SUPPORT``, or as ``evidence_needed`` says; then no
+more is written: a rule's fields stay few). One Lua script adds a page's evidence, so two nodes never count one piece
 twice. A node reads a host's rules at most once every ``FRESH_FOR`` seconds: a
 rule learnt elsewhere applies here a few seconds later, and a node asks Redis about
 a host's links once, not once a link.
@@ -16,7 +16,7 @@ import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from crawler.policy.duplicateurls import is_rule, needs_more
+from crawler.policy.duplicateurls import evidence_needed, is_rule
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -32,17 +32,15 @@ KEPT_FOR = 7 * 86_400  # seconds a host's rules outlive their last evidence
 RULE = "r:"
 EVIDENCE = "e:"
 
-# KEYS[1] the host's rules; ARGV: seconds kept, support, then (rule, where, near)
-# triples. Returns the rules that reached the support (one more for a rule of any
-# value of a key: duplicateurls.needs_more) with this call.
+# KEYS[1] the host's rules; ARGV: seconds kept, then (rule, where, near, need)
+# quadruples, need being the evidence that confirms the rule
+# (duplicateurls.evidence_needed). Returns the rules confirmed by this call.
 LEARN = """
-local support = tonumber(ARGV[2])
 local learnt = {}
-for i = 3, #ARGV, 3 do
+for i = 2, #ARGV, 4 do
   local rule, where, near = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local need = tonumber(ARGV[i + 3])
   local field = 'r:' .. rule
-  local need = support
-  if string.sub(rule, -2) == '=*' then need = support + 1 end
   local count = tonumber(redis.call('HGET', KEYS[1], field) or '0') or 0
   if near ~= '1' then
     redis.call('HSET', KEYS[1], field, -1)
@@ -86,9 +84,10 @@ class UrlRules:
         the rules that it confirmed. A confirmed rule applies here at once."""
         if not self.enabled or not evidence:
             return []
-        args: list[str | int] = [KEPT_FOR, self._support]
+        args: list[str | int] = [KEPT_FOR]
         for piece, near in evidence:
-            args += [piece.rule, piece.where, "1" if near else "0"]
+            need = evidence_needed(piece.rule, self._support)
+            args += [piece.rule, piece.where, "1" if near else "0", need]
         key = self._keys.url_rules(host)
         answer = await self._client().eval(LEARN, 1, key, *args)
         learnt = [_text(rule) for rule in answer or []]
@@ -122,7 +121,7 @@ class UrlRules:
             rule
             for field, count in fields.items()
             if (rule := _rule_of(_text(field)))
-            and _count(count) >= self._support + needs_more(rule)
+            and _count(count) >= evidence_needed(rule, self._support)
         )
         self._known[host] = (now + FRESH_FOR, rules)
         self._known.move_to_end(host)

@@ -24,7 +24,8 @@ crawler/crawlstate/urlrules.py keeps them in Redis for the cluster):
 
 A query rule names a value (``param:print=1``, evidence at different paths) or a
 key whatever its value (``param:color=*``, evidence from different values, one more
-than the support: ``needs_more``). A path's rule (``query:/shop/``) drops any query
+than the support: ``evidence_needed``, which also lets one pair confirm a well-known
+copy's marker such as ``?print=1`` or ``/printable/``). A path's rule (``query:/shop/``) drops any query
 from that path: a listing whose filters and sort orders all show the listing again
 (faceted navigation), learnt from query strings of different keys (``?color=red``
 and ``?size=s`` both near ``/shop/``), so that the next filter, or a filter of a
@@ -60,6 +61,26 @@ PARAM = "param:"
 SEGMENTS = "segments:"
 QUERY = "query:"
 ANY_VALUE = "*"
+# Query keys and path segments that mark a copy of a page on many sites: the
+# printer-friendly and AMP versions. Their rules need one near-duplicate pair.
+MARKER_KEYS = frozenset(
+    {"print", "printable", "printer", "printerfriendly", "printer_friendly",
+     "print_view", "printview", "print_version", "amp"}
+)  # fmt: skip
+_MARKER_VALUES = ("print", "printable", "printer", "amp")
+_MARKER_PAIRS = [(key, "1") for key in sorted(MARKER_KEYS)] + [
+    (key, value)
+    for key in ("view", "format", "output", "mode", "layout", "version")
+    for value in _MARKER_VALUES
+]
+_MARKER_SEGMENTS = (
+    "print", "printable", "printer", "printer-friendly", "printerfriendly",
+    "print-friendly", "print-version", "amp",
+)  # fmt: skip
+KNOWN_COPY_MARKERS = frozenset(
+    [f"{PARAM}{urlencode([pair])}" for pair in _MARKER_PAIRS]
+    + [f"{SEGMENTS}1:{segment}" for segment in _MARKER_SEGMENTS]
+)
 # A rule as this module writes it: anything else (damaged crawl state) is ignored.
 _RULE = re.compile(
     r"param:[^&]+|segments:[1-9][0-9]{0,3}:[^/]+(?:/[^/]+)?"
@@ -155,10 +176,21 @@ def _any_value(key: str) -> str:
     return f"{PARAM}{urlencode([(key, '')])}{ANY_VALUE}"
 
 
-def needs_more(rule: str) -> bool:
-    """Whether *rule* needs one piece of evidence more than the support: a rule for
-    any value of a key stands for values never seen."""
-    return rule.endswith(f"={ANY_VALUE}")
+def evidence_needed(rule: str, support: int) -> int:
+    """The pieces of evidence that confirm *rule* (*support*, ``NEARDUP_RULE_SUPPORT``,
+    is the usual need): one more for a rule of any value of a key, which stands for
+    values never seen; one alone for a well-known copy's marker (``?print=1``,
+    ``/printable/``, ``?amp=1``), whose first near-duplicate pair only confirms
+    what sites mean by it."""
+    if rule in KNOWN_COPY_MARKERS or _any_marker_value(rule):
+        return min(1, support)
+    return support + 1 if rule.endswith(f"={ANY_VALUE}") else support
+
+
+def _any_marker_value(rule: str) -> bool:
+    """Whether *rule* removes a copy's marker key whatever its value (``print=*``)."""
+    key = rule.removeprefix(PARAM).removesuffix(f"={ANY_VALUE}")
+    return rule.startswith(PARAM) and rule.endswith(ANY_VALUE) and key in MARKER_KEYS
 
 
 def _param_evidence(key: str, value: str, path: str) -> list[Evidence]:

@@ -7,9 +7,9 @@ from hypothesis import strategies as st
 
 from crawler.policy.duplicateurls import (
     Evidence,
+    evidence_needed,
     is_rule,
     links_signature,
-    needs_more,
     removals,
     rewrite,
 )
@@ -107,9 +107,23 @@ def test_a_path_s_query_rule_drops_any_query_of_that_path_only():
 
 
 def test_a_rule_for_any_value_needs_one_piece_more():
-    assert needs_more("param:color=*")
-    assert not needs_more("param:color=red")
-    assert not needs_more("segments:1:print")
+    assert evidence_needed("param:color=*", 2) == 3
+    assert evidence_needed("param:color=red", 2) == 2
+    assert evidence_needed("segments:1:docs", 2) == 2
+    assert evidence_needed("query:/shop/", 2) == 2
+
+
+def test_a_well_known_copy_marker_needs_one_pair():
+    for rule in (
+        "param:print=1", "param:print=*", "param:view=print", "param:amp=1",
+        "param:format=printable", "segments:1:print", "segments:1:printer-friendly",
+    ):  # fmt: skip
+        assert is_rule(rule), rule
+        assert evidence_needed(rule, 2) == 1, rule
+        assert evidence_needed(rule, 0) == 0, rule  # nothing learnt at all
+    # Elsewhere in the path, or another value: the usual need.
+    for rule in ("segments:2:print", "param:view=list", "param:print=0"):
+        assert evidence_needed(rule, 2) == 2, rule
 
 
 def test_a_learnt_rule_rewrites_to_the_url_it_was_checked_against():
