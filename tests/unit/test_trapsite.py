@@ -27,7 +27,7 @@ _HREF = re.compile(r'href="([^"]*)"')
 _PARAGRAPHS = re.compile(r"<p>(.*?)</p>", re.DOTALL)
 _TIME = re.compile(r'<span class="time">[^<]*</span>')
 _ADVERT = re.compile(r'<aside class="advert">[^<]*</aside>')
-_SESSION = re.compile(r"(;jsessionid=[0-9a-f]+|\?(PHPSESSID|sid)=[0-9a-f]+)$")
+_SESSION = re.compile(r"(;jsessionid=[0-9a-f]+|\?(PHPSESSID|sid|visit)=[0-9a-f]+)$")
 # Bounds on the crawls these tests make over HTTP.
 MONTHS_FOLLOWED = 24
 PAGES_PER_HOST = 30
@@ -100,8 +100,15 @@ def test_sessions_give_every_visit_new_urls(site: RunningTrapSite) -> None:
     assert not set(first) & set(second)
     assert all(_SESSION.search(href) for href in first + second)
     assert [_SESSION.sub("", h) for h in first] == [_SESSION.sub("", h) for h in second]
+    # One spelling a page, each of the four on some page of the tree.
     spellings = {_SESSION.search(h)[0][:4] for h in first}  # type: ignore[index]
-    assert spellings == {";jse", "?PHP", "?sid"}
+    assert len(spellings) == 1
+    every = {
+        _SESSION.search(h)[0][:4]  # type: ignore[index]
+        for page in ("/", "/s/1.html", "/s/2.html", "/s/3.html")
+        for h in hrefs(fetch(site.url(SESSIONS, page))[1])
+    }
+    assert every == {";jse", "?PHP", "?sid", "?vis"}
 
 
 def test_a_session_url_shows_its_page(site: RunningTrapSite) -> None:
