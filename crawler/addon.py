@@ -74,6 +74,10 @@ COMPONENTS: dict[str, tuple[tuple[str, int], ...]] = {
         # A queued URL that its host's learnt rules rewrite to a page already
         # fetched is not fetched (a trap); before the server gate, so it takes none.
         ("crawler.middlewares.knowncopies.KnownCopiesMiddleware", 55),
+        # TRAPS_DEAD_DIRECTORY_PAGES: a directory whose pages were all missing is
+        # not asked for more; before the server gate too, and after the soft-404
+        # middleware (110) on the way back, so a soft 404 counts as missing.
+        ("crawler.middlewares.deaddirs.DeadDirectoriesMiddleware", 56),
         # POLITENESS_KEY = ip | domain: one request in flight per server across the
         # cluster; before robots.txt, whose fetch goes out under the same gate.
         ("crawler.middlewares.servergate.ServerGateMiddleware", 60),

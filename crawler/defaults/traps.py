@@ -33,3 +33,6 @@ FRONTIER_HOST_MAX_PAGES = None
 # Probe each host with a page that cannot exist and skip its pages that look like
 # the "not found" page it answered with 200 (a soft 404).
 TRAPS_SOFT_404 = True
+# A directory of a host with this many missing pages fetched (404, 410, soft 404s)
+# and none found is dead: its other queued pages are not fetched; 0 turns it off.
+TRAPS_DEAD_DIRECTORY_PAGES = 3

@@ -50,6 +50,7 @@ _EXCEPTION_FATES: tuple[tuple[str, Fate], ...] = (
     ("crawler.frontier.holds.HoldRequest", "robots_unreachable"),
     ("crawler.frontier.holds.ForbiddenByRobots", "robots_disallowed"),
     ("crawler.middlewares.knowncopies.KnownCopy", "trap"),
+    ("crawler.middlewares.deaddirs.DeadDirectory", "trap"),
     ("scrapy.exceptions.IgnoreRequest", "ignored"),
     ("twisted.internet.error.DNSLookupError", "network_error"),
     ("twisted.internet.error.ConnectError", "network_error"),

@@ -81,6 +81,7 @@ class TrapsConfig:
     max_query_variants: int = 50
     host_max_pages: int | None = None
     soft_404: bool = True
+    dead_directory_pages: int = 3
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> TrapsConfig:
@@ -106,6 +107,9 @@ class TrapsConfig:
                 settings, "FRONTIER_HOST_MAX_PAGES", at_least=1
             ),
             soft_404=get_bool(settings, "TRAPS_SOFT_404"),
+            dead_directory_pages=get_int(
+                settings, "TRAPS_DEAD_DIRECTORY_PAGES", at_least=0
+            ),
         )
 
 

@@ -141,7 +141,11 @@ SOFT_404 = 4  # the trap site's host that answers 200 for pages it does not have
 async def test_a_soft_404_is_recorded_as_the_404_it_is(settings, tmp_path, probe):
     database = f"sqlite:///{tmp_path}/pages.db"
     with running_trap_site(hosts=SOFT_404 + 1) as site:
-        values = settings(RECORDS_DATABASE_URL=database, TRAPS_SOFT_404=probe)
+        values = settings(
+            RECORDS_DATABASE_URL=database,
+            TRAPS_SOFT_404=probe,
+            TRAPS_DEAD_DIRECTORY_PAGES=0,  # every dead link fetched
+        )
         crawler = await crawl(values, [site.seeds[SOFT_404]], scope="seed-hosts")
         asked = [row["path"] for row in site.log()]
     rows = rows_of(database)
@@ -159,6 +163,30 @@ async def test_a_soft_404_is_recorded_as_the_404_it_is(settings, tmp_path, probe
     else:
         assert probes == []
         assert all(row["status"] == 200 for row in dead.values())
+
+
+@deferred_f_from_coro_f
+async def test_a_directory_of_missing_pages_is_not_asked_for_more(settings, tmp_path):
+    """The soft-404 host's dead links all lead into /old/article/: once three of
+    them were found missing, the others are cut without a fetch."""
+    database = f"sqlite:///{tmp_path}/pages.db"
+    with running_trap_site(hosts=SOFT_404 + 1) as site:
+        values = settings(
+            RECORDS_DATABASE_URL=database, DEPTH_LIMIT=DEPTH, TRAPS_SOFT_404=True
+        )
+        crawler = await crawl(values, [site.seeds[SOFT_404]], scope="seed-hosts")
+        asked = {row["path"] for row in site.log()}
+    rows = rows_of(database)
+    dead = {u: r for u, r in rows.items() if classify(SOFT_404, path_of(u)) == "dead"}
+    fetched = {u for u in dead if path_of(u) in asked}
+    cut = {u: r["error"] for u, r in dead.items() if r["fate"] == "trap"}
+    assert len(dead) == 9  # every dead link has its record
+    assert 3 <= len(fetched) < 9
+    assert set(cut) == set(dead) - fetched
+    assert all(error.startswith("DeadDirectory: ") for error in cut.values())
+    assert crawler.stats.get_value("traps/dead_directory") == len(cut)
+    real = {(SOFT_404, p) for p in asked if classify(SOFT_404, p) == "real"}
+    assert {(h, p) for h, p in real_pages(DEPTH, SOFT_404 + 1) if h == SOFT_404} <= real
 
 
 def path_of(url: str) -> str:
