@@ -24,16 +24,20 @@ crawler/crawlstate/urlrules.py keeps them in Redis for the cluster):
 
 A query rule names a value (``param:print=1``, evidence at different paths) or a
 key whatever its value (``param:color=*``, evidence from different values, one more
-than the support: ``evidence_needed``, which also lets one pair confirm a well-known
-copy's marker such as ``?print=1`` or ``/printable/``). A path's rule (``query:/shop/``) drops any query
-from that path: a listing whose filters and sort orders all show the listing again
-(faceted navigation), learnt from query strings of different keys (``?color=red``
-and ``?size=s`` both near ``/shop/``), so that the next filter, or a filter of a
-filter, costs no fetch; a path whose query strings are pages of their own
-(``?page=2``, ``?id=7``) contradicts it as soon as one of them and the path's
-own page are both fetched. ``?lang=en`` may be the default page while
-``?lang=fr`` is another: a fetched ``?lang=fr`` page that is not its URL without the
-pair contradicts both ``param:lang=fr`` and ``param:lang=*``. Pure: no I/O.
+than the support: ``evidence_needed``, which also lets one pair confirm a
+well-known copy's marker such as ``?print=1`` or ``/printable/``). ``?lang=en`` may
+be the default page while ``?lang=fr`` is another: a fetched ``?lang=fr`` page that
+is not its URL without the pair contradicts both ``param:lang=fr`` and
+``param:lang=*``.
+
+A path's rule (``query:/shop/``) drops any query from that path: a listing whose
+filters and sort orders all show the listing again (faceted navigation). It is
+learnt from query strings of different keys (``?color=red`` and ``?size=s`` both
+near ``/shop/``), so that the next filter, or a filter of a filter, costs no fetch;
+number segments are one path to it (``query:/shop/c/{n}/``: the filters of
+category 1 teach those of category 2). A path whose query strings are pages of
+their own (``?page=2``, ``?id=7``) contradicts it as soon as one of them and the
+path's own page are both fetched. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -123,7 +127,7 @@ def removals(url: str) -> Iterator[tuple[Evidence, str]]:
         without = urlunsplit(parts._replace(query=rest, fragment=""))
         for evidence in _param_evidence(*pair, parts.path):
             yield evidence, without
-    query_rule = f"{QUERY}{parts.path}"
+    query_rule = query_rule_of(parts.path)
     if pairs and is_rule(query_rule):
         keys = "&".join(sorted({key for key, _ in pairs}))
         without = urlunsplit(parts._replace(query="", fragment=""))
@@ -153,13 +157,23 @@ def rewrite(url: str, rules: Collection[str]) -> str:
         for key, value in pairs
         if _param_rule(key, value) not in rules and _any_value(key) not in rules
     ]
-    if parts.query and f"{QUERY}{parts.path}" in rules:
+    if parts.query and query_rule_of(parts.path) in rules:
         kept = []
     path = _without_segments(parts.path, rules)
     if len(kept) == len(pairs) and path == parts.path:
         return url
     query = urlencode(kept) if len(kept) != len(pairs) else parts.query
     return urlunsplit(parts._replace(path=path, query=query))
+
+
+def query_rule_of(path: str) -> str:
+    """The query rule of *path*'s listings: the path with each number segment
+    written ``{n}`` (``/shop/c/2/`` -> ``query:/shop/c/{n}/``), so the categories
+    of one listing teach one rule."""
+    segments = [
+        "{n}" if segment.isdecimal() else segment for segment in path.split("/")
+    ]
+    return f"{QUERY}{'/'.join(segments)}"
 
 
 def is_rule(text: str) -> bool:

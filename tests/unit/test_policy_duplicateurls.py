@@ -106,6 +106,15 @@ def test_a_path_s_query_rule_drops_any_query_of_that_path_only():
     assert rewrite(f"{H}/shop/", rules) == f"{H}/shop/"
 
 
+def test_number_segments_are_one_path_to_a_query_rule():
+    assert Evidence("query:/shop/c/{n}/", "color") in found(f"{H}/shop/c/2/?color=red")
+    rules = {"query:/shop/c/{n}/"}
+    assert rewrite(f"{H}/shop/c/7/?size=m", rules) == f"{H}/shop/c/7/"
+    assert rewrite(f"{H}/shop/c/x7/?size=m", rules) == f"{H}/shop/c/x7/?size=m"
+    assert rewrite(f"{H}/shop/c/7/8/?size=m", rules) == f"{H}/shop/c/7/8/?size=m"
+    assert is_rule("query:/shop/c/{n}/")
+
+
 def test_a_rule_for_any_value_needs_one_piece_more():
     assert evidence_needed("param:color=*", 2) == 3
     assert evidence_needed("param:color=red", 2) == 2
