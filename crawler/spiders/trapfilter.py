@@ -34,6 +34,7 @@ from crawler.policy.traps import (
     TrapsConfig,
     calendar_walk,
     canonical_url,
+    is_session_param,
     query_variant_key,
     too_many_variants,
     trap_of,
@@ -103,7 +104,11 @@ class TrapFilterMiddleware:
         host = host_or_empty(response.url)
         known = self._session_hosts.get(host, frozenset())
         links = [output.url for output in outputs if isinstance(output, Request)]
-        found = session_keys(response.url, links)
+        found = {
+            key
+            for key in session_keys(response.url, links)
+            if not is_session_param(key, self._config)  # dropped already
+        }
         if found - known:
             self._once.event(
                 "traps/session_keys",

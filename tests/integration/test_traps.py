@@ -104,6 +104,9 @@ async def test_traps_are_cut_and_every_real_page_is_fetched(
     for rule in ("calendar", "repeated_path", "query_variants"):
         assert stats.get_value(f"traps/{rule}", 0) > 0, rule
     assert stats.get_value("traps/canonicalized", 0) > 0
+    # The sessions host's "?visit=" was told from its pages' links (the other
+    # spellings have names): one key found.
+    assert stats.get_value("traps/session_keys") == 1
     # What was cut is listed, once a URL, with the rule that cut it.
     rows = rows_of(database)
     cut = {url: row["error"] for url, row in rows.items() if row["fate"] == "trap"}
