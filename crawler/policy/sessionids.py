@@ -10,8 +10,9 @@ shape of a page's links, before any of them is fetched:
 - the key is on at least ``SHARE`` of the page's links to its own host (at least
   ``MIN_LINKS`` of them), and on links to at least ``MIN_PATHS`` different paths:
   an item id (``/item?id=...``) is on links to one path;
-- every value is a token: ``MIN_TOKEN`` or more letters, digits, ``-`` or ``_``, a
-  digit among them (a language, ``?lang=en``, or a sort order is no token);
+- every value is a token: ``MIN_TOKEN`` or more letters, digits, ``-``, ``_``,
+  ``.``, ``~``, ``+`` or ``=``, a digit among them (a language, ``?lang=en``, or a
+  sort order is no token; a path, with its ``/``, is none either);
 - no value is part of the page's own URL under another name: a product page's
   links to its reviews and questions carry the product's id, which is no session.
 
@@ -33,7 +34,8 @@ SHARE = 0.8  # of the page's links to its own host that carry the key
 MIN_LINKS = 3  # links to its own host a page needs for its keys to be judged
 MIN_PATHS = 3  # different paths the key's links lead to
 MIN_TOKEN = 12  # characters of a session id, at the least
-_TOKEN = re.compile(rf"[A-Za-z0-9_-]{{{MIN_TOKEN},}}")
+# Letters, digits and what ids are written with (UUIDs' dashes, base64's + and =).
+_TOKEN = re.compile(rf"[A-Za-z0-9_.~+=-]{{{MIN_TOKEN},}}")
 _DIGIT = re.compile(r"[0-9]")
 
 

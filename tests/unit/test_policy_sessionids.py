@@ -4,6 +4,8 @@ product's id on its own links) is not."""
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,6 +25,13 @@ def test_a_key_with_one_token_on_every_link_is_a_session():
         "http://elsewhere.example/x",  # other hosts are not looked at
     ]
     assert session_keys(PAGE, links) == {"visit"}
+
+
+def test_uuid_and_base64_ids_are_tokens():
+    for value in ("3f2b1c4e-9a7d-4e1f-8b2c-0d9e8f7a6b5c", "q9X+ab/3kLmN=="):
+        links = [f"http://shop.example/{p}?u={quote(value, safe='')}" for p in "abc"]
+        expected = {"u"} if "/" not in value else frozenset()
+        assert session_keys(PAGE, links) == expected, value
 
 
 def test_a_fresh_token_on_each_link_is_a_session_too():
