@@ -53,9 +53,12 @@ SESSION_PARAMS = frozenset(
 )  # fmt: skip
 # ASP's cookieless session keys carry a suffix: ASPSESSIONIDQADCTQRA.
 SESSION_PARAM_PREFIXES = ("aspsessionid",)
-# ";jsessionid=..." as a path parameter, and PHP's, ASP's and plain "sid" likewise.
+# ";jsessionid=..." as a path parameter, and PHP's, ASP's and plain "sid" likewise;
+# ASP.NET's cookieless session, a segment of its own: "/(S(lit3py55t21z5v55vlm25s55))".
 _PATH_SESSION = re.compile(
-    r";(?:jsessionid|phpsessid|sid|sessionid|session_id|aspsessionid[a-z]*)=[^/;?#]*",
+    r";(?:jsessionid|phpsessid|sid|sessionid|session_id|aspsessionid[a-z]*)=[^/;?#]*"
+    r"|/\((?:[A-Z]\([A-Za-z0-9_-]{1,64}\))*S\([A-Za-z0-9]{20,32}\)"
+    r"(?:[A-Z]\([A-Za-z0-9_-]{1,64}\))*\)(?=/)",
     re.IGNORECASE,
 )
 # The longest run of segments the repeated-path rule looks for.

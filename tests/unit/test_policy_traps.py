@@ -111,6 +111,15 @@ def test_a_bad_setting_is_named_in_one_line(name, value):
         ("http://a.example/p?s=shoes", "http://a.example/p?s=shoes"),
         ("http://a.example/p;jsessionid=0A1B?q=x", "http://a.example/p?q=x"),
         ("http://a.example/d;JSESSIONID=0A1B/p.jsp", "http://a.example/d/p.jsp"),
+        (
+            "http://a.example/(S(lit3py55t21z5v55vlm25s55))/shop/p.aspx",
+            "http://a.example/shop/p.aspx",
+        ),
+        (
+            "http://a.example/app/(X(1)S(lit3py55t21z5v55vlm25s55))/p.aspx?k=1",
+            "http://a.example/app/p.aspx?k=1",
+        ),
+        ("http://a.example/(S(short))/p.aspx", "http://a.example/(S(short))/p.aspx"),
         ("http://a.example/p?b=2&a=9&c=1", "http://a.example/p?a=9&b=2&c=1"),
         ("http://a.example/p?a=2&b=0&a=1", "http://a.example/p?a=2&a=1&b=0"),
         ("http://a.example/p#part", "http://a.example/p"),
