@@ -1,6 +1,8 @@
 """Benchmark: the spider-trap defences and small changes on revisits (issue 26).
 
-``python -m bench.traps [--quick] [--revisits-only]`` (the latter: part 3 alone)
+``python -m bench.traps [--quick] [--revisits-only] [--scale N]`` (``--revisits-only``:
+part 3 alone; ``--scale N``: every host's tree of real pages N times larger, the
+traps the same)
 
 The trap site (``tests.trapsite``: seven loopback hosts, calendar, sessions, paths,
 facets, soft404, mirrors and a plain control, each request logged with its arrival
@@ -33,6 +35,7 @@ import argparse
 import contextlib
 import itertools
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -50,7 +53,7 @@ from bench.run import code_fingerprint, machine_facts
 from crawler.crawlstate.embedded import EmbeddedRedis
 from crawler.policy.changehistory import CHANGE_THRESHOLD
 from tests.site import read_log
-from tests.traproutes import route
+from tests.traproutes import SCALE_VARIABLE, route
 from tests.trapsite import KINDS, classify, real_pages
 
 if TYPE_CHECKING:
@@ -119,7 +122,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--revisits-only", action="store_true", help="part 3 alone: no trap crawls"
     )
+    parser.add_argument(
+        "--scale",
+        type=int,
+        default=1,
+        help="each host's real pages times this (the same traps beside a larger "
+        "site: a trap's fixed cost against more real pages)",
+    )
     args = parser.parse_args(argv)
+    if args.scale < 1:
+        parser.error("--scale must be 1 or more")
     if args.off_pages is None:
         args.off_pages = 2000 if args.quick else 5000
     # Seconds of each revisit crawl.
@@ -166,7 +178,8 @@ def trap_site(log: Path) -> Iterator[tuple[int, list[str]]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    results: dict[str, Any] = {"runs": []}
+    os.environ[SCALE_VARIABLE] = str(args.scale)  # the site's and classify's
+    results: dict[str, Any] = {"runs": [], "scale": args.scale}
     rows: list[dict[str, Any]] = []
     revisit_rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-traps-") as tmp:
@@ -377,7 +390,7 @@ def finish(
             print(f"  {run['run']}: finished {run['finished']}, exit code "
                   f"{run['exit_code']}")  # fmt: skip
     report.save_results(
-        "traps",
+        "traps" if args.scale == 1 else f"traps-scale{args.scale}",
         args,
         results,
         table=text,

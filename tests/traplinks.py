@@ -22,6 +22,7 @@ from tests.traproutes import (
     route,
     trap_exits,
     tree,
+    tree_size,
 )
 
 # The calendar's links lead to traps whatever the day; real_pages needs one.
@@ -85,7 +86,7 @@ def _entrance_links(host_index: int, path: str, today: datetime.date) -> list[st
 
 def _listing(path: str) -> list[str]:
     """The products a shop listing links to."""
-    prefix, count = TREES["facets"]
+    prefix, count = tree_size("facets")
     numbers = range(1, SHOP_LISTED + 1)
     if path != "/shop/":
         category = int(path.strip("/").rpartition("/")[2])

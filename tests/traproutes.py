@@ -14,12 +14,15 @@ does, so the canonical pages are as deep as the decorated ones.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from dataclasses import dataclass
 from typing import Literal
 
 Kind = Literal["real", "trap", "dead"]
 KINDS = ("calendar", "sessions", "paths", "facets", "soft404", "mirrors", "plain")
+# The environment variable that makes every host's tree larger (``scale``).
+SCALE_VARIABLE = "TRAPSITE_SCALE"
 # Each host's real pages besides its root: (path prefix, how many).
 TREES = {
     "calendar": ("/events/", 15),
@@ -70,17 +73,40 @@ def kind_of(host_index: int) -> str:
     return KINDS[host_index]
 
 
-@functools.cache
+def scale() -> int:
+    """How many times TREES' real pages each host has: ``TRAPSITE_SCALE`` (1 unless
+    set), so that a benchmark can put the same traps beside a larger real site. The
+    site's process and whoever classifies its URLs must share it (the site inherits
+    its environment)."""
+    text = os.environ.get(SCALE_VARIABLE, "1")
+    return int(text) if text.isdecimal() and int(text) >= 1 else 1
+
+
+def tree_size(kind: str) -> tuple[str, int]:
+    """The path prefix and the number of a host's tree pages, the root apart."""
+    prefix, count = TREES[kind]
+    return prefix, count * scale()
+
+
 def tree(host_index: int) -> tuple[str, ...]:
     """The host's tree of real pages, root first (page k's children: 2k+1, 2k+2)."""
-    prefix, count = TREES[kind_of(host_index)]
-    return ("/", *(f"{prefix}{n}.html" for n in range(1, count + 1)))
+    return _tree(kind_of(host_index), scale())
 
 
 @functools.cache
+def _tree(kind: str, times: int) -> tuple[str, ...]:
+    prefix, count = TREES[kind]
+    return ("/", *(f"{prefix}{n}.html" for n in range(1, count * times + 1)))
+
+
 def real_paths(host_index: int) -> frozenset[str]:
     """Every real page of the host: its tree and the trap entrances."""
-    return frozenset(tree(host_index) + ENTRANCES.get(kind_of(host_index), ()))
+    return _real_paths(kind_of(host_index), scale())
+
+
+@functools.cache
+def _real_paths(kind: str, times: int) -> frozenset[str]:
+    return frozenset(_tree(kind, times) + ENTRANCES.get(kind, ()))
 
 
 def trap_exits(host_index: int) -> list[str]:

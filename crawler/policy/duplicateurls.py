@@ -46,7 +46,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Iterator
@@ -164,6 +164,55 @@ def rewrite(url: str, rules: Collection[str]) -> str:
         return url
     query = urlencode(kept) if len(kept) != len(pairs) else parts.query
     return urlunsplit(parts._replace(path=path, query=query))
+
+
+@dataclass(frozen=True, slots=True)
+class QueryView:
+    """A URL's query as a view of its path's listing: the path's query rule and the
+    query's keys (``?color=red&size=s`` -> ``color``, ``size``)."""
+
+    rule: str
+    keys: frozenset[str]
+
+    @property
+    def where(self) -> str:
+        """The evidence's ``where``: the keys, as ``removals`` writes them."""
+        return "&".join(sorted(self.keys))
+
+    @property
+    def entry(self) -> str:
+        """The view as the near-duplicate index keeps it: a digest of the rule,
+        then the escaped keys (no URL is kept)."""
+        keys = ",".join(quote(key, safe="") for key in sorted(self.keys))
+        return f"{_digest(self.rule)}:{keys}"
+
+    def sibling(self, entry: str) -> str | None:
+        """The ``where`` of the view kept as *entry* if it is another view of the
+        same listing by other keys (``?color=red`` and ``?size=s``: two such pages
+        alike say that the listing's query strings show one page), else None."""
+        digest, sep, written = entry.partition(":")
+        if not sep or digest != _digest(self.rule) or not written:
+            return None
+        keys = {unquote(key) for key in written.split(",")}
+        return None if self.keys & keys else "&".join(sorted(keys))
+
+
+def _digest(rule: str) -> str:
+    return hashlib.blake2b(rule.encode("utf-8", "replace"), digest_size=4).hexdigest()
+
+
+def query_view(url: str) -> QueryView | None:
+    """*url*'s query as a view of its path's listing, or None without a query (or
+    with a path no rule can name, or none that parses)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    keys = frozenset(key for key, _ in parse_qsl(parts.query, keep_blank_values=True))
+    rule = query_rule_of(parts.path)
+    if not keys or not is_rule(rule):
+        return None
+    return QueryView(rule, keys)
 
 
 def query_rule_of(path: str) -> str:

@@ -32,6 +32,9 @@ What near-duplicates teach (``crawler.policy.duplicateurls``):
 - a page whose URL without one query pair or one run of path segments was fetched
   too is evidence for that rewrite rule when the two are near-duplicates, and
   contradicts it for good when they are different pages (``crawler.crawlstate.urlrules``);
+  and two views of one listing by other keys (``?color=red``, ``?size=s``) that are
+  near-duplicates of each other are evidence for the listing's query rule, when the
+  listing was fetched and is no different page (an entry keeps its query's view);
   once a rule has ``NEARDUP_RULE_SUPPORT`` pieces of evidence, every new link of the
   host it fits is rewritten before it is queued (``neardup/links_rewritten``), so
   the frontier sees the page's known URL and drops it as seen;
@@ -63,6 +66,8 @@ from crawler.meta import LINK_CHECKED, LINKS_SIGNATURE
 from crawler.policy.duplicateurls import (
     DIFFERENT_PAGES,
     Evidence,
+    QueryView,
+    query_view,
     removals,
     rewrite,
     url_key,
@@ -237,7 +242,8 @@ class NearDuplicatesMiddleware:
         looked = Looked(near=bool(twins))
         looked.evidence = self._checked(page, checks, checked)
         if twins:
-            await self._compare(page, sorted(twins), urls_key, looked)
+            listing = self._listing_alike(page, checks, checked)
+            await self._compare(page, sorted(twins), urls_key, looked, listing)
         await self._add(page, page_bands, bands_key, urls_key)
         return looked
 
@@ -259,14 +265,43 @@ class NearDuplicatesMiddleware:
                 found.append((evidence, False))
         return found
 
+    def _listing_alike(
+        self, page: _Page, checks: list[tuple[Evidence, str]], entries: list[Any]
+    ) -> bool:
+        """Whether the page's URL without its query was fetched and is no different
+        page (``DIFFERENT_PAGES``): then its siblings may teach the path's query
+        rule, which a listing unlike its own filters would contradict."""
+        view = page.view
+        for (evidence, _), entry in zip(checks, entries, strict=False):
+            if view is not None and evidence.rule == view.rule:
+                indexed = _Indexed.parse(entry)
+                return indexed is not None and (
+                    hamming(page.fingerprint, indexed.fingerprint) < DIFFERENT_PAGES
+                )
+        return False
+
     async def _compare(
-        self, page: _Page, twins: list[str], urls_key: str, looked: Looked
+        self,
+        page: _Page,
+        twins: list[str],
+        urls_key: str,
+        looked: Looked,
+        listing_alike: bool,
     ) -> None:
-        """Whether one of *twins* (url keys) has the page's links: a copy."""
+        """Whether one of *twins* (url keys) has the page's links: a copy; and,
+        when *listing_alike*, whether one is another view of the page's listing
+        by other keys: evidence for the listing's query rule from both."""
+        view = page.view
         for entry in await self._redis().hmget(urls_key, twins):
             twin = _Indexed.parse(entry)
-            if twin is not None:
-                looked.copy |= bool(page.links) and twin.links == page.links
+            if twin is None:
+                continue
+            looked.copy |= bool(page.links) and twin.links == page.links
+            if listing_alike and view is not None and twin.view:
+                where = view.sibling(twin.view)
+                if where is not None:
+                    looked.evidence.append((Evidence(view.rule, view.where), True))
+                    looked.evidence.append((Evidence(view.rule, where), True))
 
     async def _add(
         self, page: _Page, page_bands: list[str], bands_key: str, urls_key: str
@@ -414,8 +449,15 @@ class _Page:
         return self.fingerprint.to_bytes(8, "big") + bytes.fromhex(self.key)
 
     @property
+    def view(self) -> QueryView | None:
+        return query_view(self.record.url)
+
+    @property
     def entry(self) -> str:
-        return f"{self.record.text_hash} {self.links or '-'}"
+        """Its SimHash, links signature and, for a URL with a query, its view."""
+        view = self.view
+        kept = f" {view.entry}" if view is not None and len(view.entry) <= 200 else ""
+        return f"{self.record.text_hash} {self.links or '-'}{kept}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,6 +466,7 @@ class _Indexed:
 
     fingerprint: int
     links: str
+    view: str = ""
 
     @classmethod
     def parse(cls, entry: bytes | str | None) -> _Indexed | None:
@@ -432,13 +475,14 @@ class _Indexed:
             return None
         text = entry.decode("utf-8", "replace") if isinstance(entry, bytes) else entry
         parts = text.split(" ")
-        if len(parts) != 2:
+        if len(parts) not in (2, 3):
             return None
         try:
             fingerprint = decode(parts[0])
         except ValueError:
             return None
-        return cls(fingerprint, "" if parts[1] == "-" else parts[1])
+        view = parts[2] if len(parts) == 3 else ""
+        return cls(fingerprint, "" if parts[1] == "-" else parts[1], view)
 
 
 def _candidates(fields: list[Any]) -> list[tuple[int, str]]:

@@ -21,6 +21,7 @@ from crawler.crawlstate.keys import CrawlKeys
 from tests.integration.test_records import pages, rows_of
 from tests.integration.test_timeouts import crawl
 from tests.servers import running_site
+from tests.traproutes import SCALE_VARIABLE
 from tests.trapsite import classify, real_pages, running_trap_site
 
 if TYPE_CHECKING:
@@ -337,3 +338,26 @@ async def test_a_queued_copy_of_a_fetched_page_is_not_fetched(
     filtered = [p.partition("?")[2] for p in asked if classify(FACETS, p) == "trap"]
     assert filtered
     assert not [query for query in filtered if "&" in query]
+
+
+@deferred_f_from_coro_f
+async def test_filters_alike_teach_the_listing_s_rule_when_it_differs(
+    settings, redis, monkeypatch
+):
+    """Ten times the real pages: a category lists 100 products, and its filter
+    pages, titled "Shop" above the same list, are 10-14 bits from it (no evidence
+    either way) but 1-4 bits from each other: two filters of other keys alike
+    teach the categories' rule, and no filter of a filter is fetched."""
+    monkeypatch.setenv(SCALE_VARIABLE, "10")  # the site's process inherits it
+    with running_trap_site(hosts=FACETS + 1) as site:
+        values = settings(DEPTH_LIMIT=DEPTH)
+        await crawl(values, [site.seeds[FACETS]], scope="seed-hosts")
+        asked = {row["path"] for row in site.log()}
+    rules = redis.hgetall(KEYS.url_rules(f"127.0.0.{2 + FACETS}"))
+    assert int(rules.get(b"r:query:/shop/c/{n}/", 0)) >= 2
+    filtered = [p.partition("?")[2] for p in asked if classify(FACETS, p) == "trap"]
+    assert filtered
+    assert not [query for query in filtered if "&" in query]
+    real = {(FACETS, p) for p in asked if classify(FACETS, p) == "real"}
+    assert {(h, p) for h, p in real_pages(DEPTH, FACETS + 1) if h == FACETS} <= real
+    assert len(real) > 300  # the larger site

@@ -10,6 +10,7 @@ from crawler.policy.duplicateurls import (
     evidence_needed,
     is_rule,
     links_signature,
+    query_view,
     removals,
     rewrite,
 )
@@ -180,3 +181,37 @@ def test_hostile_urls_give_only_rules_as_written(url):
 @given(urls, st.sets(st.text(max_size=20), max_size=4))
 def test_rewrite_never_raises(url, rules):
     assert isinstance(rewrite(url, {r for r in rules if is_rule(r)}), str)
+
+
+def test_a_query_view_knows_its_listing_s_other_views():
+    color = query_view(f"{H}/shop/c/1/?color=red")
+    assert color is not None
+    assert color.rule == "query:/shop/c/{n}/"
+    assert color.where == "color"
+    size = query_view(f"{H}/shop/c/2/?size=s&sort=new")
+    assert size is not None
+    assert color.sibling(size.entry) == "size&sort"  # other keys, the same listing
+    both = query_view(f"{H}/shop/c/1/?color=blue&size=m")
+    assert both is not None
+    assert color.sibling(both.entry) is None  # shares a key
+    elsewhere = query_view(f"{H}/blog/?size=s")
+    assert elsewhere is not None
+    assert color.sibling(elsewhere.entry) is None  # another listing
+    assert query_view(f"{H}/shop/") is None
+
+
+def test_a_view_entry_keeps_no_url_and_odd_keys_survive():
+    view = query_view(f"{H}/shop/?a%20b=1&c%2Cd=2&e:f=3")
+    assert view is not None
+    assert "/shop/" not in view.entry
+    assert " " not in view.entry
+    other = query_view(f"{H}/shop/?x=1")
+    assert other is not None
+    assert other.sibling(view.entry) == "a b&c,d&e:f"
+
+
+@given(urls, st.text(max_size=40))
+def test_hostile_view_entries_never_raise(url, entry):
+    view = query_view(url)
+    if view is not None:
+        assert view.sibling(entry) is None or isinstance(view.sibling(entry), str)

@@ -15,6 +15,7 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 
 from tests.trappages import ADVERTS
+from tests.traproutes import SCALE_VARIABLE, scale, tree
 from tests.trapsite import KINDS, classify, real_pages, running_trap_site, seeds
 
 if TYPE_CHECKING:
@@ -255,3 +256,16 @@ def test_real_pages_are_those_a_crawl_finds(site: RunningTrapSite, host: int) ->
                 queue.append(found)
     real = {(host, t) for t in depths if classify(host, t) == "real"}
     assert real == {page for page in real_pages(depth_limit) if page[0] == host}
+
+
+def test_the_scale_multiplies_every_tree_and_nothing_else(monkeypatch) -> None:
+    one = {kind: len(tree(KINDS.index(kind))) for kind in KINDS}
+    monkeypatch.setenv(SCALE_VARIABLE, "10")
+    assert scale() == 10
+    ten = {kind: len(tree(KINDS.index(kind))) for kind in KINDS}
+    assert {kind: ten[kind] - 1 for kind in KINDS} == {
+        kind: 10 * (one[kind] - 1) for kind in KINDS
+    }
+    assert classify(KINDS.index("plain"), "/p/390.html") == "real"
+    monkeypatch.setenv(SCALE_VARIABLE, "zero")
+    assert scale() == 1  # not a number: the usual site
