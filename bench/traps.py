@@ -379,8 +379,9 @@ def finish(
                   f"{DEPTH} (target 100%), wasted {row['wasted_share']:.1%} of "
                   f"{row['fetches']} fetches (target <= {TARGET_WASTED:.0%} "
                   f"with the defences on), near-dups {row['neardup']}")  # fmt: skip
-            if row["real_missing"]:
-                print(f"  missing: {', '.join(row['real_missing'])}")
+            if missing := row["real_missing"]:
+                more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+                print(f"  missing: {', '.join(missing[:10])}{more}")
     for row in revisit_rows:
         if row["threshold"] != 0 and row["page"] in NOISY and row["ratio"]:
             print(f"{row['page']}: {row['ratio']:.1f}x fewer fetches than with "
