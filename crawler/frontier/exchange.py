@@ -418,7 +418,10 @@ class Exchange:
     def _drop_bad_entry(
         self, lease: Lease, entry: bytes, error: Exception, now: float
     ) -> None:
-        """Count and skip an entry this crawler did not write; it is never executed."""
+        """Count and skip an entry this crawler did not write; it is never executed.
+        Its shard counted it as queued when it was popped: its counts are set
+        again before the crawl may end."""
+        self._store.suspect(lease.shard)
         self._once.event(
             "frontier/bad_entries",
             "Skipped a queue entry that is not a frontier request (%(error)s): "

@@ -306,6 +306,29 @@ def test_a_shard_found_damaged_is_scanned_for_stranded_hosts_at_once(redis):
     assert drain(store, T0 + 1) == ["a0"]
 
 
+def test_a_damaged_shard_s_counts_wait_for_a_scan_without_leases(redis):
+    """An entry this crawler did not write, popped or set aside, was never counted:
+    its shard's queued count may be short, so the end of the crawl waits until a
+    scan has set the count from the queues, which it cannot while a lease is held
+    there (the scan is then due again a second later, not thirty)."""
+    store = make_store(redis)
+    store.flush([pending("a", 0, "a0"), pending("b", 0, "b0")], [], T0)
+    redis.hset(store.shards.keys[0].counters, "queued", 0)  # short by two
+    assert store.counts_trusted
+    popped = store.pop(PopOrder(0, NODE, 0.0), T0)
+    assert popped is not None
+    store.suspect(0)  # as the exchange does when an entry is not a request
+    assert not store.counts_trusted
+    store.rescue(T0)  # a lease is held: counts not set
+    assert not store.counts_trusted
+    store.rescue(T0 + 0.5)  # not due yet: no scan
+    assert not store.counts_trusted
+    store.flush([], [(popped[0], 0.0)], T0 + 0.5)
+    store.rescue(T0 + 1.0)
+    assert store.counts_trusted
+    assert store.shards.totals() == (1, 0)  # b0 is counted again
+
+
 def test_stale_counts_left_without_entries_are_set_from_the_queues(redis):
     store = make_store(redis)
     store.flush([pending("a", 1, "a1")], [], T0)

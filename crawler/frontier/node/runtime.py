@@ -498,4 +498,6 @@ class NodeRuntime:
             self._drain.forget()
             self._link.wake_engine()
             return False
-        return True
+        # A damaged shard's queued count may be short until a scan sets it: asked
+        # again at its next scan (repair.RECOUNT_RETRY), not before.
+        return self.store.counts_trusted

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 HOSTS_PER_CALL = 200
 # Seconds before a shard that still looks stuck is scanned again.
 STUCK_REPAIR_INTERVAL = 30.0
+# Seconds before a shard whose counts could not be set (it held leases) is scanned
+# again: the end of the crawl waits for its counts.
+RECOUNT_RETRY = 1.0
 
 
 class ShardRepair:
@@ -49,6 +52,8 @@ class ShardRepair:
         keys = CrawlKeys(config.prefix)
         self._keys = [keys.shard(s) for s in range(config.shards)]
         self._scanned_at: dict[int, float] = {}
+        # Shards found damaged whose counts were not set from a scan since.
+        self._untrusted: set[int] = set()
 
     def fixed(self, shards: Iterable[int], now: float) -> list[tuple[int, list[Any]]]:
         """Run REPAIR on *shards*: (shard, reply) pairs; the reply's first element
@@ -65,10 +70,18 @@ class ShardRepair:
         return list(zip(shards, self._runner.run(calls), strict=True))
 
     def suspect(self, shard: int) -> None:
-        """Damage was found in *shard*: hosts of it may be stranded, so it is due
-        for a scan at once, not STUCK_REPAIR_INTERVAL after its last one (the end of
-        a crawl is decided after such a scan: ``FrontierRuntime.drained``)."""
+        """Damage was found in *shard*: hosts of it may be stranded and its counts
+        wrong (a damaged entry set aside, or popped, was never counted), so it is
+        due for a scan at once, not STUCK_REPAIR_INTERVAL after its last one, and
+        its counts are not trusted until a scan sets them (the end of a crawl is
+        decided after such a scan: ``FrontierRuntime.drained``)."""
         self._scanned_at.pop(shard, None)
+        self._untrusted.add(shard)
+
+    @property
+    def counts_trusted(self) -> bool:
+        """Whether every shard found damaged had its counts set from a scan since."""
+        return not self._untrusted
 
     def due(self, shard: int, now: float) -> bool:
         """Whether *shard* may be scanned now (at most every STUCK_REPAIR_INTERVAL)."""
@@ -102,6 +115,10 @@ class ShardRepair:
             {"level": level, "count": n} for level, n in counts.items()
         ]
         (reply,) = self._runner.run([Call("repair_counts", keys, base, found)])
+        if int(reply[0]):
+            self._untrusted.discard(shard)
+        else:  # leases held: its counts are set by a scan soon after
+            self._scanned_at[shard] = now - STUCK_REPAIR_INTERVAL + RECOUNT_RETRY
         return scheduled, [*reply[1:4], damage + int(reply[4])]
 
     def _hosts_of(self, shards: list[int]) -> dict[int, list[bytes]]:

@@ -342,6 +342,17 @@ class FrontierStore:
             now, [s for s, n in zip(candidates, leased, strict=True) if not n]
         )
 
+    @property
+    def counts_trusted(self) -> bool:
+        """Whether every shard found damaged has had its counts set since (until
+        then its queued count may be short, and the crawl is not over)."""
+        return self._repair.counts_trusted
+
+    def suspect(self, shard: int) -> None:
+        """*shard* handed out an entry this crawler did not write: its counts took
+        it for one of theirs."""
+        self._repair.suspect(shard)
+
     def rescue(self, now: float, shards: Iterable[int] | None = None) -> int:
         """Schedule every stranded host of *shards* (default: every shard not looked
         at in the last ``repair.STUCK_REPAIR_INTERVAL``); how many. One SCAN."""
