@@ -20,7 +20,7 @@ from scrapy.exceptions import IgnoreRequest, NotConfigured
 
 from crawler.context.logonce import OnceLogger
 from crawler.context.startup import StartupFailure
-from crawler.meta import LEASE, REPARSE, REVISIT, ROBOTS_FETCH
+from crawler.meta import REVISIT, is_page_fetch
 from crawler.policy.deaddirs import DeadDirectories, directory_of
 from crawler.policy.traps import TrapsConfig
 from crawler.signals import trap_cut
@@ -59,7 +59,7 @@ class DeadDirectoriesMiddleware:
 
     def process_request(self, request: Request) -> None:
         meta = request.meta
-        if not _counted(request) or not meta.get("depth") or meta.get(REVISIT):
+        if not is_page_fetch(meta) or not meta.get("depth") or meta.get(REVISIT):
             return
         if not self._dead.is_dead(request.url):
             return
@@ -70,7 +70,9 @@ class DeadDirectoriesMiddleware:
         raise DeadDirectory(f"only missing pages in {directory_of(request.url)}")
 
     def process_response(self, request: Request, response: Response) -> Response:
-        if _counted(request) and self._dead.record(request.url, response.status):
+        if is_page_fetch(request.meta) and self._dead.record(
+            request.url, response.status
+        ):
             self._once.event(
                 "traps/dead_directories",
                 "%(directory)s had %(pages)d missing pages and none found: its "
@@ -80,10 +82,3 @@ class DeadDirectoriesMiddleware:
                 level=logging.INFO,
             )
         return response
-
-
-def _counted(request: Request) -> bool:
-    """Whether *request* is a page of the crawl (not robots.txt, a probe or a
-    depth repair's answer from the page store)."""
-    meta = request.meta
-    return LEASE in meta and not meta.get(ROBOTS_FETCH) and not meta.get(REPARSE)

@@ -32,7 +32,7 @@ from crawler.context.logonce import OnceLogger
 from crawler.context.outage import REDIS_ERRORS
 from crawler.context.startup import StartupFailure
 from crawler.crawlstate.keys import CrawlKeys
-from crawler.meta import LEASE, REPARSE, ROBOTS_FETCH
+from crawler.meta import LEASE, is_page_fetch
 from crawler.policy.hosts import host_of
 from crawler.policy.robotsfetch import origin_of
 from crawler.policy.traps import (
@@ -85,7 +85,7 @@ class Soft404Middleware:
     async def process_request(self, request: Request) -> None:
         """Probe the request's origin first if it has not been."""
         meta = request.meta
-        if LEASE not in meta or meta.get(ROBOTS_FETCH) or meta.get(REPARSE):
+        if not is_page_fetch(meta):
             return
         try:
             origin = origin_of(request.url)
