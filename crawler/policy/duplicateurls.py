@@ -127,11 +127,10 @@ def removals(url: str) -> Iterator[tuple[Evidence, str]]:
         without = urlunsplit(parts._replace(query=rest, fragment=""))
         for evidence in _param_evidence(*pair, parts.path):
             yield evidence, without
-    query_rule = query_rule_of(parts.path)
-    if pairs and is_rule(query_rule):
-        keys = "&".join(sorted({key for key, _ in pairs}))
+    view = _view_of(parts.path, pairs)
+    if view is not None:
         without = urlunsplit(parts._replace(query="", fragment=""))
-        yield Evidence(query_rule, keys), without
+        yield Evidence(view.rule, view.where), without
     segments = parts.path.split("/")
     for at in range(1, len(segments) - 1):
         for length in range(1, MAX_RULE_SEGMENTS + 1):
@@ -208,11 +207,13 @@ def query_view(url: str) -> QueryView | None:
         parts = urlsplit(url)
     except ValueError:
         return None
-    keys = frozenset(key for key, _ in parse_qsl(parts.query, keep_blank_values=True))
-    rule = query_rule_of(parts.path)
-    if not keys or not is_rule(rule):
-        return None
-    return QueryView(rule, keys)
+    return _view_of(parts.path, parse_qsl(parts.query, keep_blank_values=True))
+
+
+def _view_of(path: str, pairs: list[tuple[str, str]]) -> QueryView | None:
+    keys = frozenset(key for key, _ in pairs)
+    rule = query_rule_of(path)
+    return QueryView(rule, keys) if keys and is_rule(rule) else None
 
 
 def query_rule_of(path: str) -> str:

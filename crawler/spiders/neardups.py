@@ -206,7 +206,8 @@ class NearDuplicatesMiddleware:
         if not self._gate.ready(time.time()):
             self._stats.inc_value("neardup/errors")  # Redis is away: unmarked
             return Looked()
-        page = _Page(record, fingerprint, str(response.meta.get(LINKS_SIGNATURE, "")))
+        links = str(response.meta.get(LINKS_SIGNATURE, ""))
+        page = _Page(record, fingerprint, links, query_view(record.url))
         looked = await self._tried(lambda: self._looked_up(page))
         if looked is None:
             return Looked()
@@ -271,9 +272,10 @@ class NearDuplicatesMiddleware:
         """Whether the page's URL without its query was fetched and is no different
         page (``DIFFERENT_PAGES``): then its siblings may teach the path's query
         rule, which a listing unlike its own filters would contradict."""
-        view = page.view
+        if page.view is None:
+            return False
         for (evidence, _), entry in zip(checks, entries, strict=False):
-            if view is not None and evidence.rule == view.rule:
+            if evidence.rule == page.view.rule:
                 indexed = _Indexed.parse(entry)
                 return indexed is not None and (
                     hamming(page.fingerprint, indexed.fingerprint) < DIFFERENT_PAGES
@@ -430,6 +432,7 @@ class _Page:
     record: PageRecord
     fingerprint: int
     links: str
+    view: QueryView | None  # its query as a view of its path's listing
 
     @property
     def url(self) -> str:
@@ -449,14 +452,10 @@ class _Page:
         return self.fingerprint.to_bytes(8, "big") + bytes.fromhex(self.key)
 
     @property
-    def view(self) -> QueryView | None:
-        return query_view(self.record.url)
-
-    @property
     def entry(self) -> str:
         """Its SimHash, links signature and, for a URL with a query, its view."""
-        view = self.view
-        kept = f" {view.entry}" if view is not None and len(view.entry) <= 200 else ""
+        view = self.view.entry if self.view is not None else ""
+        kept = f" {view}" if view and len(view) <= 200 else ""
         return f"{self.record.text_hash} {self.links or '-'}{kept}"
 
 
