@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from typing import TYPE_CHECKING
-from urllib.parse import SplitResult, parse_qsl, unquote_plus, urlsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -53,18 +53,18 @@ def session_keys(page_url: str, links: Iterable[str]) -> frozenset[str]:
         except ValueError:
             continue
         if parts.netloc == page.netloc:
-            own.append((parts.path, parse_qsl(parts.query, keep_blank_values=True)))
+            own.append((parts.path, _named_pairs(parts.query)))
     if len(own) < MIN_LINKS:
         return frozenset()
     paths: defaultdict[str, set[str]] = defaultdict(set)
     values: defaultdict[str, set[str]] = defaultdict(set)
     carried: defaultdict[str, int] = defaultdict(int)
     for path, pairs in own:
-        for key in {unquote_plus(key).strip().lower() for key, _ in pairs}:
+        for key in {key for key, _ in pairs}:
             carried[key] += 1
             paths[key].add(path)
         for key, value in pairs:
-            values[unquote_plus(key).strip().lower()].add(value)
+            values[key].add(value)
     named = _names_in(page)
     return frozenset(
         key
@@ -76,6 +76,15 @@ def session_keys(page_url: str, links: Iterable[str]) -> frozenset[str]:
     )
 
 
+def _named_pairs(query: str) -> list[tuple[str, str]]:
+    """*query*'s pairs, each key as ``traps.is_session_param`` names one (decoded
+    once, by parse_qsl; stripped, lowercased)."""
+    return [
+        (key.strip().lower(), value)
+        for key, value in parse_qsl(query, keep_blank_values=True)
+    ]
+
+
 def _is_token(value: str) -> bool:
     return bool(_TOKEN.fullmatch(value) and _DIGIT.search(value))
 
@@ -84,6 +93,6 @@ def _names_in(page: SplitResult) -> dict[str, str]:
     """The values of the page's own URL, each with the key it stands under (its
     path segments under ``""``)."""
     named = {segment: "" for segment in page.path.split("/") if segment}
-    for key, value in parse_qsl(page.query, keep_blank_values=True):
-        named[value] = unquote_plus(key).strip().lower()
+    for key, value in _named_pairs(page.query):
+        named[value] = key
     return named

@@ -104,3 +104,14 @@ def test_hostile_urls_never_raise(page, links):
 def test_a_value_without_a_digit_is_never_a_session(paths, value):
     links = [f"http://shop.example/{path}?k={value}" for path in paths]
     assert session_keys(PAGE, links) == frozenset()
+
+
+def test_a_found_key_is_named_as_canonical_url_names_it():
+    """An escaped key (``%76isit``, even ``v%2541``) is dropped from the very links
+    it was found on: both sides decode it once."""
+    for written in ("%76isit", "v%2541"):
+        links = [f"http://shop.example/{p}?{written}={SESSION_ID}" for p in "abc"]
+        found = session_keys(PAGE, links)
+        assert len(found) == 1, written
+        for link in links:
+            assert "?" not in canonical_url(link, TrapsConfig(), found), written
