@@ -51,7 +51,8 @@ class ShardRepair:
         self._config = config
         keys = CrawlKeys(config.prefix)
         self._keys = [keys.shard(s) for s in range(config.shards)]
-        self._scanned_at: dict[int, float] = {}
+        # When each shard scanned may be scanned again (absent: at once).
+        self._due_at: dict[int, float] = {}
         # Shards found damaged whose counts were not set from a scan since.
         self._untrusted: set[int] = set()
 
@@ -75,7 +76,7 @@ class ShardRepair:
         due for a scan at once, not STUCK_REPAIR_INTERVAL after its last one, and
         its counts are not trusted until a scan sets them (the end of a crawl is
         decided after such a scan: ``FrontierRuntime.drained``)."""
-        self._scanned_at.pop(shard, None)
+        self._due_at.pop(shard, None)
         self._untrusted.add(shard)
 
     @property
@@ -85,7 +86,7 @@ class ShardRepair:
 
     def due(self, shard: int, now: float) -> bool:
         """Whether *shard* may be scanned now (at most every STUCK_REPAIR_INTERVAL)."""
-        return now >= self._scanned_at.get(shard, 0.0) + STUCK_REPAIR_INTERVAL
+        return now >= self._due_at.get(shard, 0.0)
 
     def hosts(
         self, shards: Iterable[int], now: float
@@ -99,7 +100,7 @@ class ShardRepair:
     def _shard_hosts(
         self, shard: int, hosts: list[bytes], now: float
     ) -> tuple[int, list[Any]]:
-        self._scanned_at[shard] = now
+        self._due_at[shard] = now + STUCK_REPAIR_INTERVAL
         keys = self._keys[shard]
         base = common_args(self._config, now)
         args = base | {"concurrency": self._config.host_concurrency}
@@ -118,7 +119,7 @@ class ShardRepair:
         if int(reply[0]):
             self._untrusted.discard(shard)
         else:  # leases held: its counts are set by a scan soon after
-            self._scanned_at[shard] = now - STUCK_REPAIR_INTERVAL + RECOUNT_RETRY
+            self._due_at[shard] = now + RECOUNT_RETRY
         return scheduled, [*reply[1:4], damage + int(reply[4])]
 
     def _hosts_of(self, shards: list[int]) -> dict[int, list[bytes]]:
