@@ -2,10 +2,10 @@
 in Redis so that every node learns from every node's pages.
 
 One hash a host (``CrawlKeys.url_rules``): a rule's count of distinct evidence, -1
-once a page contradicted it, and the evidence itself until the rule has the
-pieces it needs (``NEARDUP_RULE_SUPPORT``, or as ``evidence_needed`` says; then no
-more is written: a rule's fields stay few). One Lua script adds a page's evidence, so two nodes never count one piece
-twice. A node reads a host's rules at most once every ``FRESH_FOR`` seconds: a
+once a page contradicted it, and the evidence itself until the rule has the pieces
+it needs (``NEARDUP_RULE_SUPPORT``, or as ``evidence_needed`` says; then no more is
+written: a rule's fields stay few). One Lua script adds a page's evidence, so two
+nodes never count one piece twice. A node reads a host's rules at most once every ``FRESH_FOR`` seconds: a
 rule learnt elsewhere applies here a few seconds later, and a node asks Redis about
 a host's links once, not once a link.
 """

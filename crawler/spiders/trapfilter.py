@@ -5,11 +5,11 @@ first written canonically (``crawler.policy.traps.canonical_url``: session
 parameters dropped, query parameters sorted), so one page reached through many
 spellings is queued once. Session keys no name gives are told from the page's links
 as a whole (``crawler.policy.sessionids``), so a page's output is gathered before
-any of it goes on. Then the rules a URL alone decides cut it before it is
-queued (``repeated_path``, ``calendar``), as does a dated page's link a month
-farther from today (``calendar``: a "previous month" chain), and so does the query-parameter rule: at
-most ``TRAPS_MAX_QUERY_VARIANTS`` distinct query strings a path, counted by this
-node (a cluster may let up to that many a node through). A cut URL costs no fetch
+any of it goes on. Then the rules a URL alone decides cut it before it is queued
+(``repeated_path``, ``calendar``), as does a dated page's link to a date farther
+from today (``calendar``: a "previous month" or "next day" chain), and so does the
+query-parameter rule: at most ``TRAPS_MAX_QUERY_VARIANTS`` distinct query strings a
+path, counted by this node (a cluster may let up to that many a node through). A cut URL costs no fetch
 and no queue entry; it gets one record of fate ``trap`` (its rule as the error),
 so ``scrapy pages --fate trap`` lists what the defences cut, and is counted in
 ``traps/<rule>``; each URL is recorded once a node (the last ``MEMORY`` of them).
