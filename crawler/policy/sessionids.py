@@ -42,6 +42,9 @@ _DIGIT = re.compile(r"[0-9]")
 def session_keys(page_url: str, links: Iterable[str]) -> frozenset[str]:
     """The query keys (decoded, lowercased) that carry a session on the links of
     the page at *page_url*; links to other hosts are not looked at."""
+    links = list(links)
+    if sum("?" in link for link in links) < MIN_LINKS:
+        return frozenset()  # a key is on MIN_LINKS links at least: no parse needed
     try:
         page = urlsplit(page_url)
     except ValueError:
