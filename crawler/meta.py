@@ -7,10 +7,7 @@ they are used, except the one two of our components honour for the user.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
+from typing import Any
 
 # The lease of a request handed out by the frontier ("<shard>:<lease id>").
 LEASE = "frontier_lease"
@@ -109,7 +106,7 @@ ROBOTS_SIGNALS = "frontier_robots_signals"
 CONTENT_SIGNALS = "frontier_content_signals"
 
 
-def is_page_fetch(meta: Mapping[str, Any]) -> bool:
+def is_page_fetch(meta: dict[str, Any]) -> bool:
     """Whether a request with *meta* is a page of the crawl asked of its site: one
     the frontier leased, neither a robots.txt fetch nor a depth repair's page."""
     return LEASE in meta and not meta.get(ROBOTS_FETCH) and not meta.get(REPARSE)
